@@ -1,0 +1,580 @@
+//! The configuration model: TOML layers merged in order (built-in defaults <
+//! `~/.config/wield/config.toml` < `.wield/config.toml` < `--config FILE` <
+//! `WIELD_SECTION__KEY` environment < command-line overrides), with unknown
+//! keys refused by path and with a did-you-mean.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+use thiserror::Error;
+
+use crate::names::closest;
+
+/// A known configuration key, relative to some table. Dotted; a `*` segment
+/// matches any single key (a user-chosen name); a trailing `**` accepts any
+/// content below (free-form tables such as environment maps).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigKey(pub String);
+
+impl ConfigKey {
+    pub fn new(path: impl Into<String>) -> Self {
+        Self(path.into())
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("invalid TOML in {origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("unknown config key `{path}` in {origin}{}", suggestion_text(.suggestion))]
+    UnknownKey {
+        path: String,
+        origin: String,
+        suggestion: Option<String>,
+    },
+    #[error("invalid value for `{path}`: {message}")]
+    Invalid { path: String, message: String },
+}
+
+fn suggestion_text(s: &Option<String>) -> String {
+    match s {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => String::new(),
+    }
+}
+
+/// The tree of known keys.
+#[derive(Clone, Debug, Default)]
+pub struct KeyTree {
+    children: BTreeMap<String, KeyTree>,
+    wildcard: Option<Box<KeyTree>>,
+    any: bool,
+}
+
+impl KeyTree {
+    /// The keys wield-core and the front-ends know.
+    pub fn core() -> Self {
+        let mut t = Self::default();
+        for k in CORE_KEYS {
+            t.insert(k);
+        }
+        t
+    }
+
+    pub fn insert(&mut self, path: &str) {
+        let mut node = self;
+        for part in path.split('.') {
+            node = match part {
+                "**" => {
+                    node.any = true;
+                    return;
+                }
+                "*" => node.wildcard.get_or_insert_with(Box::default),
+                name => node.children.entry(name.to_owned()).or_default(),
+            };
+        }
+    }
+
+    /// Add a tool's own keys under `[tool_name]`.
+    pub fn insert_under(&mut self, prefix: &str, keys: &[ConfigKey]) {
+        for k in keys {
+            self.insert(&format!("{prefix}.{}", k.0));
+        }
+    }
+
+    fn child(&self, key: &str) -> Option<&KeyTree> {
+        self.children.get(key).or(self.wildcard.as_deref())
+    }
+
+    fn is_leaf(&self) -> bool {
+        self.children.is_empty() && self.wildcard.is_none()
+    }
+
+    /// Check that every key of `table` is known.
+    pub fn check(&self, table: &toml::Table, origin: &str) -> Result<(), ConfigError> {
+        self.check_at(table, "", origin)
+    }
+
+    fn check_at(&self, table: &toml::Table, prefix: &str, origin: &str) -> Result<(), ConfigError> {
+        if self.any {
+            return Ok(());
+        }
+        for (key, value) in table {
+            let path = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            let Some(node) = self.child(key) else {
+                let suggestion = closest(key, self.children.keys().map(String::as_str)).map(|s| {
+                    if prefix.is_empty() {
+                        s.to_owned()
+                    } else {
+                        format!("{prefix}.{s}")
+                    }
+                });
+                return Err(ConfigError::UnknownKey {
+                    path,
+                    origin: origin.to_owned(),
+                    suggestion,
+                });
+            };
+            if let toml::Value::Table(sub) = value {
+                if !node.is_leaf() || node.any {
+                    node.check_at(sub, &path, origin)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every key the core and the built-in front-ends understand. Tools add
+/// their own under `[tool_name]` through `Tool::config_keys`.
+const CORE_KEYS: &[&str] = &[
+    "profile",
+    "agent",
+    "mode",
+    "task",
+    "approval.auto_approve",
+    "approval.confirm",
+    "approval.deny",
+    "approval.require",
+    "approval.auto_approve_sandboxed",
+    "approval.presets.*.approve",
+    "approval.presets.*.deny",
+    "tools.enabled",
+    "tools.disabled",
+    "tools.opt_in",
+    "tools.deferred",
+    "agents.*.tools.enabled",
+    "agents.*.tools.disabled",
+    "agents.*.description",
+    "modes.*.tools.enabled",
+    "modes.*.tools.disabled",
+    "modes.*.description",
+    "tasks.*.tools.enabled",
+    "tasks.*.tools.disabled",
+    "tasks.*.description",
+    "hooks.*.event",
+    "hooks.*.matcher",
+    "hooks.*.files",
+    "hooks.*.command",
+    "hooks.*.timeout",
+    "sandbox.enabled",
+    "sandbox.backend",
+    "sandbox.network",
+    "sandbox.read",
+    "sandbox.write",
+    "sandbox.protected",
+    "executor.max_parallel",
+    "executor.timeout",
+    "truncation.max_lines",
+    "truncation.max_bytes",
+    "audit.file",
+    "read_before.write",
+    "mcp.servers.*.command",
+    "mcp.servers.*.args",
+    "mcp.servers.*.env.**",
+    "mcp.servers.*.cwd",
+    "mcp.servers.*.url",
+    "mcp.servers.*.headers.**",
+    "mcp.servers.*.deferred",
+    "mcp.servers.*.enabled",
+    "mcp.servers.*.timeout",
+];
+
+/// Accepts `30`, `"30s"`, `"500ms"`, `"2m"`, `"1h"`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let (num, unit) = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((t, "s"), |i| (&t[..i], t[i..].trim()));
+    let n: f64 = num.parse().ok()?;
+    if !n.is_finite() || n < 0.0 {
+        return None;
+    }
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "sec" | "secs" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs))
+}
+
+/// Serde helper: a duration as seconds or a string with a unit.
+pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(u64),
+        Float(f64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Int(n) => Ok(Duration::from_secs(n)),
+        Raw::Float(f) if f.is_finite() && f >= 0.0 => Ok(Duration::from_secs_f64(f)),
+        Raw::Float(f) => Err(serde::de::Error::custom(format!("invalid duration {f}"))),
+        Raw::Text(s) => parse_duration(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid duration {s:?}: use e.g. 30, \"30s\", \"2m\""))),
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(default)]
+pub struct PresetConfig {
+    pub approve: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct ApprovalConfig {
+    pub auto_approve: Vec<String>,
+    pub confirm: Vec<String>,
+    pub deny: Vec<String>,
+    /// When false, a catch-all resolver approves whatever nothing else decided.
+    pub require: bool,
+    pub auto_approve_sandboxed: bool,
+    pub presets: BTreeMap<String, PresetConfig>,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            auto_approve: vec!["$standard".into()],
+            confirm: Vec::new(),
+            deny: Vec::new(),
+            require: true,
+            auto_approve_sandboxed: true,
+            presets: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(default)]
+pub struct ToolsConfig {
+    pub enabled: Vec<String>,
+    pub disabled: Vec<String>,
+    pub opt_in: Vec<String>,
+    pub deferred: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct ExecutorConfig {
+    pub max_parallel: usize,
+    #[serde(deserialize_with = "de_duration")]
+    pub timeout: Duration,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        Self {
+            max_parallel: 8,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct TruncationConfig {
+    pub max_lines: usize,
+    pub max_bytes: usize,
+}
+
+impl Default for TruncationConfig {
+    fn default() -> Self {
+        Self {
+            max_lines: crate::truncate::DEFAULT_MAX_LINES,
+            max_bytes: crate::truncate::DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(default)]
+pub struct AuditConfig {
+    pub file: Option<PathBuf>,
+}
+
+/// The merged configuration: typed core sections plus the raw table for
+/// everything else (tool tables, sandbox, hooks, MCP servers).
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub table: toml::Table,
+    pub approval: ApprovalConfig,
+    pub tools: ToolsConfig,
+    pub executor: ExecutorConfig,
+    pub truncation: TruncationConfig,
+    pub audit: AuditConfig,
+    /// Where each layer came from, lowest first.
+    pub origins: Vec<String>,
+}
+
+impl Config {
+    /// Build the typed view of a merged table.
+    pub fn from_table(table: toml::Table) -> Result<Self, ConfigError> {
+        Ok(Self {
+            approval: section(&table, "approval")?,
+            tools: section(&table, "tools")?,
+            executor: section(&table, "executor")?,
+            truncation: section(&table, "truncation")?,
+            audit: section(&table, "audit")?,
+            table,
+            origins: Vec::new(),
+        })
+    }
+
+    /// A table by dotted path (a tool's own `[name]` table), empty if absent.
+    pub fn table_at(&self, path: &str) -> toml::Table {
+        let mut node = &self.table;
+        for part in path.split('.') {
+            match node.get(part) {
+                Some(toml::Value::Table(t)) => node = t,
+                _ => return toml::Table::new(),
+            }
+        }
+        node.clone()
+    }
+
+    /// A typed section by dotted path, its defaults when absent.
+    pub fn get<T: for<'de> Deserialize<'de> + Default>(&self, path: &str) -> Result<T, ConfigError> {
+        let t = self.table_at(path);
+        if t.is_empty() {
+            return Ok(T::default());
+        }
+        toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                path: path.to_owned(),
+                message: e.message().to_owned(),
+            })
+    }
+
+    /// A single value by dotted path.
+    pub fn value(&self, path: &str) -> Option<&toml::Value> {
+        let mut parts = path.split('.').peekable();
+        let mut node = &self.table;
+        while let Some(part) = parts.next() {
+            let v = node.get(part)?;
+            if parts.peek().is_none() {
+                return Some(v);
+            }
+            node = v.as_table()?;
+        }
+        None
+    }
+}
+
+fn section<T: for<'de> Deserialize<'de> + Default>(table: &toml::Table, name: &str) -> Result<T, ConfigError> {
+    match table.get(name) {
+        None => Ok(T::default()),
+        Some(v) => v.clone().try_into().map_err(|e: toml::de::Error| ConfigError::Invalid {
+            path: name.to_owned(),
+            message: e.message().to_owned(),
+        }),
+    }
+}
+
+/// Deep-merge `over` into `base`: tables merge, everything else replaces.
+pub fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Collects the layers and merges them.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigLoader {
+    /// Files with whether they must exist.
+    files: Vec<(PathBuf, bool)>,
+    env: Vec<(String, String)>,
+    overrides: Vec<(String, toml::Table)>,
+}
+
+impl ConfigLoader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The standard files for a workspace: the global file (`$XDG_CONFIG_HOME`
+    /// or `~/.config`) then the project's `.wield/config.toml`.
+    pub fn standard_files(mut self, workspace: &Path) -> Self {
+        if let Some(dir) = global_config_dir() {
+            self.files.push((dir.join("config.toml"), false));
+        }
+        self.files.push((workspace.join(".wield").join("config.toml"), false));
+        self
+    }
+
+    /// An explicit file (`--config FILE`): it must exist.
+    pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.files.push((path.into(), true));
+        self
+    }
+
+    /// `WIELD_SECTION__KEY=value` variables (two underscores between levels).
+    pub fn env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.env = vars.into_iter().collect();
+        self
+    }
+
+    /// A layer of command-line overrides.
+    pub fn overrides(mut self, origin: &str, table: toml::Table) -> Self {
+        self.overrides.push((origin.to_owned(), table));
+        self
+    }
+
+    pub fn load(&self, known: &KeyTree) -> Result<Config, ConfigError> {
+        let mut merged = toml::Table::new();
+        let mut origins = vec!["defaults".to_owned()];
+        for (path, required) in &self.files {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
+                Err(source) => {
+                    return Err(ConfigError::Io {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+            };
+            let origin = path.display().to_string();
+            let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                origin: origin.clone(),
+                message: e.to_string(),
+            })?;
+            known.check(&table, &origin)?;
+            merge(&mut merged, table);
+            origins.push(origin);
+        }
+        let env_table = env_layer(&self.env)?;
+        if !env_table.is_empty() {
+            known.check(&env_table, "the environment")?;
+            merge(&mut merged, env_table);
+            origins.push("environment".into());
+        }
+        for (origin, table) in &self.overrides {
+            known.check(table, origin)?;
+            merge(&mut merged, table.clone());
+            origins.push(origin.clone());
+        }
+        let mut config = Config::from_table(merged)?;
+        config.origins = origins;
+        Ok(config)
+    }
+}
+
+pub fn global_config_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("wield"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".config").join("wield"))
+}
+
+/// Parse a scalar the way TOML would (`10`, `true`, `["a"]`), else a string.
+pub fn parse_scalar(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(text.to_owned()))
+}
+
+/// Set a dotted key in a table, creating intermediate tables.
+pub fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), ConfigError> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut node = table;
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        let entry = node
+            .entry((*part).to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("`{part}` is not a table"),
+                });
+            }
+        };
+    }
+    if let Some(last) = parts.last() {
+        node.insert((*last).to_owned(), value);
+    }
+    Ok(())
+}
+
+fn env_layer(vars: &[(String, String)]) -> Result<toml::Table, ConfigError> {
+    let mut table = toml::Table::new();
+    for (name, value) in vars {
+        let Some(rest) = name.strip_prefix("WIELD_") else {
+            continue;
+        };
+        if !rest.contains("__") {
+            continue;
+        }
+        let path = rest
+            .split("__")
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>()
+            .join(".");
+        set_path(&mut table, &path, parse_scalar(value))?;
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_path_and_suggests() {
+        let t: toml::Table = toml::from_str("[approval]\nauto_aprove = []").unwrap();
+        let err = KeyTree::core().check(&t, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("`approval.auto_aprove`"), "{err}");
+        assert!(err.contains("did you mean `approval.auto_approve`"), "{err}");
+    }
+
+    #[test]
+    fn wildcards_and_free_form_tables() {
+        let t: toml::Table = toml::from_str(
+            "[mcp.servers.x]\ncommand='a'\n[mcp.servers.x.env]\nANY='1'\n[approval.presets.'$mine']\napprove=['a']",
+        )
+        .unwrap();
+        KeyTree::core().check(&t, "x").unwrap();
+        let bad: toml::Table = toml::from_str("[mcp.servers.x]\ncomand='a'").unwrap();
+        assert!(KeyTree::core().check(&bad, "x").is_err());
+    }
+
+    #[test]
+    fn env_layer_maps_double_underscores() {
+        let t = env_layer(&[("WIELD_EXECUTOR__MAX_PARALLEL".into(), "3".into())]).unwrap();
+        let c = Config::from_table(t).unwrap();
+        assert_eq!(c.executor.max_parallel, 3);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("x"), None);
+    }
+}

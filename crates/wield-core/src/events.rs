@@ -1,0 +1,173 @@
+//! Events that stream to whoever listens (terminal UI, MCP progress, audit
+//! log) and the JSON Lines audit log.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Which output stream a delta came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Something that happened to a call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    CallPending {
+        call_id: String,
+        tool: String,
+        preview: String,
+    },
+    CallApproved {
+        call_id: String,
+        tool: String,
+        by: String,
+    },
+    CallDenied {
+        call_id: String,
+        tool: String,
+        reason: String,
+    },
+    CallStarted {
+        call_id: String,
+        tool: String,
+    },
+    OutputDelta {
+        call_id: String,
+        tool: String,
+        stream: Stream,
+        text: String,
+    },
+    CallFinished {
+        call_id: String,
+        tool: String,
+        success: bool,
+        duration_ms: u64,
+        truncated: bool,
+    },
+}
+
+impl Event {
+    pub fn call_id(&self) -> &str {
+        match self {
+            Event::CallPending { call_id, .. }
+            | Event::CallApproved { call_id, .. }
+            | Event::CallDenied { call_id, .. }
+            | Event::CallStarted { call_id, .. }
+            | Event::OutputDelta { call_id, .. }
+            | Event::CallFinished { call_id, .. } => call_id,
+        }
+    }
+}
+
+/// A subscriber.
+pub trait EventListener: Send + Sync {
+    fn on_event(&self, event: &Event);
+}
+
+impl<F: Fn(&Event) + Send + Sync> EventListener for F {
+    fn on_event(&self, event: &Event) {
+        self(event);
+    }
+}
+
+/// Fan-out of events to subscribers. Cloning shares the subscriber list.
+#[derive(Clone, Default)]
+pub struct EventSink {
+    listeners: Arc<RwLock<Vec<Arc<dyn EventListener>>>>,
+}
+
+impl EventSink {
+    pub fn subscribe(&self, listener: Arc<dyn EventListener>) {
+        if let Ok(mut l) = self.listeners.write() {
+            l.push(listener);
+        }
+    }
+
+    pub fn has_listeners(&self) -> bool {
+        self.listeners.read().map(|l| !l.is_empty()).unwrap_or(false)
+    }
+
+    pub fn emit(&self, event: &Event) {
+        if let Ok(listeners) = self.listeners.read() {
+            for l in listeners.iter() {
+                l.on_event(event);
+            }
+        }
+    }
+}
+
+/// One line of the audit log.
+#[derive(Debug, Serialize)]
+pub struct AuditRecord<'a> {
+    pub time: String,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub input: &'a Value,
+    pub decision: &'a str,
+    pub success: bool,
+    pub duration_ms: u64,
+    pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
+/// Appends one JSON line per finished call.
+pub struct AuditLog {
+    file: Mutex<File>,
+}
+
+impl AuditLog {
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self { file: Mutex::new(file) })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &self,
+        call_id: &str,
+        tool: &str,
+        input: &Value,
+        decision: &str,
+        success: bool,
+        duration: Duration,
+        truncated: bool,
+        error: Option<&str>,
+    ) {
+        let rec = AuditRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            call_id,
+            tool,
+            input,
+            decision,
+            success,
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            truncated,
+            error,
+        };
+        let Ok(mut line) = serde_json::to_string(&rec) else {
+            return;
+        };
+        line.push('\n');
+        if let Ok(mut f) = self.file.lock() {
+            // One write call per line keeps lines whole under O_APPEND even
+            // when several wield processes share the log.
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                tracing::warn!("audit log write failed: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,750 @@
+//! The execution pipeline over a batch of calls from one model response.
+//!
+//! - **A, pre-flight** (sequential, in order): lookup, validation, pre hooks,
+//!   `tool.pre()`, approval, path pre-filter. A refused call gets its error
+//!   result here and goes no further.
+//! - **B, execution**: parallel-safe calls concurrently (bounded), then the
+//!   others one by one; each under a timeout, all cancellable together.
+//! - **C, post-processing** (sequential, in call order): `tool.post()`, post
+//!   hooks, the result-size guard, events and the audit log.
+//!
+//! Every call gets exactly one result, in the order of the calls; a tool that
+//! panics becomes an error result.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{
+    ApprovalAnswer, ApprovalCall, ApprovalRequest, ApprovalStore, Approver, Decision, HeadlessApprover, ResolverChain,
+    Scope, derive_pattern,
+};
+use crate::config::{Config, parse_duration};
+use crate::context::{Context, Services, Session};
+use crate::events::{AuditLog, Event, EventSink};
+use crate::hooks::{Hook, HookCall};
+use crate::names::closest_n;
+use crate::policy::{AllVisible, Visibility};
+use crate::registry::{Registered, Registry};
+use crate::schema::{fill_nullable, validation_message};
+use crate::tool::{Access, HANDLES_TIMEOUT, ToolResult};
+use crate::truncate::{Limits, truncate_head};
+
+/// One call requested by a model (or a person).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+impl Call {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+}
+
+/// Checks a path a call declares against the roots, before it runs.
+pub trait PathGuard: Send + Sync {
+    fn check(&self, path: &str, access: Access) -> Result<(), String>;
+}
+
+/// Margin given to tools that enforce their own timeout.
+const SELF_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+
+pub struct ExecutorBuilder {
+    registry: Arc<Registry>,
+    config: Arc<Config>,
+    workspace: PathBuf,
+    chain: Option<ResolverChain>,
+    approver: Arc<dyn Approver>,
+    store: Option<Arc<dyn ApprovalStore>>,
+    events: EventSink,
+    services: Services,
+    visibility: Arc<dyn Visibility>,
+    hooks: Vec<Arc<dyn Hook>>,
+    path_guard: Option<Arc<dyn PathGuard>>,
+    audit: Option<Arc<AuditLog>>,
+    sandboxed: bool,
+}
+
+impl ExecutorBuilder {
+    pub fn new(registry: Arc<Registry>, config: Arc<Config>, workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            registry,
+            config,
+            workspace: workspace.into(),
+            chain: None,
+            approver: Arc::new(HeadlessApprover),
+            store: None,
+            events: EventSink::default(),
+            services: Services::new(),
+            visibility: Arc::new(AllVisible),
+            hooks: Vec::new(),
+            path_guard: None,
+            audit: None,
+            sandboxed: false,
+        }
+    }
+
+    #[must_use]
+    pub fn chain(mut self, chain: ResolverChain) -> Self {
+        self.chain = Some(chain);
+        self
+    }
+
+    #[must_use]
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    #[must_use]
+    pub fn events(mut self, events: EventSink) -> Self {
+        self.events = events;
+        self
+    }
+
+    #[must_use]
+    pub fn services(mut self, services: Services) -> Self {
+        self.services = services;
+        self
+    }
+
+    #[must_use]
+    pub fn visibility(mut self, visibility: Arc<dyn Visibility>) -> Self {
+        self.visibility = visibility;
+        self
+    }
+
+    #[must_use]
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    #[must_use]
+    pub fn path_guard(mut self, guard: Arc<dyn PathGuard>) -> Self {
+        self.path_guard = Some(guard);
+        self
+    }
+
+    #[must_use]
+    pub fn audit(mut self, audit: Arc<AuditLog>) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Whether a process sandbox is active (for the sandbox resolver).
+    #[must_use]
+    pub fn sandboxed(mut self, sandboxed: bool) -> Self {
+        self.sandboxed = sandboxed;
+        self
+    }
+
+    pub fn build(self) -> Executor {
+        let chain = self
+            .chain
+            .unwrap_or_else(|| crate::approval::standard_chain(&self.config.approval, Vec::new()));
+        let tool_configs = self
+            .registry
+            .list()
+            .map(|r| {
+                let name = r.tool.spec().name.clone();
+                let table = Arc::new(self.config.table_at(&name));
+                (name, table)
+            })
+            .collect();
+        let limits = Limits {
+            max_lines: self.config.truncation.max_lines,
+            max_bytes: self.config.truncation.max_bytes,
+        };
+        Executor {
+            registry: self.registry,
+            max_parallel: self.config.executor.max_parallel.max(1),
+            default_timeout: self.config.executor.timeout,
+            config: self.config,
+            workspace: self.workspace,
+            chain,
+            approver: self.approver,
+            store: self.store,
+            events: self.events,
+            services: Arc::new(self.services),
+            visibility: self.visibility,
+            hooks: self.hooks,
+            path_guard: self.path_guard,
+            audit: self.audit,
+            sandboxed: self.sandboxed,
+            tool_configs,
+            limits,
+        }
+    }
+}
+
+/// Runs batches of calls through the pipeline.
+pub struct Executor {
+    registry: Arc<Registry>,
+    config: Arc<Config>,
+    workspace: PathBuf,
+    chain: ResolverChain,
+    approver: Arc<dyn Approver>,
+    store: Option<Arc<dyn ApprovalStore>>,
+    events: EventSink,
+    services: Arc<Services>,
+    visibility: Arc<dyn Visibility>,
+    hooks: Vec<Arc<dyn Hook>>,
+    path_guard: Option<Arc<dyn PathGuard>>,
+    audit: Option<Arc<AuditLog>>,
+    sandboxed: bool,
+    tool_configs: HashMap<String, Arc<toml::Table>>,
+    limits: Limits,
+    max_parallel: usize,
+    default_timeout: Duration,
+}
+
+/// A call that passed pre-flight.
+struct Ready {
+    entry: Arc<Registered>,
+    input: Value,
+    ctx: Context,
+    decision: &'static str,
+    feedback: Vec<String>,
+}
+
+enum Slot {
+    Ready(Box<Ready>),
+    Refused { result: ToolResult, decision: &'static str },
+}
+
+impl Executor {
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    pub fn events(&self) -> &EventSink {
+        &self.events
+    }
+
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    /// Run one call.
+    pub async fn run_one(&self, call: Call, session: &Arc<Session>, cancel: &CancellationToken) -> ToolResult {
+        self.run_batch(vec![call], session, cancel)
+            .await
+            .pop()
+            .unwrap_or_else(|| ToolResult::error("internal error: no result"))
+    }
+
+    /// Run a batch; one result per call, in call order.
+    pub async fn run_batch(
+        &self,
+        calls: Vec<Call>,
+        session: &Arc<Session>,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let started: Vec<Instant> = calls.iter().map(|_| Instant::now()).collect();
+        let ids: Vec<(String, String, Value)> = if self.audit.is_some() {
+            calls
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone(), c.input.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+
+        // Phase A.
+        let mut slots = Vec::with_capacity(calls.len());
+        let mut batch_cancelled = false;
+        for call in calls {
+            if batch_cancelled {
+                slots.push(Slot::Refused {
+                    result: ToolResult::error("cancelled: the person approving cancelled this batch of calls"),
+                    decision: "cancelled",
+                });
+                continue;
+            }
+            let slot = self.preflight(call, session, cancel, &mut batch_cancelled).await;
+            slots.push(slot);
+        }
+
+        // Phase B: parallel-safe calls together, then the rest in order.
+        let mut results: Vec<Option<(ToolResult, &'static str, Option<Ready>)>> = slots.iter().map(|_| None).collect();
+        let mut parallel = Vec::new();
+        let mut serial = Vec::new();
+        for (i, slot) in slots.into_iter().enumerate() {
+            match slot {
+                Slot::Refused { result, decision } => results[i] = Some((result, decision, None)),
+                Slot::Ready(r) if r.entry.tool.traits().parallel => parallel.push((i, *r)),
+                Slot::Ready(r) => serial.push((i, *r)),
+            }
+        }
+        if parallel.len() == 1 {
+            for (i, r) in parallel {
+                let res = self.execute(&r).await;
+                results[i] = Some((res, r.decision, Some(r)));
+            }
+        } else if !parallel.is_empty() {
+            let done: Vec<(usize, ToolResult, Ready)> = futures::stream::iter(parallel)
+                .map(|(i, r)| async move {
+                    let res = self.execute(&r).await;
+                    (i, res, r)
+                })
+                .buffered(self.max_parallel)
+                .collect()
+                .await;
+            for (i, res, r) in done {
+                results[i] = Some((res, r.decision, Some(r)));
+            }
+        }
+        for (i, r) in serial {
+            let res = self.execute(&r).await;
+            results[i] = Some((res, r.decision, Some(r)));
+        }
+
+        // Phase C.
+        let mut out = Vec::with_capacity(results.len());
+        for (i, slot) in results.into_iter().enumerate() {
+            let (mut result, decision, ready) = slot.unwrap_or_else(|| {
+                (
+                    ToolResult::error("internal error: call produced no result"),
+                    "error",
+                    None,
+                )
+            });
+            let tool_name = if let Some(r) = &ready {
+                self.postprocess(r, &mut result).await;
+                r.ctx.tool.clone()
+            } else {
+                String::new()
+            };
+            let duration = started.get(i).map(Instant::elapsed).unwrap_or_default();
+            let truncated = result
+                .metadata
+                .get("truncated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if self.events.has_listeners() {
+                let call_id = ready.as_ref().map(|r| r.ctx.call_id.clone()).unwrap_or_default();
+                self.events.emit(&Event::CallFinished {
+                    call_id,
+                    tool: tool_name,
+                    success: result.success,
+                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+                    truncated,
+                });
+            }
+            if let (Some(audit), Some((id, name, input))) = (&self.audit, ids.get(i)) {
+                audit.record(
+                    id,
+                    name,
+                    input,
+                    decision,
+                    result.success,
+                    duration,
+                    truncated,
+                    result.error.as_deref(),
+                );
+            }
+            out.push(result);
+        }
+        out
+    }
+
+    fn refuse(&self, call_id: &str, tool: &str, message: String, decision: &'static str) -> Slot {
+        if decision == "denied" && self.events.has_listeners() {
+            self.events.emit(&Event::CallDenied {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                reason: message.clone(),
+            });
+        }
+        Slot::Refused {
+            result: ToolResult::error(message),
+            decision,
+        }
+    }
+
+    async fn preflight(
+        &self,
+        call: Call,
+        session: &Arc<Session>,
+        cancel: &CancellationToken,
+        batch_cancelled: &mut bool,
+    ) -> Slot {
+        let Some(entry) = self.registry.lookup(&call.name) else {
+            return self.refuse(
+                &call.id,
+                &call.name,
+                self.unknown_tool(&call.name, session),
+                "unknown_tool",
+            );
+        };
+        let entry = Arc::clone(entry);
+        let tool = &entry.tool;
+        let spec = tool.spec();
+        let name = spec.name.as_str();
+        if let Err(why) = self.visibility.check_callable(name, session) {
+            return self.refuse(
+                &call.id,
+                name,
+                format!("tool `{name}` is not available: {why}"),
+                "hidden",
+            );
+        }
+        let mut input = call.input;
+        if !input.is_object() {
+            return self.refuse(
+                &call.id,
+                name,
+                format!(
+                    "Invalid arguments for tool `{name}`: the arguments must be a JSON object, got {}",
+                    kind_of(&input)
+                ),
+                "invalid",
+            );
+        }
+        if spec.strict {
+            fill_nullable(&spec.input_schema, &mut input);
+        }
+        if let Err(errors) = entry.validator.validate(&input) {
+            return self.refuse(
+                &call.id,
+                name,
+                validation_message(name, &errors, &spec.input_schema),
+                "invalid",
+            );
+        }
+
+        let mut feedback = Vec::new();
+        for hook in &self.hooks {
+            let hc = HookCall {
+                call_id: &call.id,
+                tool: name,
+                input: &input,
+                cwd: &self.workspace,
+                file_paths: tool.paths(&input).into_iter().map(|p| p.path).collect(),
+            };
+            let outcome = hook.pre(&hc).await;
+            feedback.extend(outcome.feedback);
+            if let Some(reason) = outcome.block {
+                return self.refuse(
+                    &call.id,
+                    name,
+                    format!("blocked by hook `{}`: {reason}", hook.name()),
+                    "denied",
+                );
+            }
+            if let Some(mut new_input) = outcome.input {
+                if spec.strict {
+                    fill_nullable(&spec.input_schema, &mut new_input);
+                }
+                if let Err(errors) = entry.validator.validate(&new_input) {
+                    let msg = format!(
+                        "hook `{}` rewrote the input into an invalid one:\n{}",
+                        hook.name(),
+                        validation_message(name, &errors, &spec.input_schema)
+                    );
+                    return self.refuse(&call.id, name, msg, "invalid");
+                }
+                input = new_input;
+            }
+        }
+
+        let ctx = self.context(&call.id, name, &input, session, cancel);
+        if let Err(msg) = tool.pre(&input, &ctx).await {
+            return self.refuse(&call.id, name, msg, "refused");
+        }
+
+        let verdict = self.chain.resolve(&ApprovalCall {
+            tool: name,
+            input: &input,
+            traits: tool.traits(),
+            session,
+            workspace: &self.workspace,
+            sandboxed: self.sandboxed,
+        });
+        let decision = match verdict.decision {
+            Decision::Approve => {
+                if self.events.has_listeners() {
+                    self.events.emit(&Event::CallApproved {
+                        call_id: call.id.clone(),
+                        tool: name.to_owned(),
+                        by: verdict.resolver.clone(),
+                    });
+                }
+                "approved"
+            }
+            Decision::Deny(reason) => {
+                return self.refuse(&call.id, name, format!("denied by policy: {reason}"), "denied");
+            }
+            Decision::RequireApproval | Decision::Pass => {
+                let preview = tool.preview(&input, 100);
+                if self.events.has_listeners() {
+                    self.events.emit(&Event::CallPending {
+                        call_id: call.id.clone(),
+                        tool: name.to_owned(),
+                        preview: preview.clone(),
+                    });
+                }
+                let request = ApprovalRequest {
+                    call_id: call.id.clone(),
+                    tool: name.to_owned(),
+                    detail: tool.approval_detail(&input, &ctx).await,
+                    pattern: derive_pattern(name, &input),
+                    input: input.clone(),
+                    preview,
+                };
+                match self.approver.ask(&request).await {
+                    ApprovalAnswer::Allow(scope) => {
+                        self.remember(scope, &request.pattern, session);
+                        if self.events.has_listeners() {
+                            self.events.emit(&Event::CallApproved {
+                                call_id: call.id.clone(),
+                                tool: name.to_owned(),
+                                by: "approver".into(),
+                            });
+                        }
+                        "approved_by_user"
+                    }
+                    ApprovalAnswer::Deny(message) => {
+                        let msg = message.unwrap_or_else(|| format!("denied: the user refused the call to `{name}`"));
+                        return self.refuse(&call.id, name, msg, "denied");
+                    }
+                    ApprovalAnswer::CancelBatch => {
+                        *batch_cancelled = true;
+                        return self.refuse(
+                            &call.id,
+                            name,
+                            "cancelled: the person approving cancelled this batch of calls".into(),
+                            "cancelled",
+                        );
+                    }
+                }
+            }
+        };
+
+        if let Some(guard) = &self.path_guard {
+            for p in tool.paths(&input) {
+                if let Err(msg) = guard.check(&p.path, p.access) {
+                    return self.refuse(&call.id, name, msg, "denied");
+                }
+            }
+        }
+        Slot::Ready(Box::new(Ready {
+            entry,
+            input,
+            ctx,
+            decision,
+            feedback,
+        }))
+    }
+
+    fn remember(&self, scope: Scope, pattern: &str, session: &Session) {
+        match scope {
+            Scope::Once => {}
+            Scope::Session => session.add_rule(pattern),
+            Scope::Project | Scope::Global => {
+                session.add_rule(pattern);
+                if let Some(store) = &self.store {
+                    if let Err(e) = store.remember(scope, pattern) {
+                        tracing::warn!("could not save approval rule `{pattern}`: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    fn unknown_tool(&self, name: &str, session: &Session) -> String {
+        let callable: Vec<&str> = self
+            .registry
+            .names()
+            .filter(|n| self.visibility.check_callable(n, session).is_ok())
+            .collect();
+        let near = closest_n(name, callable.iter().copied(), 3);
+        let mut msg = format!("unknown tool `{name}`.");
+        if !near.is_empty() {
+            let list: Vec<String> = near.iter().map(|n| format!("`{n}`")).collect();
+            msg.push_str(&format!(" Did you mean {}?", list.join(" or ")));
+        }
+        let mut all = callable.clone();
+        all.truncate(40);
+        msg.push_str(&format!(" Available tools: {}.", all.join(", ")));
+        msg
+    }
+
+    fn context(
+        &self,
+        call_id: &str,
+        tool: &str,
+        input: &Value,
+        session: &Arc<Session>,
+        cancel: &CancellationToken,
+    ) -> Context {
+        let config = self
+            .tool_configs
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(toml::Table::new()));
+        let timeout = call_timeout(input, &config).unwrap_or(self.default_timeout);
+        Context {
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            cwd: self.workspace.clone(),
+            timeout,
+            cancel: cancel.child_token(),
+            events: self.events.clone(),
+            config,
+            limits: self.limits,
+            session: Arc::clone(session),
+            services: Arc::clone(&self.services),
+        }
+    }
+
+    async fn execute(&self, r: &Ready) -> ToolResult {
+        let tool = &r.entry.tool;
+        if self.events.has_listeners() {
+            self.events.emit(&Event::CallStarted {
+                call_id: r.ctx.call_id.clone(),
+                tool: r.ctx.tool.clone(),
+            });
+        }
+        let limit = if tool.traits().has_capability(HANDLES_TIMEOUT) {
+            r.ctx.timeout + SELF_TIMEOUT_MARGIN
+        } else {
+            r.ctx.timeout
+        };
+        let fut = AssertUnwindSafe(tool.execute(r.input.clone(), &r.ctx)).catch_unwind();
+        let cancel = r.ctx.cancel.clone();
+        tokio::select! {
+            biased;
+            outcome = tokio::time::timeout(limit, fut) => match outcome {
+                Ok(Ok(result)) => result,
+                Ok(Err(panic)) => {
+                    let what = panic_message(panic.as_ref());
+                    tracing::error!("tool `{}` panicked: {what}", r.ctx.tool);
+                    ToolResult::error(format!("tool `{}` failed internally (panic: {what}); this is a bug in the tool, not in your call", r.ctx.tool))
+                        .with_meta("panicked", true)
+                }
+                Err(_) => {
+                    r.ctx.cancel.cancel();
+                    ToolResult::error(format!("timed out after {}", human_duration(r.ctx.timeout)))
+                        .with_meta("timed_out", true)
+                }
+            },
+            () = cancel.cancelled() => ToolResult::error("cancelled").with_meta("cancelled", true),
+        }
+    }
+
+    async fn postprocess(&self, r: &Ready, result: &mut ToolResult) {
+        let tool = &r.entry.tool;
+        tool.post(&r.input, result, &r.ctx).await;
+        if !self.hooks.is_empty() {
+            let hc = HookCall {
+                call_id: &r.ctx.call_id,
+                tool: &r.ctx.tool,
+                input: &r.input,
+                cwd: &self.workspace,
+                file_paths: tool.paths(&r.input).into_iter().map(|p| p.path).collect(),
+            };
+            for hook in &self.hooks {
+                hook.post(&hc, result).await;
+            }
+        }
+        if !r.feedback.is_empty() {
+            result
+                .output
+                .push_str(&format!("\n[hook feedback] {}", r.feedback.join("\n")));
+        }
+        // The result-size guard: tools that cut their own output say so in
+        // `truncated`; anything else too large is cut here.
+        if !result.metadata.contains_key("truncated")
+            && (result.output.len() > self.limits.max_bytes
+                || memchr_count(result.output.as_bytes()) > self.limits.max_lines)
+        {
+            let t = truncate_head(&result.output, self.limits.max_lines, self.limits.max_bytes);
+            result.output = t.text.clone();
+            result.metadata.extend(t.metadata());
+        }
+    }
+}
+
+fn memchr_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|b| **b == b'\n').count()
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The call's own `timeout` argument (seconds or a duration string), else
+/// the tool's configured `timeout`.
+fn call_timeout(input: &Value, config: &toml::Table) -> Option<Duration> {
+    let from_input = match input.get("timeout") {
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .map(Duration::from_secs_f64),
+        Some(Value::String(s)) => parse_duration(s),
+        _ => None,
+    };
+    from_input.or_else(|| match config.get("timeout") {
+        Some(toml::Value::Integer(n)) => u64::try_from(*n).ok().map(Duration::from_secs),
+        Some(toml::Value::Float(f)) if f.is_finite() && *f > 0.0 => Some(Duration::from_secs_f64(*f)),
+        Some(toml::Value::String(s)) => parse_duration(s),
+        _ => None,
+    })
+}
+
+pub fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs >= 1.0 && (secs - secs.round()).abs() < 1e-9 {
+        format!("{}s", secs.round())
+    } else if secs >= 1.0 {
+        format!("{secs:.1}s")
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}

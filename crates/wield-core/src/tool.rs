@@ -1,0 +1,252 @@
+//! The tool model: what the model sees ([`ToolSpec`]), what the runtime needs
+//! ([`ToolTraits`]), the object-safe [`Tool`] trait and its [`ToolResult`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::ConfigKey;
+use crate::context::Context;
+
+/// Capability: approve the tool automatically while a process sandbox is active.
+pub const AUTO_APPROVE_IF_SANDBOXED: &str = "auto_approve_if_sandboxed";
+/// Capability: the tool enforces its own timeout (and kills what it started),
+/// so the executor only stops it after a grace margin.
+pub const HANDLES_TIMEOUT: &str = "handles_timeout";
+
+/// What the model sees of a tool.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// OpenAI strict mode: every property required, `additionalProperties:
+    /// false`, optional fields nullable. Checked at registration.
+    #[serde(default)]
+    pub strict: bool,
+    /// A human title (MCP `title`); defaults to none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+impl ToolSpec {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            strict: false,
+            title: None,
+        }
+    }
+
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+}
+
+/// What the runtime needs to know about a tool to schedule, gate and show it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolTraits {
+    /// May run concurrently with other parallel-safe calls of the same batch.
+    pub parallel: bool,
+    /// Runs commands that the process sandbox can confine.
+    pub sandboxable: bool,
+    /// Changes nothing outside itself (member of `$readonly`).
+    pub read_only: bool,
+    /// Reaches outside the machine (network); becomes MCP `openWorldHint`.
+    pub open_world: bool,
+    /// Named sets this tool belongs to (`fs`, `runtime`, `web`, `memory`, …).
+    pub groups: Vec<String>,
+    /// Free-form capability flags such as [`AUTO_APPROVE_IF_SANDBOXED`].
+    pub capabilities: Vec<String>,
+    /// Hidden unless some policy layer names it explicitly.
+    pub opt_in: bool,
+    /// Listed by name only; its schema is loaded on demand.
+    pub deferred: bool,
+    /// Secret scopes the tool may use (informational, for policy and audit).
+    pub secret_scopes: Vec<String>,
+}
+
+impl Default for ToolTraits {
+    fn default() -> Self {
+        Self {
+            parallel: true,
+            sandboxable: false,
+            read_only: false,
+            open_world: false,
+            groups: Vec::new(),
+            capabilities: Vec::new(),
+            opt_in: false,
+            deferred: false,
+            secret_scopes: Vec::new(),
+        }
+    }
+}
+
+impl ToolTraits {
+    pub fn has_capability(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g.eq_ignore_ascii_case(group))
+    }
+}
+
+/// Whether a tool reads or writes a path it declares through [`Tool::paths`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// A path a call will touch, for the sandbox pre-filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathUse {
+    pub path: String,
+    pub access: Access,
+}
+
+/// The outcome of one call. Tools report failures here; they never panic.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ToolResult {
+    pub success: bool,
+    pub output: String,
+    pub error: Option<String>,
+    /// Exit codes, truncation facts, saved-output paths, attachments, durations.
+    pub metadata: Map<String, Value>,
+}
+
+impl ToolResult {
+    pub fn ok(output: impl Into<String>) -> Self {
+        Self {
+            success: true,
+            output: output.into(),
+            error: None,
+            metadata: Map::new(),
+        }
+    }
+
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            success: false,
+            output: String::new(),
+            error: Some(message.into()),
+            metadata: Map::new(),
+        }
+    }
+
+    /// A failure that still carries output (a command that exited non-zero).
+    pub fn failed_with_output(output: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            success: false,
+            output: output.into(),
+            error: Some(message.into()),
+            metadata: Map::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The text a model should read: the output, then the error if any.
+    pub fn text_for_model(&self) -> String {
+        match (&self.error, self.output.is_empty()) {
+            (None, _) => self.output.clone(),
+            (Some(e), true) => format!("Error: {e}"),
+            (Some(e), false) => format!("{}\nError: {e}", self.output),
+        }
+    }
+}
+
+/// One tool. Object-safe: the registry holds `Arc<dyn Tool>`.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    fn traits(&self) -> &ToolTraits;
+
+    /// One line for approval prompts and logs.
+    fn preview(&self, input: &Value, width: usize) -> String {
+        default_preview(&self.spec().name, input, width)
+    }
+
+    /// Paths the call will touch, checked against the roots before it runs.
+    fn paths(&self, _input: &Value) -> Vec<PathUse> {
+        Vec::new()
+    }
+
+    /// Known keys of this tool's own config table (`[name]`), for validation.
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        Vec::new()
+    }
+
+    /// Pre-flight check before approval (e.g. read-before-write). An `Err`
+    /// refuses the call with that message.
+    async fn pre(&self, _input: &Value, _ctx: &Context) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Extra detail for a person approving the call: a unified diff, say.
+    async fn approval_detail(&self, _input: &Value, _ctx: &Context) -> Option<String> {
+        None
+    }
+
+    async fn execute(&self, input: Value, ctx: &Context) -> ToolResult;
+
+    /// Post-processing after execution, in call order.
+    async fn post(&self, _input: &Value, _result: &mut ToolResult, _ctx: &Context) {}
+}
+
+/// A shared tool handle.
+pub type ToolRef = Arc<dyn Tool>;
+
+/// `name: key="value" key2=3`, cut to `width` characters.
+pub fn default_preview(name: &str, input: &Value, width: usize) -> String {
+    let mut line = format!("{name}:");
+    if let Value::Object(map) = input {
+        for (k, v) in map {
+            if v.is_null() {
+                continue;
+            }
+            let shown = match v {
+                Value::String(s) => format!("{s:?}"),
+                other => other.to_string(),
+            };
+            line.push(' ');
+            line.push_str(k);
+            line.push('=');
+            line.push_str(&shown);
+        }
+    }
+    one_line(&line, width)
+}
+
+/// Collapse newlines and cut to `width` characters with an ellipsis.
+pub fn one_line(text: &str, width: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= width {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}

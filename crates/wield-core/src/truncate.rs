@@ -1,0 +1,297 @@
+//! Output truncation that never cuts inside a line or a UTF-8 character.
+//!
+//! When text is cut, the full text is saved to a file under the temp dir and
+//! a notice naming it is appended, so a model can read the rest on purpose:
+//! `[Showing lines 1-2000 of 48211 (50.0KB limit). Full output: /tmp/wield-output-<id>.txt]`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_MAX_LINES: usize = 2000;
+pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
+
+/// Line and byte limits for a tool's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_lines: usize,
+    pub max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_lines: DEFAULT_MAX_LINES,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// The result of a truncation: the text to show and the facts about the cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truncated {
+    pub text: String,
+    pub truncated: bool,
+    pub total_lines: usize,
+    /// 1-based inclusive range of lines kept (head or tail), if cut.
+    pub shown: Option<(usize, usize)>,
+    /// Where the full text was saved, if cut and the save succeeded.
+    pub full_output: Option<PathBuf>,
+}
+
+impl Truncated {
+    fn whole(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            truncated: false,
+            total_lines: count_lines(text),
+            shown: None,
+            full_output: None,
+        }
+    }
+
+    /// Metadata entries describing the cut (`truncated`, `full_output`, …).
+    pub fn metadata(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("truncated".into(), self.truncated.into());
+        if self.truncated {
+            m.insert("total_lines".into(), self.total_lines.into());
+            if let Some(p) = &self.full_output {
+                m.insert("full_output".into(), p.display().to_string().into());
+            }
+        }
+        m
+    }
+}
+
+fn count_lines(text: &str) -> usize {
+    if text.is_empty() { 0 } else { text.lines().count() }
+}
+
+/// Lines with their terminators, so joining them restores the text exactly.
+fn split_lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+fn human_kb(bytes: usize) -> String {
+    format!("{:.1}KB", bytes as f64 / 1024.0)
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Save text to `$TMPDIR/wield-output-<id>.txt` and return the path.
+pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let id = format!(
+        "{}-{:x}-{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let path = std::env::temp_dir().join(format!("wield-output-{id}.txt"));
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+fn notice(first: usize, last: usize, total: usize, max_bytes: usize, saved: &Option<PathBuf>) -> String {
+    let place = match saved {
+        Some(p) => format!("Full output: {}", p.display()),
+        None => "Full output could not be saved".to_owned(),
+    };
+    format!(
+        "[Showing lines {first}-{last} of {total} ({} limit). {place}]",
+        human_kb(max_bytes)
+    )
+}
+
+/// Cut a single over-long line at a character boundary within `max_bytes`.
+fn cut_at_char(line: &str, max_bytes: usize) -> &str {
+    let mut end = max_bytes.min(line.len());
+    while end > 0 && !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+/// Keep the first lines that fit in `max_lines` and `max_bytes`.
+pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncated {
+    if text.len() <= max_bytes && count_lines(text) <= max_lines {
+        return Truncated::whole(text);
+    }
+    let lines = split_lines(text);
+    let total = lines.len();
+    let mut kept = String::new();
+    let mut n = 0;
+    for line in &lines {
+        if n >= max_lines || kept.len() + line.len() > max_bytes {
+            break;
+        }
+        kept.push_str(line);
+        n += 1;
+    }
+    if n == 0 {
+        // The first line alone exceeds the byte limit: keep a prefix of it.
+        kept.push_str(cut_at_char(lines.first().copied().unwrap_or(""), max_bytes));
+        n = 1;
+    }
+    finish(kept, 1, n, total, max_bytes, text)
+}
+
+/// Keep the last lines that fit in `max_lines` and `max_bytes`.
+pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncated {
+    if text.len() <= max_bytes && count_lines(text) <= max_lines {
+        return Truncated::whole(text);
+    }
+    let lines = split_lines(text);
+    let total = lines.len();
+    let mut size = 0;
+    let mut start = total;
+    while start > 0 {
+        let line = lines[start - 1];
+        if total - start >= max_lines || size + line.len() > max_bytes {
+            break;
+        }
+        size += line.len();
+        start -= 1;
+    }
+    let kept: String = if start == total {
+        let last = lines.last().copied().unwrap_or("");
+        let mut from = last.len().saturating_sub(max_bytes);
+        while from < last.len() && !last.is_char_boundary(from) {
+            from += 1;
+        }
+        start = total - 1;
+        last[from..].to_owned()
+    } else {
+        lines[start..].concat()
+    };
+    finish(kept, start + 1, total, total, max_bytes, text)
+}
+
+/// Keep the first `head` and last `tail` lines (command output), within
+/// `max_bytes` overall, with a marker where lines were left out.
+pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -> Truncated {
+    let total_lines = count_lines(text);
+    if total_lines <= head + tail && text.len() <= max_bytes {
+        return Truncated::whole(text);
+    }
+    let lines = split_lines(text);
+    let total = lines.len();
+    let budget_head = max_bytes / 2;
+    let mut h = 0;
+    let mut size = 0;
+    while h < total && h < head && size + lines[h].len() <= budget_head {
+        size += lines[h].len();
+        h += 1;
+    }
+    let mut t = 0;
+    let budget = max_bytes.saturating_sub(size);
+    let mut tail_size = 0;
+    while t < tail && total - t > h && tail_size + lines[total - 1 - t].len() <= budget {
+        tail_size += lines[total - 1 - t].len();
+        t += 1;
+    }
+    let omitted = total - h - t;
+    let saved = save_full_output(text).ok();
+    let mut out = lines[..h].concat();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let place = match &saved {
+        Some(p) => format!("Full output: {}", p.display()),
+        None => "Full output could not be saved".to_owned(),
+    };
+    out.push_str(&format!(
+        "[... {omitted} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
+        total - t + 1
+    ));
+    out.push_str(&lines[total - t..].concat());
+    Truncated {
+        text: out,
+        truncated: true,
+        total_lines: total,
+        shown: Some((1, h)),
+        full_output: saved,
+    }
+}
+
+fn finish(mut kept: String, first: usize, last: usize, total: usize, max_bytes: usize, full: &str) -> Truncated {
+    let saved = save_full_output(full).ok();
+    if !kept.is_empty() && !kept.ends_with('\n') {
+        kept.push('\n');
+    }
+    kept.push_str(&notice(first, last, total, max_bytes, &saved));
+    Truncated {
+        text: kept,
+        truncated: true,
+        total_lines: total,
+        shown: Some((first, last)),
+        full_output: saved,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn short_text_is_untouched() {
+        let t = truncate_head("a\nb\n", 10, 100);
+        assert!(!t.truncated);
+        assert_eq!(t.text, "a\nb\n");
+    }
+
+    #[test]
+    fn head_keeps_first_lines_and_saves_everything() {
+        let text = numbered(5000);
+        let t = truncate_head(&text, 2000, 1_000_000);
+        assert!(t.truncated);
+        assert!(t.text.starts_with("line 1\n"));
+        assert!(t.text.contains("line 2000\n"));
+        assert!(!t.text.contains("line 2001\n"));
+        assert!(
+            t.text
+                .contains("[Showing lines 1-2000 of 5000 (976.6KB limit). Full output: ")
+        );
+        let saved = std::fs::read_to_string(t.full_output.unwrap()).unwrap();
+        assert_eq!(saved, text);
+    }
+
+    #[test]
+    fn head_respects_bytes_and_never_splits_utf8() {
+        let text = "é".repeat(100) + "\n" + &"x\n".repeat(10);
+        let t = truncate_head(&text, 2000, 51);
+        assert!(t.truncated);
+        assert!(t.text.starts_with(&"é".repeat(25)));
+        assert!(std::str::from_utf8(t.text.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn tail_keeps_last_lines() {
+        let text = numbered(100);
+        let t = truncate_tail(&text, 10, 100_000);
+        assert!(t.text.starts_with("line 91\n"));
+        assert!(t.text.contains("line 100\n"));
+        assert!(t.text.contains("[Showing lines 91-100 of 100"));
+    }
+
+    #[test]
+    fn middle_keeps_head_and_tail() {
+        let text = numbered(300);
+        let t = truncate_middle(&text, 100, 80, 1_000_000);
+        assert!(t.text.contains("line 100\n"));
+        assert!(!t.text.contains("line 101\n"));
+        assert!(t.text.contains("line 221\n"));
+        assert!(!t.text.contains("line 220\n"));
+        assert!(t.text.contains("120 lines omitted"));
+    }
+}
