@@ -1,1 +1,44 @@
-//! wield-tools
+//! The built-in tools of wield.
+//!
+//! Each family lives in its own module and only reaches the outside world
+//! through services the front-end installs in the executor (the file
+//! confinement, the command runner settings): a tool never decides on its own
+//! which paths are allowed.
+//!
+//! - [`calculator`]: an expression evaluator, the pipeline's smallest proof;
+//! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
+//! - [`shell`]: bash and background processes;
+//! - [`patch`]: multi-file patches applied completely or not at all.
+
+use std::path::Path;
+
+use wield_core::{Config, Services, ToolRef};
+
+pub mod calculator;
+pub mod fs;
+pub mod patch;
+pub mod shell;
+
+/// Errors while preparing the services the tools need.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Every built-in tool.
+pub fn builtin_tools() -> Vec<ToolRef> {
+    let mut tools: Vec<ToolRef> = vec![std::sync::Arc::new(calculator::Calculator::new())];
+    tools.extend(fs::tools());
+    tools.extend(patch::tools());
+    tools.extend(shell::tools());
+    tools
+}
+
+/// Install the services the built-in tools need (file confinement, command
+/// settings, …) for a workspace and a configuration.
+pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
+    fs::install_services(services, config, workspace)?;
+    shell::install_services(services, config, workspace)?;
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! `wield call TOOL [ARGS|-]`: one call through the whole pipeline.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wield_core::{Call, Session};
+
+use crate::app::{Runtime, usage};
+use crate::cli::{CallArgs, GlobalArgs};
+
+pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
+    let text = match raw {
+        None => return Ok(json!({})),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| usage(format!("cannot read arguments from stdin: {e}")))?;
+            s
+        }
+        Some(s) => s.to_owned(),
+    };
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "invalid JSON arguments at line {} column {}: {e}. Pass a JSON object, e.g. '{{\"expression\":\"1+2\"}}'",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
+    let input = parse_args(args.args.as_deref())?;
+    let rt = Runtime::load(global).await?;
+    let executor = rt.executor()?;
+    // A person drives `wield call`: model-honesty checks (read-before-write) are off.
+    let session = Arc::new(Session::new("call", false));
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    let result = executor
+        .run_one(Call::new("call-1", args.tool, input), &session, &cancel)
+        .await;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let v = json!({
+            "success": result.success,
+            "output": result.output,
+            "error": result.error,
+            "metadata": result.metadata,
+        });
+        writeln!(stdout, "{v}")?;
+    } else {
+        if !result.output.is_empty() {
+            write!(stdout, "{}", result.output)?;
+            if !result.output.ends_with('\n') {
+                writeln!(stdout)?;
+            }
+        }
+        if let Some(e) = &result.error {
+            eprintln!("error: {e}");
+        }
+    }
+    stdout.flush()?;
+    drop(session);
+    Ok(if result.success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

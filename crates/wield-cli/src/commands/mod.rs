@@ -1,0 +1,91 @@
+//! One module per command; `main` dispatches and maps errors to exit codes.
+
+mod call;
+mod tools;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::app::UsageError;
+use crate::cli::{Cli, Command};
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version to stdout with status 0, errors with 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn init_tracing() {
+    // Warnings (a failed resolver, an unreachable source) go to stderr; set
+    // WIELD_LOG=debug for more.
+    let level = match std::env::var("WIELD_LOG").ok().as_deref() {
+        Some("debug") => tracing::Level::DEBUG,
+        Some("info") => tracing::Level::INFO,
+        Some("error") => tracing::Level::ERROR,
+        _ => tracing::Level::WARN,
+    };
+    let _ = tracing::subscriber::set_global_default(StderrSubscriber { level });
+}
+
+/// A minimal subscriber: one line per event on stderr, no extra crates.
+struct StderrSubscriber {
+    level: tracing::Level,
+}
+
+impl tracing::Subscriber for StderrSubscriber {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= self.level
+    }
+    fn new_span(&self, _span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _span: &tracing::span::Id, _values: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _span: &tracing::span::Id, _follows: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Msg(String);
+        impl tracing::field::Visit for Msg {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut m = Msg(String::new());
+        event.record(&mut m);
+        eprintln!("wield: {}: {}", event.metadata().level().as_str().to_lowercase(), m.0);
+    }
+    fn enter(&self, _span: &tracing::span::Id) {}
+    fn exit(&self, _span: &tracing::span::Id) {}
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Call(args) => call::run(&cli.global, args).await,
+        Command::Tools(cmd) => tools::run(&cli.global, cmd).await,
+    }
+}

@@ -1,0 +1,1 @@
+//! Process spawning and isolation.
