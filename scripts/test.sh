@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs the real peers the
+# tests drive (ripgrep, bubblewrap, the Python MCP SDK, Node packages), then
+# runs every test with cargo-nextest (or cargo test where nextest is absent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/test-deps.sh
+
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast
+  # nextest does not run doctests.
+  cargo test --workspace --doc
+else
+  cargo test --workspace --no-fail-fast
+fi
