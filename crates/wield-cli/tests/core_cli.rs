@@ -236,7 +236,13 @@ fn environment_and_set_layers_override_files() {
         .success();
     e.wield()
         .env("WIELD_APPROVAL__DENY", "[]")
-        .args(["--set", "approval.deny=[\"calculator\"]", "call", "calculator", r#"{"expression":"2"}"#])
+        .args([
+            "--set",
+            "approval.deny=[\"calculator\"]",
+            "call",
+            "calculator",
+            r#"{"expression":"2"}"#,
+        ])
         .assert()
         .code(1);
     e.wield()
@@ -309,7 +315,11 @@ fn tools_list_show_and_schema() {
             .iter()
             .find(|t| t.to_string().contains("calculator"))
             .expect("calculator exported");
-        assert_eq!(calc.pointer(pointer).and_then(Value::as_str), Some(expected), "{format}: {calc}");
+        assert_eq!(
+            calc.pointer(pointer).and_then(Value::as_str),
+            Some(expected),
+            "{format}: {calc}"
+        );
     }
     let out = e
         .wield()
@@ -329,11 +339,23 @@ fn audit_log_records_each_finished_call() {
     let e = Env::new();
     let log = e.ws.path().join("audit.jsonl");
     e.wield()
-        .args(["--audit", log.to_str().unwrap(), "call", "calculator", r#"{"expression":"1+1"}"#])
+        .args([
+            "--audit",
+            log.to_str().unwrap(),
+            "call",
+            "calculator",
+            r#"{"expression":"1+1"}"#,
+        ])
         .assert()
         .success();
     e.wield()
-        .args(["--audit", log.to_str().unwrap(), "call", "calculator", r#"{"expression":"1/0"}"#])
+        .args([
+            "--audit",
+            log.to_str().unwrap(),
+            "call",
+            "calculator",
+            r#"{"expression":"1/0"}"#,
+        ])
         .assert()
         .code(1);
     let text = std::fs::read_to_string(Path::new(&log)).unwrap();
@@ -351,8 +373,17 @@ fn audit_log_records_each_finished_call() {
 #[test]
 fn help_is_available_everywhere() {
     let e = Env::new();
-    for args in [vec!["--help"], vec!["call", "--help"], vec!["tools", "--help"], vec!["tools", "schema", "--help"]] {
-        e.wield().args(&args).assert().success().stdout(predicate::str::contains("Usage"));
+    for args in [
+        vec!["--help"],
+        vec!["call", "--help"],
+        vec!["tools", "--help"],
+        vec!["tools", "schema", "--help"],
+    ] {
+        e.wield()
+            .args(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Usage"));
     }
     e.wield()
         .args(["call", "--help"])

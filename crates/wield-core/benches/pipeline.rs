@@ -49,7 +49,10 @@ fn bench(c: &mut Criterion) {
     let executor = ExecutorBuilder::new(Arc::new(registry), Arc::new(Config::default()), "/").build();
     let session = Arc::new(Session::new("bench", true));
     let cancel = CancellationToken::new();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let input = json!({"path": "src/main.rs"});
 
     let mut g = c.benchmark_group("pipeline");
@@ -65,7 +68,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(25));
     g.bench_function("batch_of_25", |b| {
         b.to_async(&rt).iter(|| async {
-            let calls = (0..25).map(|i| Call::new(i.to_string(), "noop", input.clone())).collect();
+            let calls = (0..25)
+                .map(|i| Call::new(i.to_string(), "noop", input.clone()))
+                .collect();
             let r = executor.run_batch(calls, &session, &cancel).await;
             assert_eq!(r.len(), 25);
         });
@@ -74,7 +79,8 @@ fn bench(c: &mut Criterion) {
     let tool = executor.registry().get("noop").unwrap().tool.clone();
     g.throughput(Throughput::Elements(1));
     g.bench_function("direct_execute_baseline", |b| {
-        b.to_async(&rt).iter(|| async { tool.execute(input.clone(), &ctx).await });
+        b.to_async(&rt)
+            .iter(|| async { tool.execute(input.clone(), &ctx).await });
     });
     g.finish();
 }

@@ -227,10 +227,10 @@ impl<'c> PatternSet<'c> {
                 .presets
                 .get(&format!("${name}"))
                 .or_else(|| self.config.presets.get(name));
-            if let Some(p) = preset {
-                if let Some(hit) = self.list_matches(&p.deny, call, 1) {
-                    return Some(format!("{hit} (preset ${name})"));
-                }
+            if let Some(p) = preset
+                && let Some(hit) = self.list_matches(&p.deny, call, 1)
+            {
+                return Some(format!("{hit} (preset ${name})"));
             }
         }
         None

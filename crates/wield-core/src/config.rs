@@ -123,10 +123,10 @@ impl KeyTree {
                     suggestion,
                 });
             };
-            if let toml::Value::Table(sub) = value {
-                if !node.is_leaf() || node.any {
-                    node.check_at(sub, &path, origin)?;
-                }
+            if let toml::Value::Table(sub) = value
+                && (!node.is_leaf() || node.any)
+            {
+                node.check_at(sub, &path, origin)?;
             }
         }
         Ok(())

@@ -571,10 +571,10 @@ impl Executor {
             Scope::Session => session.add_rule(pattern),
             Scope::Project | Scope::Global => {
                 session.add_rule(pattern);
-                if let Some(store) = &self.store {
-                    if let Err(e) = store.remember(scope, pattern) {
-                        tracing::warn!("could not save approval rule `{pattern}`: {e}");
-                    }
+                if let Some(store) = &self.store
+                    && let Err(e) = store.remember(scope, pattern)
+                {
+                    tracing::warn!("could not save approval rule `{pattern}`: {e}");
                 }
             }
         }

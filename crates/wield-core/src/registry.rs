@@ -56,11 +56,13 @@ impl SourceRegister {
     }
 }
 
+type DoneSender = oneshot::Sender<Result<(), String>>;
+
 /// Handed to an async source to say it is finished. Idempotent: only the
 /// first call counts.
 #[derive(Clone)]
 pub struct SourceDone {
-    tx: Arc<Mutex<Option<oneshot::Sender<Result<(), String>>>>>,
+    tx: Arc<Mutex<Option<DoneSender>>>,
 }
 
 impl SourceDone {
@@ -88,7 +90,8 @@ pub const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Registry {
     tools: BTreeMap<String, Arc<Registered>>,
     by_api: HashMap<String, String>,
-    pending: Vec<PendingSource>,
+    // Behind a mutex only so the registry is Sync: sources are `Send` closures.
+    pending: Mutex<Vec<PendingSource>>,
     warnings: Vec<SourceWarning>,
 }
 
@@ -191,18 +194,26 @@ impl Registry {
 
     /// Queue an async source; it starts in [`Registry::load_sources`].
     pub fn add_source(&mut self, name: impl Into<String>, timeout: Duration, start: SourceFn) {
-        self.pending.push(PendingSource {
+        let source = PendingSource {
             name: name.into(),
             timeout,
             start,
-        });
+        };
+        self.pending
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(source);
     }
 
     /// Start every queued source at once and wait for each up to its own
     /// timeout. A source that errors, times out or never calls `done` becomes
     /// a warning and none of its tools are registered.
     pub async fn load_sources(&mut self) -> Vec<SourceWarning> {
-        let pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(
+            self.pending
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         let mut waits = Vec::with_capacity(pending.len());
         for src in pending {
             let (tool_tx, tool_rx) = mpsc::unbounded_channel();

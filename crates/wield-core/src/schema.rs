@@ -181,18 +181,18 @@ fn gemini_schema(schema: &Value) -> Value {
                 if matches!(k.as_str(), "additionalProperties" | "$schema" | "strict") {
                     continue;
                 }
-                if k == "type" {
-                    if let Value::Array(ts) = v {
-                        // ["string","null"] becomes type string + nullable.
-                        let non_null: Vec<&Value> = ts.iter().filter(|t| *t != "null").collect();
-                        if let Some(first) = non_null.first() {
-                            out.insert("type".into(), (*first).clone());
-                        }
-                        if non_null.len() < ts.len() {
-                            out.insert("nullable".into(), Value::Bool(true));
-                        }
-                        continue;
+                if k == "type"
+                    && let Value::Array(ts) = v
+                {
+                    // ["string","null"] becomes type string + nullable.
+                    let non_null: Vec<&Value> = ts.iter().filter(|t| *t != "null").collect();
+                    if let Some(first) = non_null.first() {
+                        out.insert("type".into(), (*first).clone());
                     }
+                    if non_null.len() < ts.len() {
+                        out.insert("nullable".into(), Value::Bool(true));
+                    }
+                    continue;
                 }
                 out.insert(k.clone(), gemini_schema(v));
             }

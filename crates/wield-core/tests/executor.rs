@@ -79,8 +79,10 @@ fn fixture() -> Fixture {
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let mut r = Registry::new();
-    r.register(Arc::new(Probe::new("par", true, running.clone(), peak.clone()))).unwrap();
-    r.register(Arc::new(Probe::new("seq", false, running.clone(), peak.clone()))).unwrap();
+    r.register(Arc::new(Probe::new("par", true, running.clone(), peak.clone())))
+        .unwrap();
+    r.register(Arc::new(Probe::new("seq", false, running.clone(), peak.clone())))
+        .unwrap();
     Fixture {
         registry: Arc::new(r),
         peak,
@@ -117,7 +119,9 @@ async fn the_parallel_bound_is_respected() {
     let mut cfg = Config::default();
     cfg.executor.max_parallel = 2;
     let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(cfg), "/").build();
-    let calls = (0..6).map(|i| Call::new(i.to_string(), "par", json!({"ms": 30}))).collect();
+    let calls = (0..6)
+        .map(|i| Call::new(i.to_string(), "par", json!({"ms": 30})))
+        .collect();
     let res = ex.run_batch(calls, &session(), &CancellationToken::new()).await;
     assert!(res.iter().all(|r| r.success));
     assert_eq!(f.peak.load(Ordering::SeqCst), 2);
@@ -127,7 +131,9 @@ async fn the_parallel_bound_is_respected() {
 async fn non_parallel_calls_run_one_at_a_time() {
     let f = fixture();
     let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(Config::default()), "/").build();
-    let calls = (0..4).map(|i| Call::new(i.to_string(), "seq", json!({"ms": 20}))).collect();
+    let calls = (0..4)
+        .map(|i| Call::new(i.to_string(), "seq", json!({"ms": 20})))
+        .collect();
     ex.run_batch(calls, &session(), &CancellationToken::new()).await;
     assert_eq!(f.peak.load(Ordering::SeqCst), 1);
 }
@@ -138,7 +144,10 @@ async fn a_panic_is_an_error_result_and_the_batch_goes_on() {
     let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(Config::default()), "/").build();
     let res = ex
         .run_batch(
-            vec![Call::new("1", "seq", json!({"panic": true})), Call::new("2", "seq", json!({"out": "ok"}))],
+            vec![
+                Call::new("1", "seq", json!({"panic": true})),
+                Call::new("2", "seq", json!({"out": "ok"})),
+            ],
             &session(),
             &CancellationToken::new(),
         )
@@ -160,7 +169,10 @@ async fn cancelling_the_batch_cancels_running_calls() {
     let start = Instant::now();
     let res = ex
         .run_batch(
-            vec![Call::new("1", "par", json!({"ms": 5000})), Call::new("2", "par", json!({"ms": 5000}))],
+            vec![
+                Call::new("1", "par", json!({"ms": 5000})),
+                Call::new("2", "par", json!({"ms": 5000})),
+            ],
             &session(),
             &cancel,
         )
@@ -173,11 +185,18 @@ async fn cancelling_the_batch_cancels_running_calls() {
 async fn timeouts_come_from_the_call_then_config_then_default() {
     let f = fixture();
     let mut table = toml::Table::new();
-    table.insert("par".into(), toml::Value::Table(toml::from_str("timeout = \"50ms\"").unwrap()));
+    table.insert(
+        "par".into(),
+        toml::Value::Table(toml::from_str("timeout = \"50ms\"").unwrap()),
+    );
     let cfg = Config::from_table(table).unwrap();
     let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(cfg), "/").build();
     let r = ex
-        .run_one(Call::new("1", "par", json!({"ms": 2000})), &session(), &CancellationToken::new())
+        .run_one(
+            Call::new("1", "par", json!({"ms": 2000})),
+            &session(),
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(r.error.as_deref(), Some("timed out after 50ms"));
     assert_eq!(r.metadata["timed_out"], true);
@@ -260,7 +279,10 @@ async fn project_approval_goes_to_the_store_and_cancel_batch_refuses_the_rest() 
             &CancellationToken::new(),
         )
         .await;
-    assert!(res.iter().all(|r| r.error.as_deref().unwrap_or("").contains("cancelled")));
+    assert!(
+        res.iter()
+            .all(|r| r.error.as_deref().unwrap_or("").contains("cancelled"))
+    );
     assert_eq!(approver.asked.lock().unwrap().len(), 1);
 }
 
@@ -316,11 +338,20 @@ async fn pre_hooks_block_rewrite_and_are_revalidated() {
     let c = CancellationToken::new();
     let s = session();
     let r = ex.run_one(Call::new("1", "par", json!({"out": "x"})), &s, &c).await;
-    assert!(r.output.starts_with("rewritten") && r.output.contains("hook says hi"), "{}", r.output);
+    assert!(
+        r.output.starts_with("rewritten") && r.output.contains("hook says hi"),
+        "{}",
+        r.output
+    );
     let r = ex.run_one(Call::new("2", "par", json!({"out": "block"})), &s, &c).await;
     assert_eq!(r.error.as_deref(), Some("blocked by hook `rewriter`: not today"));
     let r = ex.run_one(Call::new("3", "par", json!({"out": "bad"})), &s, &c).await;
-    assert!(r.error.as_deref().unwrap().contains("rewrote the input into an invalid one"));
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("rewrote the input into an invalid one")
+    );
 }
 
 #[tokio::test]
@@ -351,7 +382,11 @@ async fn oversized_output_is_cut_and_saved() {
     let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(Config::default()), "/").build();
     let big = "x\n".repeat(5000);
     let r = ex
-        .run_one(Call::new("1", "par", json!({"out": big})), &session(), &CancellationToken::new())
+        .run_one(
+            Call::new("1", "par", json!({"out": big})),
+            &session(),
+            &CancellationToken::new(),
+        )
         .await;
     assert_eq!(r.metadata["truncated"], true);
     assert!(r.output.contains("[Showing lines 1-2000 of 5000"));
@@ -391,7 +426,9 @@ async fn custom_resolvers_slot_into_the_chain() {
     cfg2.approval.auto_approve.clear();
     let mut chain2 = standard_chain(&cfg2.approval, vec![]);
     chain2.add(Arc::new(DenyAll));
-    let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(cfg2), "/").chain(chain2).build();
+    let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(cfg2), "/")
+        .chain(chain2)
+        .build();
     let r = ex
         .run_one(Call::new("1", "par", json!({})), &session(), &CancellationToken::new())
         .await;
