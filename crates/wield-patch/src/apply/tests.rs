@@ -1,0 +1,238 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use crate::fold::Level;
+use crate::mismatch::MismatchKind;
+use crate::parser::parse;
+use crate::patch::Operation;
+
+/// Parses a one-file update body (the lines between the Update header and
+/// `*** End Patch`) and returns its chunks.
+fn chunks(body: &str) -> Vec<Chunk> {
+    let text = format!("*** Begin Patch\n*** Update File: f\n{body}\n*** End Patch\n");
+    match parse(&text) {
+        Ok(patch) => match patch.ops.into_iter().next() {
+            Some(Operation::Update { chunks, .. }) => chunks,
+            other => panic!("{other:?}"),
+        },
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn apply(original: &str, body: &str) -> String {
+    match apply_chunks(original, &chunks(body)) {
+        Ok(text) => text,
+        Err(e) => panic!("expected the chunks to apply, got:\n{e}"),
+    }
+}
+
+fn fail(original: &str, body: &str) -> MatchError {
+    match apply_chunks(original, &chunks(body)) {
+        Ok(text) => panic!("expected a mismatch, got {text:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn replaces_a_line_in_the_middle() {
+    assert_eq!(apply("a\nb\nc\n", " a\n-b\n+B\n c"), "a\nB\nc\n");
+}
+
+#[test]
+fn each_matching_pass_applies_and_keeps_the_file_text_of_kept_lines() {
+    // Trailing whitespace in the file.
+    assert_eq!(apply("keep   \nold  \n", " keep\n-old\n+new"), "keep   \nnew\n");
+    // Indentation differs.
+    assert_eq!(
+        apply("    keep\n    old\n", " keep\n-old\n+    new"),
+        "    keep\n    new\n"
+    );
+    // Unicode punctuation in the file, ASCII in the patch.
+    let file = "// a \u{2014} b\nlet s = \u{201C}hi\u{201D};\nlet t = \u{2018}x\u{2019};\u{00A0}\n";
+    let out = apply(file, " // a - b\n-let s = \"hi\";\n+let s = \"bye\";\n let t = 'x';");
+    assert_eq!(
+        out,
+        "// a \u{2014} b\nlet s = \"bye\";\nlet t = \u{2018}x\u{2019};\u{00A0}\n"
+    );
+}
+
+#[test]
+fn stricter_pass_wins_even_when_a_fuzzy_match_comes_first() {
+    assert_eq!(apply("  x\nx\n", "-x\n+y"), "  x\ny\n");
+}
+
+#[test]
+fn context_line_is_found_first_then_the_lines_after_it() {
+    let file = "fn a() {\n    return 1;\n}\nfn b() {\n    return 1;\n}\n";
+    let out = apply(file, "@@ fn b() {\n-    return 1;\n+    return 2;");
+    assert_eq!(out, "fn a() {\n    return 1;\n}\nfn b() {\n    return 2;\n}\n");
+    // A fragment of the line is enough for `@@`.
+    let expected = "fn a() {\n    return 1;\n}\nfn b() {\n    return 3;\n}\n";
+    assert_eq!(apply(file, "@@ fn b\n-    return 1;\n+    return 3;"), expected);
+}
+
+#[test]
+fn several_context_lines_narrow_the_location() {
+    let file = "impl A {\n    fn f() {\n        x\n    }\n}\nimpl B {\n    fn f() {\n        x\n    }\n}\n";
+    let out = apply(file, "@@ impl B {\n@@     fn f() {\n-        x\n+        y");
+    assert!(out.ends_with("impl B {\n    fn f() {\n        y\n    }\n}\n"), "{out}");
+    assert!(out.starts_with("impl A {\n    fn f() {\n        x\n"), "{out}");
+}
+
+#[test]
+fn first_old_line_may_repeat_the_context_line() {
+    assert_eq!(
+        apply("a\nfn f() {\n  x\n}\n", "@@ fn f() {\n fn f() {\n-  x\n+  y"),
+        "a\nfn f() {\n  y\n}\n"
+    );
+}
+
+#[test]
+fn chunks_apply_in_file_order_and_repeated_lines_in_order() {
+    let file = "x\n}\nx\n}\nx\n}\n";
+    let out = apply(file, "@@\n-x\n+one\n@@\n-x\n+two\n@@\n-x\n+three");
+    assert_eq!(out, "one\n}\ntwo\n}\nthree\n}\n");
+    // Two chunks on the same region: the second must find a later copy.
+    let e = fail("x\ny\n", "@@\n-x\n@@\n-x");
+    assert_eq!((e.chunk, e.chunk_count, e.kind), (2, 2, MismatchKind::Lines));
+}
+
+#[test]
+fn out_of_order_chunks_are_reported_with_where_the_lines_are() {
+    let e = fail("a\nb\nc\nd\n", "@@\n-c\n+C\n@@\n-a\n+A");
+    assert_eq!(e.chunk, 2);
+    assert_eq!(e.found_elsewhere, Some(1));
+    assert_eq!(e.searched_from, 4);
+    assert!(e.to_string().contains("list chunks in the order"), "{e}");
+}
+
+#[test]
+fn append_only_chunk_goes_to_the_end() {
+    assert_eq!(apply("a\nb\n", "+c\n+d"), "a\nb\nc\nd\n");
+    assert_eq!(apply("", "+first"), "first\n");
+    // Other chunks may follow an append and still change earlier lines.
+    assert_eq!(apply("a\nb\n", "@@\n+z\n@@\n-a\n+A"), "A\nb\nz\n");
+}
+
+#[test]
+fn insert_only_chunk_with_context_goes_after_the_context_line() {
+    assert_eq!(
+        apply("fn f() {\n}\nend\n", "@@ fn f() {\n+    body();"),
+        "fn f() {\n    body();\n}\nend\n"
+    );
+}
+
+#[test]
+fn end_of_file_anchors_at_the_end() {
+    let file = "x\nend\nx\nend\n";
+    assert_eq!(apply(file, "-x\n-end\n+last\n*** End of File"), "x\nend\nlast\n");
+    let e = fail("x\nend\ny\n", "-x\n-end\n*** End of File");
+    assert_eq!(e.kind, MismatchKind::EndOfFile);
+    assert_eq!(e.found_elsewhere, Some(1));
+    assert!(e.to_string().contains("`*** End of File`"), "{e}");
+    // Only added lines with End of File: appended.
+    assert_eq!(apply("a\n", "@@ a\n+b\n*** End of File"), "a\nb\n");
+}
+
+#[test]
+fn trailing_empty_context_line_is_optional_at_the_end_of_the_file() {
+    assert_eq!(apply("a\nb\n", " a\n-b\n+c\n \n"), "a\nc\n");
+    assert_eq!(apply("a\nb", "-b\n+c\n \n*** End of File"), "a\nc\n");
+}
+
+#[test]
+fn crlf_is_preserved_and_new_lines_get_crlf() {
+    assert_eq!(apply("a\r\nb\r\nc\r\n", " a\n-b\n+B\n+B2\n c"), "a\r\nB\r\nB2\r\nc\r\n");
+    // Mixed endings: each kept line keeps its own; new lines take the majority.
+    assert_eq!(apply("a\r\nb\nc\r\nd\r\n", "-a\n+A\n b"), "A\r\nb\nc\r\nd\r\n");
+}
+
+#[test]
+fn missing_final_newline_is_kept_unless_a_chunk_touches_the_end() {
+    assert_eq!(apply("a\nb\nc", "-a\n+A"), "A\nb\nc");
+    assert_eq!(apply("a\nb\nc", " b\n-c\n+C"), "a\nb\nC\n");
+    assert_eq!(apply("a\nb\nc", " b\n c\n+d"), "a\nb\nc\nd\n");
+    assert_eq!(apply("a\nb", "+c"), "a\nb\nc\n");
+    assert_eq!(apply("a\r\nb", "+c"), "a\r\nb\r\nc\r\n");
+}
+
+#[test]
+fn deleting_every_line_leaves_an_empty_file() {
+    assert_eq!(apply("a\nb\n", "-a\n-b"), "");
+}
+
+#[test]
+fn context_not_found_names_the_chunk_and_the_closest_line() {
+    let e = fail("fn alpha() {}\nfn beta(x: u8) {}\n", "@@ fn beta(y: u16)\n-x\n+y");
+    assert_eq!(e.kind, MismatchKind::Context);
+    assert_eq!(e.expected, vec!["fn beta(y: u16)".to_string()]);
+    let closest = e.closest.clone().expect("a closest line");
+    assert_eq!(closest.first_line, 2);
+    let msg = e.to_string();
+    assert!(msg.contains("chunk 1 of 1 (patch line 3)"), "{msg}");
+    assert!(msg.contains("`@@` context line was not found"), "{msg}");
+    assert!(msg.contains("     2 | fn beta(x: u8) {}"), "{msg}");
+}
+
+#[test]
+fn lines_not_found_report_the_expected_lines_and_the_closest_region() {
+    let file = "use std::io;\n\nfn main() {\n    let a = 1;\n    let b = 2;\n    println!(\"{}\", a + b);\n}\n";
+    let e = fail(
+        file,
+        "@@\n fn main() {\n     let a = 1;\n-    let b = 3;\n+    let b = 4;\n     println!(\"{}\", a + b);",
+    );
+    assert_eq!(e.kind, MismatchKind::Lines);
+    assert_eq!(e.expected.len(), 4);
+    let closest = e.closest.clone().expect("a region");
+    assert_eq!(closest.first_line, 3);
+    assert_eq!(closest.similar, 3);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("chunk 1 of 1 (patch line 3) does not match the file"),
+        "{msg}"
+    );
+    assert!(msg.contains("|     let b = 3;"), "{msg}");
+    assert!(
+        msg.contains("Closest region in the file: lines 3-6 (3 of 4 expected lines similar)"),
+        "{msg}"
+    );
+    assert!(msg.contains("     5 |     let b = 2;"), "{msg}");
+    assert!(msg.contains("Re-read the file"), "{msg}");
+}
+
+#[test]
+fn no_similar_lines_says_so() {
+    let e = fail("a\nb\n", "-zzz");
+    assert_eq!(e.closest, None);
+    assert!(e.to_string().contains("No similar lines"), "{e}");
+}
+
+#[test]
+fn empty_file_accepts_only_appends() {
+    assert_eq!(fail("", "-x").kind, MismatchKind::Lines);
+    assert_eq!(fail("", "@@ x\n+y").kind, MismatchKind::Context);
+}
+
+#[test]
+fn indexed_search_agrees_with_direct_scan_on_far_chunks() {
+    // Chunks far apart (beyond the direct-scan window) go through the index.
+    let mut file = String::new();
+    for i in 0..20_000 {
+        file.push_str(&format!("line {i}\n"));
+    }
+    let file = file.replace("line 15000\n", "  line 15000 \u{2014} x\n");
+    let out = apply(
+        &file,
+        "@@\n-line 12000\n+twelve\n@@\n-line 15000 - x\n+fifteen\n@@\n-line 19999\n+last",
+    );
+    assert!(out.contains("line 11999\ntwelve\nline 12001\n"));
+    assert!(out.contains("line 14999\nfifteen\nline 15001\n"));
+    assert!(out.ends_with("line 19998\nlast\n"));
+}
+
+#[test]
+fn fold_level_is_the_last_resort() {
+    let lines = crate::lines::FileLines::new("a \u{2013} b\n");
+    let searcher = Searcher::new(&lines);
+    assert_eq!(searcher.find(&["a - b"], 0), Some((0, Level::Fold)));
+}
