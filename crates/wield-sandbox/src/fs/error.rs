@@ -1,0 +1,98 @@
+//! Errors of the confined file layer. Every message names the path as the
+//! caller gave it and says what to do, because it usually ends up in front of
+//! a model that has to pick another path.
+
+use std::io;
+
+use super::Access;
+
+/// Why a confined operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// The path (or where a symbolic link on it leads) is outside every root
+    /// that allows this access.
+    #[error("path {path} is outside the {} roots ({roots}){detail}: use a path inside them", access.as_str())]
+    Outside {
+        path: String,
+        access: Access,
+        /// The roots that allow this access, comma-separated.
+        roots: String,
+        /// Extra explanation, e.g. which symbolic link led outside.
+        detail: String,
+    },
+    /// A write into wield's own state (`.wield/` by default).
+    #[error(
+        "path {path} is protected: {protected} holds wield's own configuration and approvals, which tools may not change"
+    )]
+    Protected { path: String, protected: String },
+    #[error("path contains a NUL byte: {path:?}; file names cannot contain NUL")]
+    Nul { path: String },
+    #[error("the path is empty: give a file or directory path")]
+    Empty,
+    #[error("{path}: no such file or directory")]
+    NotFound { path: String },
+    #[error("{path}: not a directory (a component of the path is a file)")]
+    NotADirectory { path: String },
+    #[error("{path} is a directory, not a file")]
+    IsADirectory { path: String },
+    #[error("{path} is not a regular file (it is a {kind})")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("{path} already exists and is not a directory")]
+    ExistsNotDirectory { path: String },
+    #[error("{path}: too many levels of symbolic links (more than {limit})")]
+    SymlinkLoop { path: String, limit: usize },
+    #[error("{path} changed while it was being opened; try again")]
+    Changed { path: String },
+    #[error("{path}: permission denied")]
+    PermissionDenied { path: String },
+    #[error("root {path}: {reason}")]
+    BadRoot { path: String, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ConfineError {
+    /// Whether the refusal is a confinement decision (outside the roots,
+    /// protected, NUL byte) rather than an ordinary file-system failure.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::Outside { .. } | Self::Protected { .. } | Self::Nul { .. } | Self::Changed { .. }
+        )
+    }
+
+    /// Whether the path does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    /// Map an errno from a syscall on `path` to the matching variant.
+    pub(crate) fn from_errno(path: &str, err: rustix::io::Errno) -> Self {
+        use rustix::io::Errno;
+        match err {
+            Errno::NOENT => Self::NotFound { path: path.to_owned() },
+            Errno::NOTDIR => Self::NotADirectory { path: path.to_owned() },
+            Errno::ISDIR => Self::IsADirectory { path: path.to_owned() },
+            Errno::ACCESS | Errno::PERM => Self::PermissionDenied { path: path.to_owned() },
+            Errno::LOOP => Self::Changed { path: path.to_owned() },
+            other => Self::Io {
+                path: path.to_owned(),
+                source: io::Error::from_raw_os_error(other.raw_os_error()),
+            },
+        }
+    }
+
+    pub(crate) fn from_io(path: &str, err: io::Error) -> Self {
+        match err.raw_os_error() {
+            Some(code) => Self::from_errno(path, rustix::io::Errno::from_raw_os_error(code)),
+            None => Self::Io {
+                path: path.to_owned(),
+                source: err,
+            },
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The operations file tools need, each resolved beneath a root and carried
+//! out on the handles that resolution produced.
+
+use std::ffi::OsString;
+use std::fs::{File, Metadata};
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::io::Errno;
+
+use super::resolve::{Final, Kind, Missing, Resolved, kind_of};
+use super::{Access, ConfineError, Confinement};
+
+/// Whether an atomic write created the file or replaced an existing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    Replaced,
+}
+
+/// One entry of a directory listing (not followed when it is a link).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: OsString,
+    pub kind: Kind,
+    pub len: u64,
+    pub modified: Option<SystemTime>,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn modified(stat: &Stat) -> Option<SystemTime> {
+    let secs = u64::try_from(stat.st_mtime).ok()?;
+    let nanos = u32::try_from(stat.st_mtime_nsec).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+}
+
+impl Confinement {
+    /// Where `path` leads for `access`, following symbolic links (inside the
+    /// roots) and walking missing directories by name. Refused when it is
+    /// outside the roots allowing `access`, or protected when writing.
+    pub fn resolve(&self, path: impl AsRef<Path>, access: Access) -> Result<Resolved, ConfineError> {
+        self.walk(path.as_ref(), access, Final::Follow, Missing::Virtual)
+    }
+
+    /// Like [`Confinement::resolve`], but a final symbolic link is not
+    /// followed (to list or remove the link itself).
+    pub fn resolve_link(&self, path: impl AsRef<Path>, access: Access) -> Result<Resolved, ConfineError> {
+        self.walk(path.as_ref(), access, Final::NoFollow, Missing::Virtual)
+    }
+
+    /// The canonical path `path` leads to (or would lead to if created).
+    pub fn real_path(&self, path: impl AsRef<Path>, access: Access) -> Result<PathBuf, ConfineError> {
+        self.resolve(path, access).map(|r| r.real)
+    }
+
+    /// The canonical path of an existing directory, for walkers. What a
+    /// walker yields below it is checked with [`Confinement::contains`] and
+    /// opened with [`Confinement::open_walked`].
+    pub fn real_dir(&self, path: impl AsRef<Path>, access: Access) -> Result<PathBuf, ConfineError> {
+        let r = self.walk(path.as_ref(), access, Final::Follow, Missing::Error)?;
+        match r.kind() {
+            Some(Kind::Dir) => Ok(r.real),
+            Some(_) => Err(ConfineError::NotADirectory { path: r.shown }),
+            None => Err(r.not_found()),
+        }
+    }
+
+    /// Open an existing regular file for reading.
+    pub fn open_read(&self, path: impl AsRef<Path>) -> Result<File, ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Read, Final::Follow, Missing::Error)?;
+        self.open_resolved(&r)
+    }
+
+    /// Open the regular file a resolution reached, for reading. The file is
+    /// opened by name in the directory handle the resolution holds, without
+    /// following links, and must be the very object that was resolved.
+    pub fn open_resolved(&self, r: &Resolved) -> Result<File, ConfineError> {
+        let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+        match kind_of(&obj.stat) {
+            Kind::File => {}
+            Kind::Dir => return Err(ConfineError::IsADirectory { path: r.shown.clone() }),
+            Kind::Symlink => return Err(ConfineError::Changed { path: r.shown.clone() }),
+            Kind::Other(kind) => {
+                return Err(ConfineError::NotRegular {
+                    path: r.shown.clone(),
+                    kind,
+                });
+            }
+        }
+        let parent = r.parent.as_ref().ok_or_else(|| r.not_found())?;
+        // O_NONBLOCK: if a named pipe was swapped in, the open must not hang.
+        let fd = rustix::fs::openat(
+            &**parent,
+            r.name.as_os_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+        .map_err(|e| ConfineError::from_errno(&r.shown, e))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| ConfineError::from_errno(&r.shown, e))?;
+        if stat.st_dev != obj.stat.st_dev || stat.st_ino != obj.stat.st_ino {
+            return Err(ConfineError::Changed { path: r.shown.clone() });
+        }
+        clear_nonblock(&fd, &r.shown)?;
+        Ok(File::from(fd))
+    }
+
+    /// Status of what `path` leads to (following links inside the roots).
+    pub fn metadata(&self, path: impl AsRef<Path>) -> Result<Metadata, ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Read, Final::Follow, Missing::Error)?;
+        metadata_of(&r)
+    }
+
+    /// Status of `path` itself (a final link is not followed).
+    pub fn symlink_metadata(&self, path: impl AsRef<Path>) -> Result<Metadata, ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Read, Final::NoFollow, Missing::Error)?;
+        metadata_of(&r)
+    }
+
+    /// The entries of a directory, sorted by name, links not followed.
+    pub fn read_dir(&self, path: impl AsRef<Path>) -> Result<Vec<DirEntry>, ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Read, Final::Follow, Missing::Error)?;
+        let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+        if kind_of(&obj.stat) != Kind::Dir {
+            return Err(ConfineError::NotADirectory { path: r.shown });
+        }
+        let err = |e| ConfineError::from_errno(&r.shown, e);
+        // Reopen the resolved directory itself ("." of its own handle) for reading.
+        let dir_fd = rustix::fs::openat(
+            &*obj.fd,
+            c".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(err)?;
+        let mut dir = rustix::fs::Dir::read_from(&dir_fd).map_err(err)?;
+        let mut entries = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(err)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsString::from(std::ffi::OsStr::from_bytes(name));
+            // The entry may vanish between listing and stat: skip it then.
+            let Ok(stat) = rustix::fs::statat(&dir_fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            entries.push(DirEntry {
+                name,
+                kind: kind_of(&stat),
+                len: u64::try_from(stat.st_size).unwrap_or(0),
+                modified: modified(&stat),
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    /// The target of a symbolic link, as stored in it.
+    pub fn read_link(&self, path: impl AsRef<Path>) -> Result<PathBuf, ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Read, Final::NoFollow, Missing::Error)?;
+        let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+        if kind_of(&obj.stat) != Kind::Symlink {
+            return Err(ConfineError::Io {
+                path: r.shown.clone(),
+                source: std::io::Error::other("not a symbolic link"),
+            });
+        }
+        let target =
+            rustix::fs::readlinkat(&*obj.fd, c"", Vec::new()).map_err(|e| ConfineError::from_errno(&r.shown, e))?;
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(target.as_bytes())))
+    }
+
+    /// `mkdir -p`: create the directory and its missing parents. `Ok(true)`
+    /// when it was created, `Ok(false)` when it already existed; an existing
+    /// file is an error.
+    pub fn create_dir_all(&self, path: impl AsRef<Path>) -> Result<bool, ConfineError> {
+        let r = self.walk_creating(path.as_ref(), Final::Follow)?;
+        match r.kind() {
+            Some(Kind::Dir) => return Ok(false),
+            Some(_) => return Err(ConfineError::ExistsNotDirectory { path: r.shown }),
+            None => {}
+        }
+        let parent = r.parent.as_ref().ok_or_else(|| r.not_found())?;
+        match rustix::fs::mkdirat(&**parent, r.name.as_os_str(), Mode::from_raw_mode(0o777)) {
+            Ok(()) => Ok(true),
+            Err(Errno::EXIST) => {
+                // Created concurrently: fine if it is a directory.
+                let st = rustix::fs::statat(&**parent, r.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| ConfineError::from_errno(&r.shown, e))?;
+                if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                    Ok(false)
+                } else {
+                    Err(ConfineError::ExistsNotDirectory { path: r.shown })
+                }
+            }
+            Err(e) => Err(ConfineError::from_errno(&r.shown, e)),
+        }
+    }
+
+    /// Write `data` atomically: a temp file in the same directory, fsync,
+    /// rename over the target. Missing parent directories are created. An
+    /// existing file keeps its permission mode; a link to a file inside the
+    /// roots is followed and its target replaced.
+    pub fn write_atomic(&self, path: impl AsRef<Path>, data: &[u8]) -> Result<WriteOutcome, ConfineError> {
+        let r = self.walk_creating(path.as_ref(), Final::Follow)?;
+        self.write_resolved(&r, data)
+    }
+
+    /// [`Confinement::write_atomic`] on an already resolved location (which
+    /// must have been resolved for writing).
+    pub fn write_resolved(&self, r: &Resolved, data: &[u8]) -> Result<WriteOutcome, ConfineError> {
+        self.check_protected(&r.shown, &r.real)?;
+        let (outcome, mode) = match &r.object {
+            None => (WriteOutcome::Created, None),
+            Some(obj) => match kind_of(&obj.stat) {
+                Kind::File => (WriteOutcome::Replaced, Some(obj.stat.st_mode & 0o7777)),
+                Kind::Dir => return Err(ConfineError::IsADirectory { path: r.shown.clone() }),
+                Kind::Symlink => return Err(ConfineError::Changed { path: r.shown.clone() }),
+                Kind::Other(kind) => {
+                    return Err(ConfineError::NotRegular {
+                        path: r.shown.clone(),
+                        kind,
+                    });
+                }
+            },
+        };
+        let parent = r.parent.as_ref().ok_or_else(|| r.not_found())?;
+        let err = |e| ConfineError::from_errno(&r.shown, e);
+        let temp_name = format!(
+            ".wield-tmp-{}-{}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let fd = rustix::fs::openat(
+            &**parent,
+            temp_name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )
+        .map_err(err)?;
+        let mut file = File::from(fd);
+        let written = (|| -> Result<(), ConfineError> {
+            file.write_all(data).map_err(|e| ConfineError::from_io(&r.shown, e))?;
+            if let Some(mode) = mode {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(err)?;
+            }
+            file.sync_all().map_err(|e| ConfineError::from_io(&r.shown, e))?;
+            rustix::fs::renameat(&**parent, temp_name.as_str(), &**parent, r.name.as_os_str()).map_err(err)
+        })();
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(&**parent, temp_name.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+        // Make the rename itself durable; some file systems cannot sync a
+        // directory, which does not make the write less atomic.
+        if let Ok(dir) = rustix::fs::openat(
+            &**parent,
+            c".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            let _ = rustix::fs::fsync(&dir);
+        }
+        Ok(outcome)
+    }
+
+    /// Resolve for writing, creating missing parent directories, but only
+    /// after a dry run by name has shown the whole path is allowed: a refused
+    /// path (`new/../../outside/x`) must not leave `new/` behind.
+    fn walk_creating(&self, path: &Path, last: Final) -> Result<Resolved, ConfineError> {
+        self.walk(path, Access::Write, last, Missing::Virtual)?;
+        self.walk(path, Access::Write, last, Missing::Create)
+    }
+
+    /// Remove a file or a symbolic link (the link itself, not its target).
+    pub fn remove_file(&self, path: impl AsRef<Path>) -> Result<(), ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Write, Final::NoFollow, Missing::Error)?;
+        let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+        if kind_of(&obj.stat) == Kind::Dir {
+            return Err(ConfineError::IsADirectory { path: r.shown });
+        }
+        let parent = r.parent.as_ref().ok_or_else(|| r.not_found())?;
+        rustix::fs::unlinkat(&**parent, r.name.as_os_str(), AtFlags::empty())
+            .map_err(|e| ConfineError::from_errno(&r.shown, e))
+    }
+
+    /// Move `from` to `to` (replacing a file there), creating `to`'s missing
+    /// parent directories. A link is moved as a link.
+    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), ConfineError> {
+        let src = self.walk(from.as_ref(), Access::Write, Final::NoFollow, Missing::Error)?;
+        if src.object.is_none() {
+            return Err(src.not_found());
+        }
+        self.check_not_holding_protected(&src)?;
+        let dst = self.walk_creating(to.as_ref(), Final::NoFollow)?;
+        let (Some(sp), Some(dp)) = (&src.parent, &dst.parent) else {
+            return Err(ConfineError::Io {
+                path: src.shown.clone(),
+                source: std::io::Error::other("a root directory cannot be moved or replaced"),
+            });
+        };
+        rustix::fs::renameat(&**sp, src.name.as_os_str(), &**dp, dst.name.as_os_str())
+            .map_err(|e| ConfineError::from_errno(&dst.shown, e))
+    }
+
+    /// Moving or removing a directory that holds a protected path would
+    /// change the protected path too.
+    fn check_not_holding_protected(&self, r: &Resolved) -> Result<(), ConfineError> {
+        match self.protected.iter().find(|p| p.starts_with(&r.real)) {
+            Some(p) => Err(ConfineError::Protected {
+                path: r.shown.clone(),
+                protected: self.display_path(p),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Open, for reading, a file a directory walker yielded below a
+    /// directory returned by [`Confinement::real_dir`]. One `openat2` beneath
+    /// the root's handle that refuses every symbolic link and `..`, so a
+    /// directory swapped for a link since the walker listed it cannot lead
+    /// outside. Falls back to the component-wise resolution on kernels
+    /// without `openat2`.
+    pub fn open_walked(&self, real: &Path) -> Result<File, ConfineError> {
+        // Messages are built only on failure: this runs once per file searched.
+        let shown = || self.display_path(real);
+        let Some((index, rest)) = self.root_by_bytes(real, Access::Read) else {
+            return Err(ConfineError::Outside {
+                path: shown(),
+                access: Access::Read,
+                roots: self.roots_text(Access::Read),
+                detail: String::new(),
+            });
+        };
+        if rest.is_empty() || rest.contains(&0) {
+            return Err(ConfineError::NotFound { path: shown() });
+        }
+        // RESOLVE_BENEATH makes the kernel refuse any `..` that would leave
+        // the root, so the rest needs no checking of its own.
+        let opened = rustix::fs::openat2(
+            &*self.roots[index].dir,
+            std::ffi::OsStr::from_bytes(rest),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::NOFOLLOW,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        );
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(Errno::NOSYS) => return self.open_read(real),
+            Err(Errno::LOOP | Errno::XDEV) => return Err(ConfineError::Changed { path: shown() }),
+            Err(e) => return Err(ConfineError::from_errno(&shown(), e)),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| ConfineError::from_errno(&shown(), e))?;
+        match kind_of(&stat) {
+            Kind::File => {}
+            Kind::Dir => return Err(ConfineError::IsADirectory { path: shown() }),
+            Kind::Symlink => return Err(ConfineError::Changed { path: shown() }),
+            Kind::Other(kind) => return Err(ConfineError::NotRegular { path: shown(), kind }),
+        }
+        // O_NONBLOCK stays set: it changes nothing for a regular file and
+        // clearing it would cost two more syscalls per file.
+        Ok(File::from(fd))
+    }
+}
+
+fn clear_nonblock(fd: &OwnedFd, shown: &str) -> Result<(), ConfineError> {
+    let flags = rustix::fs::fcntl_getfl(fd.as_fd()).map_err(|e| ConfineError::from_errno(shown, e))?;
+    rustix::fs::fcntl_setfl(fd.as_fd(), flags - OFlags::NONBLOCK).map_err(|e| ConfineError::from_errno(shown, e))
+}
+
+fn metadata_of(r: &Resolved) -> Result<Metadata, ConfineError> {
+    let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+    // An O_PATH handle supports fstat, which is all `File::metadata` does.
+    let dup = obj.fd.try_clone().map_err(|e| ConfineError::from_io(&r.shown, e))?;
+    File::from(dup)
+        .metadata()
+        .map_err(|e| ConfineError::from_io(&r.shown, e))
+}

@@ -1,0 +1,303 @@
+//! `read`: a text file with line numbers, a line range of a huge file
+//! without loading it, or an image as an attachment.
+
+use std::io::{BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_sandbox::fs::{Access, Confinement, Kind};
+
+use super::text::{LineReader, SNIFF_BYTES, binary_type, display_line, image_mime, read_head};
+use super::{blocking, confinement, fail, human_size, mark_seen, parse, path_use};
+
+/// Files estimated under this many tokens are returned whole.
+const DEFAULT_SMALL_FILE_TOKENS: u64 = 2000;
+/// Larger images are refused rather than attached.
+const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
+/// Up to this size, a read cut by the output limits saves the full numbered
+/// text (the core's saved-output notice); beyond it, only an offset hint.
+const SAVE_FULL_CAP: u64 = 8 * 1024 * 1024;
+/// Longer lines are cut (minified files), so one line cannot fill the output.
+const MAX_LINE_BYTES: usize = 8 * 1024;
+
+pub struct ReadTool {
+    spec: ToolSpec,
+    traits: ToolTraits,
+}
+
+impl Default for ReadTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Deserialize)]
+struct Input {
+    path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+impl ReadTool {
+    pub fn new() -> Self {
+        Self {
+            spec: ToolSpec::new(
+                "read",
+                "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
+                 line) and limit (line count) to read part of a large file; small files are always returned \
+                 whole. Output is cut at 2000 lines / 50 KB with a notice saying how to read on. Binary files \
+                 are refused; PNG, JPEG, GIF and WebP images are returned as attachments. Lines longer \
+                 than 8 KB are cut. Reading a file is \
+                 required before writing or editing it.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                        "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of lines to read (default: up to the output limit)."}
+                    },
+                    "required": ["path", "offset", "limit"],
+                    "additionalProperties": false
+                }),
+            )
+            .strict(true)
+            .title("Read file"),
+            traits: ToolTraits {
+                read_only: true,
+                groups: vec!["fs".into()],
+                ..ToolTraits::default()
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn traits(&self) -> &ToolTraits {
+        &self.traits
+    }
+
+    fn preview(&self, input: &Value, width: usize) -> String {
+        let path = input.get("path").and_then(Value::as_str).unwrap_or("?");
+        let offset = input.get("offset").and_then(Value::as_u64);
+        let limit = input.get("limit").and_then(Value::as_u64);
+        let range = match (offset, limit) {
+            (None, None) => String::new(),
+            (Some(o), None) => format!(" +{o}"),
+            (o, Some(l)) => format!(" +{},{l}", o.unwrap_or(1)),
+        };
+        wield_core::one_line(&format!("read: {path}{range}"), width)
+    }
+
+    fn paths(&self, input: &Value) -> Vec<PathUse> {
+        path_use(input, "path", None, CoreAccess::Read)
+    }
+
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::new("small_file_tokens")]
+    }
+
+    async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
+        let input: Input = match parse("read", input) {
+            Ok(i) => i,
+            Err(r) => return r,
+        };
+        let conf = match confinement(ctx) {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        let small_tokens = ctx
+            .config_value::<u64>("small_file_tokens")
+            .unwrap_or(DEFAULT_SMALL_FILE_TOKENS);
+        let ctx = ctx.clone();
+        blocking(move || read(&ctx, &conf, &input, small_tokens).unwrap_or_else(|r| r)).await
+    }
+}
+
+fn read(ctx: &Context, conf: &Arc<Confinement>, input: &Input, small_tokens: u64) -> Result<ToolResult, ToolResult> {
+    let io_err = |e: std::io::Error| ToolResult::error(format!("{}: {e}", input.path));
+    let resolved = conf.resolve(&input.path, Access::Read).map_err(|e| fail(&e))?;
+    let shown = conf.display_path(resolved.real_path());
+    match resolved.kind() {
+        None => return Err(ToolResult::error(not_found(conf, &input.path))),
+        Some(Kind::Dir) => {
+            return Err(ToolResult::error(format!(
+                "{shown} is a directory: use ls to list it, or read a file inside it"
+            )));
+        }
+        Some(_) => {}
+    }
+    let mut file = conf.open_resolved(&resolved).map_err(|e| fail(&e))?;
+    let size = file.metadata().map_err(io_err)?.len();
+    let head = read_head(&mut file, SNIFF_BYTES).map_err(io_err)?;
+    if let Some(mime) = image_mime(&head) {
+        return image(ctx, conf, resolved.real_path(), &shown, file, size, mime);
+    }
+    if let Some(kind) = binary_type(&head) {
+        return Err(ToolResult::error(format!(
+            "{shown} is a binary file ({kind}, {}); read shows text files only",
+            human_size(size)
+        ))
+        .with_meta("size", size)
+        .with_meta("binary", kind));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    let whole = size / 4 < small_tokens;
+    let (offset, limit) = if whole {
+        (1, None)
+    } else {
+        (input.offset.unwrap_or(1).max(1), input.limit)
+    };
+    let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, file), MAX_LINE_BYTES);
+    let skipped = reader.skip_lines(offset - 1).map_err(io_err)?;
+    let limits = ctx.limits;
+    let mut out = String::new();
+    let mut last = offset - 1;
+    let mut over: Option<String> = None;
+    while limit.is_none_or(|l| last + 1 - offset < l) {
+        let Some(line) = reader.next_line().map_err(io_err)? else {
+            break;
+        };
+        let text = format!("{:>6}\t{}\n", last + 1, display_line(&line.bytes, line.cut));
+        let count = usize::try_from(last + 1 - offset).unwrap_or(usize::MAX);
+        if count > 0 && (count >= limits.max_lines || out.len() + text.len() > limits.max_bytes) {
+            over = Some(text);
+            break;
+        }
+        out.push_str(&text);
+        last += 1;
+    }
+    if last < offset {
+        if offset > 1 {
+            return Err(ToolResult::error(format!(
+                "offset {offset} is past the end of {shown}, which has {skipped} lines"
+            )));
+        }
+        mark_seen(ctx, conf, resolved.real_path());
+        return Ok(ToolResult::ok(format!("[{shown} is empty]"))
+            .with_meta("path", shown)
+            .with_meta("size", size)
+            .with_meta("truncated", false));
+    }
+    let at_end = reader.at_end().map_err(io_err)?;
+    let mut result = match over {
+        None => {
+            if !at_end && limit.is_some() {
+                out.push_str(&format!(
+                    "[Showing lines {offset}-{last}. The file continues: use offset={} to read more.]\n",
+                    last + 1
+                ));
+            }
+            ToolResult::ok(out).with_meta("truncated", false)
+        }
+        Some(pending) if offset == 1 && size <= SAVE_FULL_CAP => {
+            // Number the whole range and let the core cut it, so the full
+            // text is saved and the notice is the standard one.
+            let mut full = out;
+            full.push_str(&pending);
+            let mut n = last + 1;
+            while limit.is_none_or(|l| n < l) {
+                let Some(line) = reader.next_line().map_err(io_err)? else {
+                    break;
+                };
+                n += 1;
+                full.push_str(&format!("{n:>6}\t{}\n", display_line(&line.bytes, line.cut)));
+            }
+            let cut = ctx.truncate_head(&full);
+            let mut text = cut.text.clone();
+            if let Some((_, shown_last)) = cut.shown {
+                text.push_str(&format!("\n[Use offset={} to read on.]", shown_last + 1));
+            }
+            let mut r = ToolResult::ok(text);
+            r.metadata.extend(cut.metadata());
+            r
+        }
+        Some(_) => {
+            out.push_str(&format!(
+                "[Showing lines {offset}-{last} ({} output limit). The file continues: use offset={} to read more.]\n",
+                human_size(limits.max_bytes as u64),
+                last + 1
+            ));
+            ToolResult::ok(out).with_meta("truncated", true)
+        }
+    };
+    mark_seen(ctx, conf, resolved.real_path());
+    result = result
+        .with_meta("path", shown)
+        .with_meta("size", size)
+        .with_meta("first_line", offset)
+        .with_meta("last_line", last);
+    Ok(result)
+}
+
+fn image(
+    ctx: &Context,
+    conf: &Confinement,
+    real: &Path,
+    shown: &str,
+    mut file: std::fs::File,
+    size: u64,
+    mime: &str,
+) -> Result<ToolResult, ToolResult> {
+    if size > MAX_IMAGE_BYTES {
+        return Err(ToolResult::error(format!(
+            "{shown} is an image ({mime}) of {}, larger than the {} that can be attached",
+            human_size(size),
+            human_size(MAX_IMAGE_BYTES)
+        )));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| std::io::Read::read_to_end(&mut file, &mut data))
+        .map_err(|e| ToolResult::error(format!("{shown}: {e}")))?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
+    mark_seen(ctx, conf, real);
+    Ok(
+        ToolResult::ok(format!("Image {shown} ({mime}, {}) attached.", human_size(size)))
+            .with_meta("path", shown)
+            .with_meta("size", size)
+            .with_meta("truncated", false)
+            .with_meta("attachments", json!([{"mime": mime, "data": encoded, "path": shown}])),
+    )
+}
+
+/// "no such file", with names in the same directory that look alike.
+fn not_found(conf: &Confinement, path: &str) -> String {
+    let p = Path::new(path);
+    let mut msg = format!("{path}: no such file or directory");
+    let (Some(name), parent) = (p.file_name(), p.parent()) else {
+        return msg;
+    };
+    let parent = match parent {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let want = name.to_string_lossy().to_lowercase();
+    let stem = want.split('.').next().unwrap_or(&want).to_owned();
+    let Ok(entries) = conf.read_dir(parent) else {
+        return msg;
+    };
+    let near: Vec<String> = entries
+        .iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .filter(|n| {
+            let l = n.to_lowercase();
+            l == want || (!stem.is_empty() && l.split('.').next() == Some(stem.as_str()))
+        })
+        .take(3)
+        .map(|n| parent.join(n).display().to_string())
+        .collect();
+    if !near.is_empty() {
+        msg.push_str(&format!(". Did you mean {}?", near.join(" or ")));
+    }
+    msg
+}

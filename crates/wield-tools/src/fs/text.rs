@@ -1,0 +1,215 @@
+//! Content sniffing (binary, images) and a line reader with bounded memory.
+
+use std::io::{self, BufRead, Read};
+
+/// How many bytes are looked at to tell text from binary.
+pub(crate) const SNIFF_BYTES: usize = 8192;
+
+/// An image format providers accept as an attachment.
+pub(crate) fn image_mime(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// A name for a binary format, from its first bytes.
+fn binary_kind(head: &[u8]) -> &'static str {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"\x7fELF", "ELF executable"),
+        (b"%PDF", "PDF document"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x1f\x8b", "gzip archive"),
+        (b"BZh", "bzip2 archive"),
+        (b"\xfd7zXZ\x00", "xz archive"),
+        (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+        (b"\x28\xb5\x2f\xfd", "zstd archive"),
+        (b"\0asm", "WebAssembly module"),
+        (b"SQLite format 3\0", "SQLite database"),
+        (b"\xca\xfe\xba\xbe", "Java class or Mach-O binary"),
+        (b"\xcf\xfa\xed\xfe", "Mach-O binary"),
+        (b"MZ", "Windows executable"),
+        (b"!<arch>\n", "ar archive"),
+        (b"\x00\x00\x01\x00", "icon"),
+        (b"BM", "bitmap image"),
+        (b"II*\x00", "TIFF image"),
+        (b"MM\x00*", "TIFF image"),
+        (b"OggS", "Ogg media"),
+        (b"ID3", "MP3 audio"),
+        (b"fLaC", "FLAC audio"),
+        (b"\x1a\x45\xdf\xa3", "Matroska/WebM video"),
+    ];
+    if head.len() >= 12 && &head[4..8] == b"ftyp" {
+        return "MP4/QuickTime media";
+    }
+    if head.len() >= 262 && &head[257..262] == b"ustar" {
+        return "tar archive";
+    }
+    MAGIC
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map_or("binary data", |(_, kind)| kind)
+}
+
+/// `Some(kind)` when the first bytes of a file look binary: a NUL byte, or
+/// mostly control bytes in what is not valid UTF-8 text.
+pub(crate) fn binary_type(head: &[u8]) -> Option<&'static str> {
+    if head.is_empty() {
+        return None;
+    }
+    if head.contains(&0) {
+        return Some(binary_kind(head));
+    }
+    // A multi-byte character may be cut at the end of the sample.
+    let valid = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    if valid {
+        return None;
+    }
+    let odd = head
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c | 0x1b)) || b == 0x7f)
+        .count();
+    // Latin-1 text is invalid UTF-8 but has few control bytes.
+    (odd * 10 > head.len()).then(|| binary_kind(head))
+}
+
+/// Reads lines with a cap on how much of any one line is kept, so a file
+/// with a gigantic line (or no newline at all) never lands in memory whole.
+pub(crate) struct LineReader<R> {
+    inner: R,
+    max_line: usize,
+}
+
+/// One line: its text (maybe cut) and whether it was cut.
+pub(crate) struct Line {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) cut: bool,
+}
+
+impl<R: BufRead> LineReader<R> {
+    pub(crate) fn new(inner: R, max_line: usize) -> Self {
+        Self { inner, max_line }
+    }
+
+    /// Skip `n` lines without keeping them; returns how many were skipped
+    /// (fewer at the end of the file).
+    pub(crate) fn skip_lines(&mut self, n: u64) -> io::Result<u64> {
+        let mut skipped = 0;
+        while skipped < n {
+            let buf = self.inner.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            let mut consumed = buf.len();
+            let mut ended_line = false;
+            for pos in memchr::memchr_iter(b'\n', buf) {
+                skipped += 1;
+                if skipped == n {
+                    consumed = pos + 1;
+                    ended_line = true;
+                    break;
+                }
+            }
+            self.inner.consume(consumed);
+            if ended_line {
+                break;
+            }
+        }
+        Ok(skipped)
+    }
+
+    /// The next line without its terminator, `None` at the end.
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut line = Line {
+            bytes: Vec::new(),
+            cut: false,
+        };
+        let mut any = false;
+        loop {
+            let buf = self.inner.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(any.then_some(line));
+            }
+            any = true;
+            let (chunk, done) = match memchr::memchr(b'\n', buf) {
+                Some(pos) => (&buf[..pos], Some(pos + 1)),
+                None => (buf, None),
+            };
+            let room = self.max_line.saturating_sub(line.bytes.len());
+            if chunk.len() > room {
+                line.cut = true;
+            }
+            line.bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            let consumed = done.unwrap_or(buf.len());
+            self.inner.consume(consumed);
+            if done.is_some() {
+                if line.bytes.last() == Some(&b'\r') && !line.cut {
+                    line.bytes.pop();
+                }
+                return Ok(Some(line));
+            }
+        }
+    }
+
+    /// Whether anything is left to read.
+    pub(crate) fn at_end(&mut self) -> io::Result<bool> {
+        Ok(self.inner.fill_buf()?.is_empty())
+    }
+}
+
+/// Read up to `n` bytes from the start of a reader.
+pub(crate) fn read_head(reader: &mut impl Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(n);
+    reader.take(n as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// Cut a line for display at a character boundary, marking the cut.
+pub(crate) fn display_line(bytes: &[u8], cut: bool) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    if cut {
+        format!("{text}… [line cut]")
+    } else {
+        text.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn lines_are_capped_and_skipping_counts_newlines() {
+        let data = format!("one\r\ntwo\n{}\nfour", "x".repeat(100));
+        let mut r = LineReader::new(io::BufReader::with_capacity(16, data.as_bytes()), 10);
+        assert_eq!(r.next_line().unwrap().unwrap().bytes, b"one");
+        assert_eq!(r.skip_lines(1).unwrap(), 1);
+        let long = r.next_line().unwrap().unwrap();
+        assert!(long.cut && long.bytes.len() == 10);
+        assert_eq!(r.next_line().unwrap().unwrap().bytes, b"four");
+        assert!(r.next_line().unwrap().is_none());
+        assert!(r.at_end().unwrap());
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(binary_type(b"\x7fELF\x02\x01\x01\0\0"), Some("ELF executable"));
+        assert_eq!(binary_type(b"hello\nworld\n"), None);
+        assert_eq!(binary_type("héllo".as_bytes()), None);
+        assert_eq!(binary_type(b"caf\xe9 cr\xe8me\n"), None);
+        assert_eq!(binary_type(b"\x01\x02\x03\x04\x05\xff\xfe"), Some("binary data"));
+        assert_eq!(image_mime(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(image_mime(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+    }
+}
