@@ -1,0 +1,150 @@
+//! Long-running commands: started now, polled later, killed (with their
+//! whole tree) on request or when dropped.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use super::ProcessError;
+use super::runner::{Exit, Runner, terminate};
+use super::tree::{self, ProcessTree};
+
+/// A command running in the background. Its stdout and stderr both go to a
+/// log file. Dropping it kills its whole process tree.
+#[derive(Debug)]
+pub struct Background {
+    pid: u32,
+    tree: ProcessTree,
+    child: tokio::process::Child,
+    started: Instant,
+    log: PathBuf,
+    exit: Option<Exit>,
+    ended: Option<Instant>,
+}
+
+/// How to stop a background process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGTERM to the tree, SIGKILL after the grace period.
+    Term,
+    /// SIGKILL to the tree at once.
+    Kill,
+}
+
+impl Runner {
+    /// Start the command in the background, its output appended to `log`.
+    /// The runner's timeout, cancellation and capture settings do not apply.
+    pub fn spawn_background(&self, log: &Path) -> Result<Background, ProcessError> {
+        tree::ensure_subreaper();
+        let marker = tree::new_marker();
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .map_err(|source| ProcessError::Log {
+                    path: log.to_path_buf(),
+                    source,
+                })
+        };
+        let (out, err) = (open()?, open()?);
+        let mut cmd = self.command(&marker)?;
+        cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
+        let child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+            program: self.program(),
+            source,
+        })?;
+        drop(cmd);
+        let pid = tree::io_pid(child.id()).map_err(|source| ProcessError::Spawn {
+            program: self.program(),
+            source,
+        })?;
+        Ok(Background {
+            pid,
+            tree: ProcessTree::new(pid, marker),
+            child,
+            started: Instant::now(),
+            log: log.to_path_buf(),
+            exit: None,
+            ended: None,
+        })
+    }
+}
+
+impl Background {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// How long it ran (until now, or until it exited).
+    pub fn runtime(&self) -> Duration {
+        self.ended.unwrap_or_else(Instant::now) - self.started
+    }
+
+    /// How it exited, if it has (polls without blocking).
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        if self.exit.is_none()
+            && let Ok(Some(status)) = self.child.try_wait()
+        {
+            self.exit = Some(Exit::from_status(status));
+            self.ended = Some(Instant::now());
+        }
+        self.exit
+    }
+
+    /// Wait until it exits on its own.
+    pub async fn wait(&mut self) -> Result<Exit, ProcessError> {
+        if let Some(exit) = self.exit {
+            return Ok(exit);
+        }
+        let status = self.child.wait().await.map_err(ProcessError::Wait)?;
+        let exit = Exit::from_status(status);
+        self.exit = Some(exit);
+        self.ended = Some(Instant::now());
+        Ok(exit)
+    }
+
+    /// Stop the process and everything it started. Returns how the leader
+    /// ended (its own exit if it had already exited).
+    pub async fn stop(&mut self, signal: StopSignal, grace: Duration) -> Result<Exit, ProcessError> {
+        if let Some(exit) = self.try_exit() {
+            // The leader is gone; its descendants may not be.
+            match signal {
+                StopSignal::Term => {
+                    self.tree.kill_leftovers(grace).await;
+                }
+                StopSignal::Kill => self.tree.kill_all(true).await,
+            }
+            return Ok(exit);
+        }
+        let status = match signal {
+            StopSignal::Term => terminate(&self.tree, &mut self.child, grace).await,
+            StopSignal::Kill => {
+                self.tree.signal(Signal::KILL);
+                let status = self.child.wait().await;
+                self.tree.kill_all(true).await;
+                status
+            }
+        }
+        .map_err(ProcessError::Wait)?;
+        let exit = Exit::from_status(status);
+        self.exit = Some(exit);
+        self.ended = Some(Instant::now());
+        Ok(exit)
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // The leader itself is killed and reaped by the runtime
+        // (`kill_on_drop`); this takes the rest of the tree with it.
+        self.tree.kill_now();
+    }
+}

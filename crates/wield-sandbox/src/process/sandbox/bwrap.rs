@@ -1,0 +1,61 @@
+//! The bubblewrap command line for a plan.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::SandboxPlan;
+
+/// System directories that stay readable when read roots are configured, so
+/// that the command's interpreter and libraries can load.
+pub(crate) const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/run", "/sys",
+];
+
+pub(crate) fn argv(bwrap: &Path, plan: &SandboxPlan, command: &[OsString]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec![bwrap.into()];
+    let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
+    push(&["--die-with-parent", "--new-session"]);
+    if !plan.network {
+        push(&["--unshare-net"]);
+    }
+    let mut args = a;
+    let mut bind = |flag: &str, path: &Path| {
+        args.push(flag.into());
+        args.push(path.into());
+        args.push(path.into());
+    };
+    match &plan.read {
+        None => bind("--ro-bind", Path::new("/")),
+        Some(roots) => {
+            for dir in SYSTEM_READ {
+                bind("--ro-bind-try", Path::new(dir));
+            }
+            for root in roots {
+                bind("--ro-bind-try", root);
+            }
+        }
+    }
+    // A fresh /dev (null, zero, tty, a private shm) instead of the host's.
+    // No PID namespace and no new /proc: pids a command prints must mean
+    // the same thing outside (tests, `kill`, process_status), and wield's
+    // kill-tree reaches the sandboxed processes like any others.
+    args.extend(["--dev".into(), "/dev".into()]);
+    // Parents before children, so a nested write root is mounted over (not
+    // under) its parent's bind.
+    let mut writes: Vec<&PathBuf> = plan.write.iter().filter(|w| w.exists()).collect();
+    writes.sort_by_key(|w| w.components().count());
+    for w in writes {
+        args.extend(["--bind".into(), w.into(), w.into()]);
+    }
+    // Protected paths last: a read-only bind over the writable one.
+    let mut protected: Vec<&PathBuf> = plan.protected.iter().filter(|p| p.exists()).collect();
+    protected.sort_by_key(|p| p.components().count());
+    for p in protected {
+        if plan.write.iter().any(|w| p.starts_with(w)) {
+            args.extend(["--ro-bind".into(), p.into(), p.into()]);
+        }
+    }
+    args.push("--".into());
+    args.extend(command.iter().cloned());
+    args
+}

@@ -1,0 +1,130 @@
+//! Telling the model that the sandbox, not the command, refused something,
+//! so it does not retry blindly. Best effort: paths are recovered from the
+//! usual shapes of error messages on stderr.
+
+use std::path::{Path, PathBuf};
+
+use super::{Refusal, SandboxPlan, normalize};
+
+/// `Device or resource busy`: renaming or removing a path bubblewrap
+/// mounted read-only over the workspace.
+const WRITE_ERRORS: &[&str] = &[
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+    "Device or resource busy",
+];
+
+const NETWORK_ERRORS: &[&str] = &[
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Couldn't connect to server",
+    "Failed to connect",
+    "Connection refused",
+    "socket: Permission denied",
+    "connect: Permission denied",
+];
+
+/// Hints for a failed sandboxed command, from its stderr: `write denied by
+/// sandbox: PATH is outside the write roots` and the like. Empty when
+/// nothing points at the sandbox.
+pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String> {
+    let mut hints: Vec<String> = Vec::new();
+    let mut add = |h: String| {
+        if !hints.contains(&h) && hints.len() < 10 {
+            hints.push(h);
+        }
+    };
+    let mut network_hinted = false;
+    for line in stderr.lines() {
+        if WRITE_ERRORS.iter().any(|e| line.contains(e)) {
+            for candidate in path_candidates(line) {
+                let path = normalize(&cwd.join(&candidate));
+                if let Some(refusal) = plan.write_refusal(&path) {
+                    add(describe(&path, &refusal, plan));
+                    break;
+                }
+            }
+        }
+        if !plan.network() && !network_hinted && NETWORK_ERRORS.iter().any(|e| line.contains(e)) {
+            network_hinted = true;
+            add("network access denied by sandbox: commands cannot reach the network (sandbox.network = false)".into());
+        }
+    }
+    hints
+}
+
+fn describe(path: &Path, refusal: &Refusal, plan: &SandboxPlan) -> String {
+    let shown = path.display();
+    match refusal {
+        Refusal::OutsideRoots => {
+            let roots: Vec<String> = plan.write_roots().iter().map(|r| r.display().to_string()).collect();
+            format!(
+                "write denied by sandbox: {shown} is outside the write roots ({})",
+                roots.join(", ")
+            )
+        }
+        Refusal::Protected(p) => format!(
+            "write denied by sandbox: {shown} is inside {}, which commands may never write",
+            p.display()
+        ),
+        Refusal::LandlockTopLevel(dir) => format!(
+            "write denied by sandbox: {shown} would create or remove an entry directly in {}, which the Landlock \
+             backend cannot allow without also opening its protected .wield/.git; write inside a subdirectory or \
+             set sandbox.backend = \"bwrap\"",
+            dir.display()
+        ),
+    }
+}
+
+/// Strings in an error line that may be the path it is about: quoted
+/// segments first (`touch: cannot touch '/etc/x': …`), then `: `-separated
+/// segments that look like paths (`bash: /etc/x: Permission denied`).
+fn path_candidates(line: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (open, close) in [('\'', '\''), ('‘', '’'), ('"', '"'), ('`', '\'')] {
+        let mut rest = line;
+        while let Some(start) = rest.find(open) {
+            let after = &rest[start + open.len_utf8()..];
+            let Some(end) = after.find(close) else { break };
+            let quoted = &after[..end];
+            if looks_like_path(quoted) {
+                out.push(PathBuf::from(quoted));
+            }
+            rest = &after[end + close.len_utf8()..];
+        }
+    }
+    let segments: Vec<&str> = line.split(": ").map(str::trim).collect();
+    // The segment right before the error text is usually the path, absolute
+    // or relative (`bash: line 1: .wield/config.toml: Permission denied`).
+    if let Some(i) = segments
+        .iter()
+        .position(|s| WRITE_ERRORS.iter().any(|e| s.starts_with(e)))
+        && i > 0
+    {
+        // A bare word is more often a syscall (`bash: socket: …`) than a
+        // file name: require something path-like.
+        let s = segments[i - 1];
+        if looks_like_path(s) && !s.contains(char::is_whitespace) && s.contains(['/', '.']) {
+            out.push(PathBuf::from(s));
+        }
+    }
+    for s in segments {
+        if s.starts_with('/') && looks_like_path(s) && !s.contains(char::is_whitespace) {
+            out.push(PathBuf::from(s));
+        }
+    }
+    out
+}
+
+fn looks_like_path(s: &str) -> bool {
+    // bash's /dev/tcp and /dev/udp are sockets, not files.
+    !s.is_empty()
+        && s.len() < 4096
+        && !s.contains('\n')
+        && !s.starts_with('-')
+        && !s.starts_with("/dev/tcp/")
+        && !s.starts_with("/dev/udp/")
+}

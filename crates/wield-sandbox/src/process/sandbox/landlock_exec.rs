@@ -1,0 +1,268 @@
+//! The Landlock helper: `wield __sandbox-exec [OPTIONS] -- CMD [ARGS...]`.
+//!
+//! It runs single-threaded in a fresh process (the wield binary re-executed
+//! with this hidden subcommand before any runtime starts), builds the
+//! Landlock ruleset and the seccomp filter, restricts itself, then replaces
+//! itself with the command, which inherits the restrictions for good.
+//! Any failure refuses to run the command: it never runs unconfined.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+};
+
+use super::bwrap::SYSTEM_READ;
+
+/// The hidden subcommand of the wield binary that runs the helper.
+pub const SANDBOX_EXEC_SUBCOMMAND: &str = "__sandbox-exec";
+
+/// The newest Landlock ABI whose rights this helper asks for. The crate
+/// drops what an older kernel lacks (best effort); asking for rights of a
+/// newer, untested ABI could refuse things nobody meant to refuse.
+const TARGET_ABI: ABI = ABI::V6;
+
+/// Device files commands write to as a matter of course.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// The helper's arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxExecArgs {
+    /// Readable roots; `None`: the whole file system.
+    pub read: Option<Vec<PathBuf>>,
+    pub write: Vec<PathBuf>,
+    pub protect: Vec<PathBuf>,
+    pub network: bool,
+    pub argv: Vec<OsString>,
+}
+
+impl SandboxExecArgs {
+    /// `--read P`, `--write P`, `--protect P` (repeatable), `--network`,
+    /// then `--` and the command.
+    pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Self, String> {
+        let mut out = Self::default();
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            let mut value = |name: &str| {
+                it.next()
+                    .map(PathBuf::from)
+                    .ok_or_else(|| format!("{name} needs a path"))
+            };
+            match arg.to_str() {
+                Some("--read") => out.read.get_or_insert_with(Vec::new).push(value("--read")?),
+                Some("--write") => out.write.push(value("--write")?),
+                Some("--protect") => out.protect.push(value("--protect")?),
+                Some("--network") => out.network = true,
+                Some("--") => {
+                    out.argv = it.collect();
+                    break;
+                }
+                _ => {
+                    return Err(format!(
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--network] -- CMD [ARGS...]"
+                    ));
+                }
+            }
+        }
+        if out.argv.is_empty() {
+            return Err("no command given after `--`".into());
+        }
+        Ok(out)
+    }
+
+    /// The inverse of [`parse`](Self::parse).
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut out = Vec::new();
+        for (flag, paths) in [
+            ("--read", self.read.as_deref().unwrap_or_default()),
+            ("--write", &self.write[..]),
+            ("--protect", &self.protect[..]),
+        ] {
+            for p in paths {
+                out.push(flag.into());
+                out.push(p.into());
+            }
+        }
+        if self.network {
+            out.push("--network".into());
+        }
+        out.push("--".into());
+        out.extend(self.argv.iter().cloned());
+        out
+    }
+}
+
+/// The helper's `main`: parse, restrict, exec. Returns only on failure, with
+/// the exit status to use (126, or 127 when the command was not found),
+/// after printing why on stderr.
+pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let args = match SandboxExecArgs::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("wield sandbox: {e}");
+            return 126;
+        }
+    };
+    if let Err(e) = restrict(&args) {
+        eprintln!("wield sandbox: refusing to run the command unconfined: {e}");
+        return 126;
+    }
+    let (program, rest) = match args.argv.split_first() {
+        Some(split) => split,
+        None => return 126,
+    };
+    let err = std::process::Command::new(program).args(rest).exec();
+    eprintln!("wield sandbox: cannot run {}: {err}", program.to_string_lossy());
+    if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+fn restrict(args: &SandboxExecArgs) -> Result<(), String> {
+    let abi = TARGET_ABI;
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(|e| e.to_string())?;
+    if !args.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .and_then(|r| r.scope(Scope::AbstractUnixSocket))
+            .map_err(|e| e.to_string())?;
+    }
+    // Sandboxed processes may not signal processes outside the sandbox
+    // (wield itself, the user's other programs).
+    ruleset = ruleset.scope(Scope::Signal).map_err(|e| e.to_string())?;
+    let mut created = ruleset.create().map_err(|e| e.to_string())?;
+
+    let read_access = AccessFs::from_read(abi);
+    let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
+    match &args.read {
+        None => rules.push(("/".into(), read_access)),
+        Some(roots) => {
+            let extra = SYSTEM_READ
+                .iter()
+                .map(PathBuf::from)
+                .chain(["/dev".into(), "/proc".into()]);
+            for root in roots.iter().cloned().chain(extra).chain(args.write.iter().cloned()) {
+                rules.push((root, read_access));
+            }
+        }
+    }
+    for dev in DEVICES {
+        rules.push((dev.into(), AccessFs::from_file(abi)));
+    }
+    for path in write_grants(&args.write, &args.protect) {
+        rules.push((path, AccessFs::from_all(abi)));
+    }
+    for (path, access) in rules {
+        // Missing paths are skipped: there is nothing there to grant.
+        let Ok(fd) = PathFd::new(&path) else { continue };
+        // Rights that only make sense on directories are refused by the
+        // kernel on a file: narrow them for files.
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let status = created.restrict_self().map_err(|e| e.to_string())?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("the kernel does not enforce Landlock".into());
+    }
+    if !args.network {
+        deny_inet_sockets()?;
+    }
+    Ok(())
+}
+
+/// The paths that get write rights for the write roots, leaving out the
+/// protected paths (see the module docs of `sandbox` for why a directory
+/// holding a protected path only gets rights on its entries).
+pub(crate) fn write_grants(write: &[PathBuf], protect: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in write {
+        grant(root, protect, &mut out);
+    }
+    out
+}
+
+fn grant(dir: &Path, protect: &[PathBuf], out: &mut Vec<PathBuf>) {
+    if protect.iter().any(|p| dir.starts_with(p)) {
+        return;
+    }
+    if !protect.iter().any(|p| p.starts_with(dir)) {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        // A symbolic link is never followed: writing through it goes to its
+        // target, which the target's own rules decide.
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_symlink() {
+            continue;
+        }
+        let path = entry.path();
+        if kind.is_dir() {
+            grant(&path, protect, out);
+        } else if !protect.contains(&path) {
+            out.push(path);
+        }
+    }
+}
+
+/// seccomp: `socket(AF_INET | AF_INET6 | AF_PACKET)` and `io_uring_setup`
+/// (whose operations could open sockets behind the filter) fail with EACCES.
+fn deny_inet_sockets() -> Result<(), String> {
+    let family = |f: i32| -> Result<SeccompRule, String> {
+        let cond = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::try_from(f).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(
+        libc::SYS_socket,
+        vec![
+            family(libc::AF_INET)?,
+            family(libc::AF_INET6)?,
+            family(libc::AF_PACKET)?,
+        ],
+    );
+    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let errno = u32::try_from(libc::EACCES).map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
+        .map_err(|e| e.to_string())?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+}

@@ -1,0 +1,410 @@
+//! Confining what a command may write and reach.
+//!
+//! Two backends, chosen by [`SandboxSettings::resolve`]:
+//!
+//! - **Landlock** (+ seccomp): the command is started through a re-executed
+//!   helper, the wield binary's hidden `__sandbox-exec` subcommand
+//!   ([`sandbox_exec_main`]), which restricts itself and then `execvp`s the
+//!   command. Nothing is prepared between fork and exec in wield's
+//!   multithreaded process: the helper is spawned like any other program and
+//!   does its work single-threaded. Network access is cut by Landlock's TCP
+//!   rules where the kernel has them (ABI 4+) and by a seccomp filter that
+//!   refuses `socket(AF_INET | AF_INET6 | AF_PACKET)` and io_uring.
+//! - **bubblewrap**: `bwrap --ro-bind / /` with read-write binds for the
+//!   write roots, read-only re-binds for protected paths, a fresh `/dev`,
+//!   `--unshare-net`, `--die-with-parent`, `--new-session`.
+//!
+//! `auto` prefers bubblewrap when a trial run works here, because it
+//! enforces protected paths inside a writable workspace exactly (see
+//! below); then Landlock (best effort: ABI 1-2 kernels cannot refuse
+//! truncating a file outside the write roots, `wield sandbox check` says
+//! so). Asking for a backend that does not work is an error, never a silent
+//! downgrade.
+//!
+//! # Protected paths inside a write root
+//!
+//! Bubblewrap mounts protected paths (`.wield`, `.git`) read-only over the
+//! writable workspace: everything else in the workspace stays writable.
+//! Landlock cannot express "this tree except that subtree": rights granted
+//! on a directory hold for everything beneath it. So when a write root
+//! holds a protected path, Landlock grants write on each entry of the root
+//! (and, recursively, of any directory leading to a protected path) except
+//! the protected ones, and not on the root directory itself. The cost:
+//! under Landlock, files and directories cannot be created, deleted or
+//! renamed directly in such a directory (the workspace's top level), only
+//! inside its subdirectories and in existing top-level files. The same
+//! holds for every directory on the way from a write root to a protected
+//! path: with the workspace under `/tmp` and `/tmp` a write root, nothing
+//! can be created directly in `/tmp` either. The failure hint says so and
+//! suggests `backend = "bwrap"`.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+
+mod bwrap;
+mod hint;
+mod landlock_exec;
+mod probe;
+
+pub use hint::denial_hints;
+pub use landlock_exec::{SANDBOX_EXEC_SUBCOMMAND, SandboxExecArgs, sandbox_exec_main};
+pub use probe::{BwrapStatus, Probe, bwrap_status, bwrap_status_fresh, landlock_abi, probe, seccomp_available};
+
+/// `sandbox.enabled`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Enabled {
+    /// On when some backend works here, off otherwise.
+    #[default]
+    Auto,
+    Yes,
+    No,
+}
+
+/// `sandbox.backend`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    #[default]
+    Auto,
+    Landlock,
+    Bwrap,
+    None,
+}
+
+impl FromStr for BackendChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "landlock" => Ok(Self::Landlock),
+            "bwrap" | "bubblewrap" => Ok(Self::Bwrap),
+            "none" => Ok(Self::None),
+            other => Err(format!(
+                "unknown sandbox backend `{other}`: use \"auto\", \"landlock\", \"bwrap\" or \"none\""
+            )),
+        }
+    }
+}
+
+/// A backend that confines a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Landlock,
+    Bwrap,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Landlock => "landlock",
+            Self::Bwrap => "bwrap",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "sandbox backend `{backend}` is not available here: {reason}. Run `wield sandbox check` to see what this machine supports, or set sandbox.backend to another backend"
+    )]
+    Unavailable { backend: Backend, reason: String },
+    #[error(
+        "sandbox.enabled = true but no sandbox backend works here ({reason}). Run `wield sandbox check`; set sandbox.enabled = false to run commands unconfined"
+    )]
+    NoneAvailable { reason: String },
+    #[error(
+        "sandbox.enabled = true contradicts sandbox.backend = \"none\": choose a backend (\"auto\", \"landlock\", \"bwrap\") or set sandbox.enabled = false"
+    )]
+    Contradiction,
+    #[error("cannot locate the wield executable to run the Landlock helper: {0}")]
+    Helper(io::Error),
+}
+
+/// What the sandbox allows. Paths should be absolute; missing ones are
+/// skipped when the sandbox is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxSettings {
+    pub enabled: Enabled,
+    pub backend: BackendChoice,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// Where commands may write.
+    pub write: Vec<PathBuf>,
+    /// Where commands may read; `None` means everywhere. System directories
+    /// (`/usr`, `/etc`, …) and the write roots stay readable either way.
+    pub read: Option<Vec<PathBuf>>,
+    /// Never writable, even inside a write root.
+    pub protected: Vec<PathBuf>,
+    /// The workspace, whose `.wield` directory is created before a
+    /// bubblewrap run so that it can be mounted read-only.
+    pub workspace: Option<PathBuf>,
+}
+
+impl SandboxSettings {
+    /// The defaults for a workspace: write the workspace and the temp dir,
+    /// read everything, no network, `.wield` and `.git` protected.
+    pub fn for_workspace(workspace: &Path) -> Self {
+        Self {
+            enabled: Enabled::Auto,
+            backend: BackendChoice::Auto,
+            network: false,
+            write: vec![workspace.to_path_buf(), std::env::temp_dir()],
+            read: None,
+            protected: vec![workspace.join(".wield"), workspace.join(".git")],
+            workspace: Some(workspace.to_path_buf()),
+        }
+    }
+
+    /// The plan for this machine, `None` when commands run unconfined.
+    /// Probing bubblewrap runs it once per process, and only when needed.
+    pub fn resolve(&self) -> Result<Option<SandboxPlan>, SandboxError> {
+        self.resolve_with(landlock_abi(), seccomp_available(), &|| match bwrap_status() {
+            BwrapStatus::Works { path } => Ok(path.clone()),
+            other => Err(other.reason()),
+        })
+    }
+
+    /// [`resolve`](Self::resolve) against given capabilities.
+    pub fn resolve_with(
+        &self,
+        landlock_abi: Option<i32>,
+        seccomp: bool,
+        bwrap: &dyn Fn() -> Result<PathBuf, String>,
+    ) -> Result<Option<SandboxPlan>, SandboxError> {
+        let landlock = || -> Result<(), String> {
+            match landlock_abi {
+                None => Err("the kernel has no Landlock support (or it is disabled)".into()),
+                Some(_) if !self.network && !seccomp => {
+                    Err("seccomp is unavailable, so Landlock alone cannot cut all network access".into())
+                }
+                Some(_) => Ok(()),
+            }
+        };
+        let plan = |backend: Backend, bwrap_path: Option<PathBuf>| SandboxPlan {
+            backend,
+            bwrap: bwrap_path,
+            helper: None,
+            network: self.network,
+            write: normalize_all(&self.write),
+            read: self.read.as_deref().map(normalize_all),
+            protected: self.protected.iter().map(|p| normalize(p)).collect(),
+            workspace: self.workspace.clone(),
+            landlock_abi,
+        };
+        if self.enabled == Enabled::No {
+            return Ok(None);
+        }
+        match self.backend {
+            BackendChoice::None if self.enabled == Enabled::Yes => Err(SandboxError::Contradiction),
+            BackendChoice::None => Ok(None),
+            BackendChoice::Landlock => landlock()
+                .map(|()| Some(plan(Backend::Landlock, None)))
+                .map_err(|reason| SandboxError::Unavailable {
+                    backend: Backend::Landlock,
+                    reason,
+                }),
+            BackendChoice::Bwrap => bwrap()
+                .map(|path| Some(plan(Backend::Bwrap, Some(path))))
+                .map_err(|reason| SandboxError::Unavailable {
+                    backend: Backend::Bwrap,
+                    reason,
+                }),
+            BackendChoice::Auto => {
+                let bw = bwrap();
+                if let Ok(path) = bw {
+                    return Ok(Some(plan(Backend::Bwrap, Some(path))));
+                }
+                let ll = landlock();
+                if ll.is_ok() {
+                    return Ok(Some(plan(Backend::Landlock, None)));
+                }
+                if self.enabled == Enabled::Yes {
+                    let reason = format!(
+                        "bwrap: {}; landlock: {}",
+                        bw.err().unwrap_or_default(),
+                        ll.err().unwrap_or_default()
+                    );
+                    return Err(SandboxError::NoneAvailable { reason });
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A resolved sandbox: how to wrap a command's argv.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxPlan {
+    backend: Backend,
+    bwrap: Option<PathBuf>,
+    helper: Option<PathBuf>,
+    network: bool,
+    write: Vec<PathBuf>,
+    read: Option<Vec<PathBuf>>,
+    protected: Vec<PathBuf>,
+    workspace: Option<PathBuf>,
+    landlock_abi: Option<i32>,
+}
+
+impl SandboxPlan {
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn network(&self) -> bool {
+        self.network
+    }
+
+    pub fn write_roots(&self) -> &[PathBuf] {
+        &self.write
+    }
+
+    pub fn read_roots(&self) -> Option<&[PathBuf]> {
+        self.read.as_deref()
+    }
+
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// The executable that understands `__sandbox-exec` (default: the
+    /// current executable, i.e. the wield binary). Programs embedding the
+    /// library either call [`sandbox_exec_main`] from their own `main` or
+    /// point this at a wield binary.
+    #[must_use]
+    pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.helper = Some(exe.into());
+        self
+    }
+
+    /// Side effects a run needs first: under bubblewrap, the workspace's
+    /// `.wield` directory is created if missing so that it can be mounted
+    /// read-only (a missing directory cannot be, and the command could
+    /// otherwise create wield's configuration).
+    pub fn prepare(&self) -> io::Result<()> {
+        if self.backend == Backend::Bwrap
+            && let Some(ws) = &self.workspace
+        {
+            let dir = ws.join(".wield");
+            if self.protected.contains(&dir) && !dir.exists() {
+                std::fs::create_dir_all(&dir)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The argv that runs `argv` inside this sandbox.
+    pub fn wrap(&self, argv: &[OsString]) -> Result<Vec<OsString>, SandboxError> {
+        match self.backend {
+            Backend::Bwrap => {
+                let bwrap = self.bwrap.clone().unwrap_or_else(|| PathBuf::from("bwrap"));
+                Ok(bwrap::argv(&bwrap, self, argv))
+            }
+            Backend::Landlock => {
+                let helper = match &self.helper {
+                    Some(h) => h.clone(),
+                    None => std::env::current_exe().map_err(SandboxError::Helper)?,
+                };
+                let args = SandboxExecArgs {
+                    read: self.read.clone(),
+                    write: self.write.clone(),
+                    protect: self.protected.clone(),
+                    network: self.network,
+                    argv: argv.to_vec(),
+                };
+                let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
+                out.extend(args.to_args());
+                Ok(out)
+            }
+        }
+    }
+
+    /// Whether writing `path` is refused by this plan, and why (for hints).
+    pub(crate) fn write_refusal(&self, path: &Path) -> Option<Refusal> {
+        if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
+            return Some(Refusal::Protected(p.clone()));
+        }
+        let Some(root) = self
+            .write
+            .iter()
+            .filter(|w| path.starts_with(w))
+            .max_by_key(|w| w.components().count())
+        else {
+            return Some(Refusal::OutsideRoots);
+        };
+        if self.backend == Backend::Landlock {
+            let parent = path.parent()?;
+            // Directories on the way to a protected path do not get
+            // create/delete rights under Landlock (see the module docs).
+            let on_protected_route =
+                parent.starts_with(root) && self.protected.iter().any(|p| p.starts_with(parent) && p != parent);
+            if on_protected_route {
+                return Some(Refusal::LandlockTopLevel(parent.to_path_buf()));
+            }
+        }
+        None
+    }
+}
+
+/// Why a write was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    OutsideRoots,
+    Protected(PathBuf),
+    LandlockTopLevel(PathBuf),
+}
+
+fn normalize_all(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        let n = normalize(p);
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The canonical form of a path whose tail may not exist yet: the longest
+/// existing ancestor is canonicalized and the rest appended lexically.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let lexical = lexical(path);
+    let mut existing = lexical.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return lexical,
+        }
+    }
+}
+
+/// `.` and `..` removed without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

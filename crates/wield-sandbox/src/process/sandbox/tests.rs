@@ -1,0 +1,215 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::landlock_exec::write_grants;
+use super::*;
+
+fn bwrap_ok() -> Result<PathBuf, String> {
+    Ok("/usr/bin/bwrap".into())
+}
+
+fn bwrap_missing() -> Result<PathBuf, String> {
+    Err("not installed".into())
+}
+
+fn settings(enabled: Enabled, backend: BackendChoice) -> SandboxSettings {
+    SandboxSettings {
+        enabled,
+        backend,
+        ..SandboxSettings::for_workspace(Path::new("/nonexistent/ws"))
+    }
+}
+
+fn backend_of(r: Result<Option<SandboxPlan>, SandboxError>) -> Result<Option<Backend>, String> {
+    r.map(|p| p.map(|p| p.backend())).map_err(|e| e.to_string())
+}
+
+#[test]
+fn auto_prefers_bwrap_then_landlock() {
+    let s = settings(Enabled::Auto, BackendChoice::Auto);
+    assert_eq!(
+        backend_of(s.resolve_with(Some(7), true, &bwrap_ok)),
+        Ok(Some(Backend::Bwrap))
+    );
+    assert_eq!(
+        backend_of(s.resolve_with(Some(7), true, &bwrap_missing)),
+        Ok(Some(Backend::Landlock))
+    );
+    assert_eq!(
+        backend_of(s.resolve_with(Some(2), true, &bwrap_missing)),
+        Ok(Some(Backend::Landlock))
+    );
+    // Landlock without seccomp cannot cut the network: not picked.
+    assert_eq!(backend_of(s.resolve_with(Some(7), false, &bwrap_missing)), Ok(None));
+    assert_eq!(backend_of(s.resolve_with(None, true, &bwrap_missing)), Ok(None));
+}
+
+#[test]
+fn landlock_without_seccomp_needs_network_allowed() {
+    let mut s = settings(Enabled::Yes, BackendChoice::Landlock);
+    let err = backend_of(s.resolve_with(Some(7), false, &bwrap_ok)).unwrap_err();
+    assert!(err.contains("seccomp"), "{err}");
+    s.network = true;
+    assert_eq!(
+        backend_of(s.resolve_with(Some(7), false, &bwrap_ok)),
+        Ok(Some(Backend::Landlock))
+    );
+}
+
+#[test]
+fn an_unavailable_backend_is_an_error_never_a_downgrade() {
+    let s = settings(Enabled::Auto, BackendChoice::Bwrap);
+    let err = backend_of(s.resolve_with(Some(7), true, &bwrap_missing)).unwrap_err();
+    assert!(err.contains("`bwrap` is not available here: not installed"), "{err}");
+    assert!(err.contains("wield sandbox check"), "{err}");
+    let s = settings(Enabled::Yes, BackendChoice::Landlock);
+    let err = backend_of(s.resolve_with(None, true, &bwrap_ok)).unwrap_err();
+    assert!(err.contains("no Landlock support"), "{err}");
+}
+
+#[test]
+fn enabled_true_without_any_backend_is_an_error() {
+    let s = settings(Enabled::Yes, BackendChoice::Auto);
+    let err = backend_of(s.resolve_with(None, true, &bwrap_missing)).unwrap_err();
+    assert!(err.contains("no sandbox backend works here"), "{err}");
+}
+
+#[test]
+fn off_and_none() {
+    assert_eq!(
+        backend_of(settings(Enabled::No, BackendChoice::Landlock).resolve_with(None, false, &bwrap_missing)),
+        Ok(None)
+    );
+    assert_eq!(
+        backend_of(settings(Enabled::Auto, BackendChoice::None).resolve_with(Some(7), true, &bwrap_ok)),
+        Ok(None)
+    );
+    let err =
+        backend_of(settings(Enabled::Yes, BackendChoice::None).resolve_with(Some(7), true, &bwrap_ok)).unwrap_err();
+    assert!(err.contains("contradicts"), "{err}");
+}
+
+fn plan_for(ws: &Path, backend: BackendChoice) -> SandboxPlan {
+    let s = SandboxSettings {
+        enabled: Enabled::Yes,
+        backend,
+        write: vec![ws.to_path_buf()],
+        ..SandboxSettings::for_workspace(ws)
+    };
+    s.resolve_with(Some(7), true, &bwrap_ok).unwrap().unwrap()
+}
+
+fn strings(v: &[OsString]) -> Vec<String> {
+    v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+fn bwrap_argv_binds_roots_and_protects_existing_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(ws.join(".git")).unwrap();
+    let plan = plan_for(&ws, BackendChoice::Bwrap);
+    let argv = strings(&plan.wrap(&["make".into(), "test".into()]).unwrap());
+    let text = argv.join(" ");
+    let w = ws.display();
+    assert!(
+        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --unshare-net"),
+        "{text}"
+    );
+    assert!(text.contains("--ro-bind / / --dev /dev --bind"), "{text}");
+    assert!(text.contains(&format!("--bind {w} {w}")), "{text}");
+    assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
+    // `.wield` does not exist yet: `prepare` creates it so it can be bound.
+    assert!(!text.contains(".wield"), "{text}");
+    assert!(text.ends_with("-- make test"), "{text}");
+    plan.prepare().unwrap();
+    let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
+    assert!(text.contains(&format!("--ro-bind {w}/.wield {w}/.wield")), "{text}");
+}
+
+#[test]
+fn landlock_argv_reexecs_the_helper_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let plan = plan_for(&ws, BackendChoice::Landlock).with_helper("/opt/wield");
+    let argv = plan.wrap(&["echo".into(), "--".into(), "hi".into()]).unwrap();
+    assert_eq!(argv[0], "/opt/wield");
+    assert_eq!(argv[1], SANDBOX_EXEC_SUBCOMMAND);
+    let parsed = SandboxExecArgs::parse(argv[2..].iter().cloned()).unwrap();
+    assert_eq!(parsed.write, vec![ws.clone()]);
+    assert_eq!(parsed.protect, vec![ws.join(".wield"), ws.join(".git")]);
+    assert!(!parsed.network);
+    assert_eq!(parsed.read, None);
+    assert_eq!(strings(&parsed.argv), ["echo", "--", "hi"]);
+}
+
+#[test]
+fn helper_args_errors_say_what_to_do() {
+    let err = SandboxExecArgs::parse(["--write".into()]).unwrap_err();
+    assert!(err.contains("--write needs a path"), "{err}");
+    let err = SandboxExecArgs::parse(["--bogus".into()]).unwrap_err();
+    assert!(err.contains("usage"), "{err}");
+    let err = SandboxExecArgs::parse(["--".into()]).unwrap_err();
+    assert!(err.contains("no command"), "{err}");
+}
+
+#[test]
+fn landlock_grants_skip_protected_paths_and_their_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    for d in ["src", ".git", "nested/.git", "nested/lib"] {
+        std::fs::create_dir_all(ws.join(d)).unwrap();
+    }
+    std::fs::write(ws.join("Makefile"), "").unwrap();
+    std::os::unix::fs::symlink("/etc", ws.join("etc-link")).unwrap();
+    let protect = vec![ws.join(".wield"), ws.join(".git"), ws.join("nested/.git")];
+    let mut grants = write_grants(std::slice::from_ref(&ws), &protect);
+    grants.sort();
+    assert_eq!(grants, vec![ws.join("Makefile"), ws.join("nested/lib"), ws.join("src")]);
+    // Without a protected path inside, the root itself is granted.
+    let other = tempfile::tempdir().unwrap();
+    let other = std::fs::canonicalize(other.path()).unwrap();
+    assert_eq!(write_grants(std::slice::from_ref(&other), &protect), vec![other]);
+}
+
+#[test]
+fn hints_name_the_refused_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    let plan = plan_for(&ws, BackendChoice::Bwrap);
+    let hints = denial_hints("touch: cannot touch '/etc/x': Read-only file system\n", &ws, &plan);
+    assert_eq!(hints.len(), 1, "{hints:?}");
+    assert!(
+        hints[0].starts_with("write denied by sandbox: /etc/x is outside the write roots"),
+        "{hints:?}"
+    );
+    let hints = denial_hints("bash: line 1: .wield/config.toml: Permission denied", &ws, &plan);
+    assert!(hints[0].contains(".wield/config.toml is inside"), "{hints:?}");
+    // A real permission problem inside the roots is not blamed on the sandbox.
+    assert!(denial_hints("cat: 'src/x': Permission denied", &ws, &plan).is_empty());
+    assert!(denial_hints("bash: src/x: Permission denied", &ws, &plan).is_empty());
+    let hints = denial_hints("bash: connect: Network is unreachable", &ws, &plan);
+    assert!(hints[0].starts_with("network access denied by sandbox"), "{hints:?}");
+    let hints = denial_hints(
+        "bash: socket: Permission denied\nbash: line 1: /dev/tcp/127.0.0.1/80: Permission denied\n",
+        &ws,
+        &plan,
+    );
+    assert_eq!(hints.len(), 1, "{hints:?}");
+    assert!(hints[0].starts_with("network access denied by sandbox"), "{hints:?}");
+}
+
+#[test]
+fn landlock_hint_explains_top_level_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let plan = plan_for(&ws, BackendChoice::Landlock);
+    let hints = denial_hints("touch: cannot touch 'new.txt': Permission denied", &ws, &plan);
+    assert!(hints[0].contains("directly in"), "{hints:?}");
+    assert!(hints[0].contains("sandbox.backend = \"bwrap\""), "{hints:?}");
+    std::fs::create_dir(ws.join("src")).unwrap();
+    assert!(denial_hints("touch: cannot touch 'src/new.txt': Permission denied", &ws, &plan).is_empty());
+}

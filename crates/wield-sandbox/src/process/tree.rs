@@ -1,0 +1,359 @@
+//! Finding and killing every process a command started.
+//!
+//! A command runs as the leader of its own process group, but its
+//! descendants can leave the group (`setsid`, `setpgid`) and can outlive the
+//! processes that started them (double forks). Three things together make
+//! sure none survives:
+//!
+//! - wield is a child subreaper (`PR_SET_CHILD_SUBREAPER`): an orphaned
+//!   descendant is re-parented to wield instead of to PID 1, so it stays
+//!   reachable as one of wield's own children;
+//! - every command carries a marker in its environment
+//!   ([`MARKER_VAR`], unique per command) that its descendants inherit, so a
+//!   re-parented orphan can be told apart from wield's other children;
+//! - the tree is walked through `/proc/PID/task/TID/children` from the
+//!   leader and from the marked orphans, and each process found is signalled
+//!   through a pidfd opened before it was identified, so a recycled PID is
+//!   never signalled.
+//!
+//! The one gap: a descendant that clears its environment, leaves the group
+//! and is orphaned before any walk sees it cannot be told apart from
+//! wield's other children, so it is left alone (only a PID namespace would
+//! close that gap).
+//!
+//! Orphans re-parented to wield become wield's zombies when they die; they
+//! are reaped here by PID (never with a wildcard `waitpid`, which would steal
+//! the exit status of children the async runtime is waiting for).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
+
+/// The environment variable that tags a command's whole process tree.
+pub const MARKER_VAR: &str = "WIELD_PROCESS_TAG";
+
+static SUBREAPER: OnceLock<bool> = OnceLock::new();
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Make this process a child subreaper (once). Returns whether it is one.
+pub fn ensure_subreaper() -> bool {
+    *SUBREAPER.get_or_init(
+        || match rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("cannot become a child subreaper ({e}); double-forked processes may escape kill-tree");
+                false
+            }
+        },
+    )
+}
+
+/// A fresh marker value for one command.
+pub(crate) fn new_marker() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{}-{}-{nanos:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// One process of a tree, held by a pidfd when the kernel has them.
+struct Member {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+    /// Re-parented to wield: wield must reap it.
+    ours: bool,
+    zombie: bool,
+}
+
+impl Member {
+    fn signal(&self, sig: Signal) {
+        let _ = match &self.pidfd {
+            Some(fd) => rustix::process::pidfd_send_signal(fd, sig),
+            None => Pid::from_raw(self.pid).map_or(Ok(()), |p| rustix::process::kill_process(p, sig)),
+        };
+    }
+}
+
+/// The process tree of one command: its leader (also its process group)
+/// and everything tagged with its marker.
+#[derive(Clone, Debug)]
+pub(crate) struct ProcessTree {
+    leader: i32,
+    marker: String,
+    /// Members seen so far (pid → start time). A member that left the
+    /// group and died is a zombie whose environment can no longer be read:
+    /// this is how it is still recognised, and reaped, as one of ours.
+    known: Arc<Mutex<HashMap<i32, u64>>>,
+}
+
+impl ProcessTree {
+    pub(crate) fn new(leader: u32, marker: String) -> Self {
+        Self {
+            leader: i32::try_from(leader).unwrap_or(i32::MAX),
+            marker,
+            known: Arc::default(),
+        }
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<i32, u64>> {
+        self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every live or unreaped process of the tree except the leader.
+    fn members(&self) -> Vec<Member> {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let mut queue: VecDeque<i32> = children_of(self.leader).into();
+        for child in children_of(me) {
+            if child == self.leader {
+                continue;
+            }
+            let Some(stat) = Stat::read(child) else { continue };
+            let seen_before = self.known().get(&child) == Some(&stat.start);
+            if seen_before || stat.pgrp == self.leader || has_marker(child, &self.marker) {
+                queue.push_back(child);
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        while let Some(pid) = queue.pop_front() {
+            if pid == self.leader || !seen.insert(pid) {
+                continue;
+            }
+            // Open the pidfd before reading what the process is, so the
+            // handle can only refer to the process that was checked (or to
+            // a dead one, which makes a later signal a no-op).
+            let pidfd = Pid::from_raw(pid).and_then(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok());
+            let Some(stat) = Stat::read(pid) else { continue };
+            self.known().insert(pid, stat.start);
+            queue.extend(children_of(pid));
+            out.push(Member {
+                pid,
+                pidfd,
+                ours: stat.ppid == me,
+                zombie: stat.state == 'Z',
+            });
+        }
+        out
+    }
+
+    fn group_exists(&self) -> bool {
+        Pid::from_raw(self.leader).is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
+    }
+
+    fn signal_group(&self, sig: Signal) {
+        if let Some(p) = Pid::from_raw(self.leader) {
+            let _ = rustix::process::kill_process_group(p, sig);
+        }
+    }
+
+    /// Signal the whole tree (the group and every member) once.
+    pub(crate) fn signal(&self, sig: Signal) {
+        self.signal_group(sig);
+        for m in self.members() {
+            m.signal(sig);
+        }
+    }
+
+    /// Whether anything but zombies remains, reaping the zombies that are
+    /// wield's own on the way.
+    pub(crate) fn alive(&self, leader_reaped: bool) -> bool {
+        let mut alive = false;
+        for m in self.members() {
+            if m.zombie {
+                if m.ours && reap(m.pid) {
+                    self.known().remove(&m.pid);
+                }
+            } else {
+                alive = true;
+            }
+        }
+        if leader_reaped {
+            self.reap_group();
+        }
+        alive || (leader_reaped && self.group_has_live_member())
+    }
+
+    fn group_has_live_member(&self) -> bool {
+        // The group can only hold zombies once the members walk found no
+        // live process; `kill(-pgid, 0)` counts zombies, so check states.
+        if !self.group_exists() {
+            return false;
+        }
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        children_of(me)
+            .into_iter()
+            .filter_map(Stat::read)
+            .any(|s| s.pgrp == self.leader && s.state != 'Z')
+    }
+
+    /// Reap zombies of the command's group that were re-parented to wield.
+    /// Only called once the leader itself has been reaped, since waiting on
+    /// the group could otherwise take the leader's status from its owner.
+    fn reap_group(&self) {
+        let Some(pgid) = Pid::from_raw(self.leader) else {
+            return;
+        };
+        while let Ok(Some(_)) = rustix::process::waitpgid(pgid, WaitOptions::NOHANG) {}
+    }
+
+    /// Kill what is left once the leader has exited on its own and been
+    /// reaped: SIGTERM, up to `grace`, then SIGKILL. Returns how many
+    /// processes were still running.
+    pub(crate) async fn kill_leftovers(&self, grace: Duration) -> usize {
+        let live = self.members().iter().filter(|m| !m.zombie).count();
+        if live == 0 && !self.group_has_live_member() {
+            self.reap_group();
+            return 0;
+        }
+        self.signal(Signal::TERM);
+        self.signal(Signal::CONT);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !self.alive(true) {
+                return live;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.kill_all(true).await;
+        live
+    }
+
+    /// SIGKILL until nothing of the tree remains (a process forking while it
+    /// is being killed needs more than one round).
+    pub(crate) async fn kill_all(&self, leader_reaped: bool) {
+        for _ in 0..200 {
+            self.signal(Signal::KILL);
+            if !self.alive(leader_reaped) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tracing::warn!("processes of command group {} survived repeated SIGKILL", self.leader);
+    }
+
+    /// Synchronous last resort (a dropped run): SIGKILL everything once and
+    /// reap what can be reaped right away.
+    pub(crate) fn kill_now(&self) {
+        // SIGKILL takes effect asynchronously: poll briefly so the killed
+        // orphans can be reaped rather than left as zombies.
+        for _ in 0..20 {
+            self.signal(Signal::KILL);
+            let mut alive = false;
+            for m in self.members() {
+                if m.zombie && m.ours {
+                    if reap(m.pid) {
+                        self.known().remove(&m.pid);
+                    }
+                } else if !m.zombie {
+                    alive = true;
+                }
+            }
+            if !alive {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn reap(pid: i32) -> bool {
+    Pid::from_raw(pid).is_some_and(|p| matches!(rustix::process::waitpid(Some(p), WaitOptions::NOHANG), Ok(Some(_))))
+}
+
+/// The direct children of every thread of `pid` (orphans re-parented to a
+/// multithreaded subreaper can land on any of its threads).
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        out.extend(text.split_ascii_whitespace().filter_map(|s| s.parse::<i32>().ok()));
+    }
+    out
+}
+
+fn has_marker(pid: i32, marker: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{MARKER_VAR}={marker}");
+    environ.split(|&b| b == 0).any(|entry| entry == wanted.as_bytes())
+}
+
+/// The fields of `/proc/PID/stat` this module needs.
+#[derive(Debug)]
+struct Stat {
+    state: char,
+    ppid: i32,
+    pgrp: i32,
+    /// Start time in clock ticks since boot: with the pid, an identity
+    /// that survives pid reuse.
+    start: u64,
+}
+
+impl Stat {
+    fn read(pid: i32) -> Option<Self> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Self::parse(&text)
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        // The command name is in parentheses and may itself contain spaces
+        // or parentheses: the fields start after the last `)`.
+        let rest = &text[text.rfind(')')? + 1..];
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        // Field 22 of the file; 19 after the three just read.
+        let start = fields.nth(16)?.parse().ok()?;
+        Some(Self {
+            state,
+            ppid,
+            pgrp,
+            start,
+        })
+    }
+}
+
+/// Whether `/proc/PID/task/TID/children` exists (CONFIG_PROC_CHILDREN);
+/// without it only the process group can be killed.
+pub fn proc_children_available() -> bool {
+    let me = std::process::id();
+    std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+}
+
+pub(crate) fn io_pid(pid: Option<u32>) -> io::Result<u32> {
+    pid.ok_or_else(|| io::Error::other("the process exited before its id could be read"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn stat_parses_names_with_parens() {
+        let line = "123 (a) b) (c) S 1 123 123 0 -1 4194560 10 0 0 0 0 0 0 0 20 0 1 0 987654 0";
+        let s = Stat::parse(line).unwrap();
+        assert_eq!((s.state, s.ppid, s.pgrp, s.start), ('S', 1, 123, 987654));
+    }
+
+    #[test]
+    fn markers_are_unique() {
+        assert_ne!(new_marker(), new_marker());
+    }
+}

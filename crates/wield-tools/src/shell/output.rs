@@ -1,0 +1,292 @@
+//! Shaping a command's output for the model, and streaming it while the
+//! command runs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wield_core::truncate::Truncated;
+use wield_core::{Context, Stream, human_duration};
+use wield_sandbox::process::{Exit, OutputCallback, OutputStream, RunOutput};
+
+/// How often output deltas are sent while a command runs.
+pub(crate) const STREAM_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Most bytes per stream held between two deltas; more is dropped from the
+/// stream (never from the result) with a note.
+const MAX_PENDING: usize = 64 * 1024;
+
+/// stdout, then stderr under a label.
+pub(crate) fn body(out: &RunOutput) -> String {
+    let mut text = out.stdout.to_text();
+    let err = out.stderr.to_text();
+    if !err.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(&err);
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// `exit code: N`, `timed out after 30s`, `cancelled after 2.5s`,
+/// `killed by signal 9 (SIGKILL)`.
+pub(crate) fn status_line(out: &RunOutput, timeout: Duration) -> String {
+    if out.timed_out {
+        return format!("timed out after {}", human_duration(timeout));
+    }
+    if out.cancelled {
+        return format!("cancelled after {}", human_duration(out.duration));
+    }
+    match out.exit {
+        Exit::Code(c) => format!("exit code: {c}"),
+        signal @ Exit::Signal(_) => signal.to_string(),
+    }
+}
+
+/// Keep the first `head` and last `tail` lines within `max_bytes` (half for
+/// the head), save the whole text and say where, like
+/// [`wield_core::truncate::truncate_middle`] but without indexing every
+/// line: a command's output can hold millions of them.
+pub(crate) fn cut_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -> Truncated {
+    let bytes = text.as_bytes();
+    let total = bytes.iter().filter(|&&b| b == b'\n').count() + usize::from(!text.ends_with('\n') && !text.is_empty());
+    // End of the kept head: after `h` whole lines within half the budget.
+    let (mut head_end, mut h) = (0, 0);
+    while h < head {
+        let Some(nl) = memchr::memchr(b'\n', &bytes[head_end..]) else {
+            break;
+        };
+        let next = head_end + nl + 1;
+        if next > max_bytes / 2 {
+            break;
+        }
+        head_end = next;
+        h += 1;
+    }
+    // Start of the kept tail: `t` whole lines from the end, after the head.
+    let budget = max_bytes.saturating_sub(head_end);
+    let (mut tail_start, mut t) = (bytes.len(), 0);
+    let body_end = if text.ends_with('\n') {
+        bytes.len() - 1
+    } else {
+        bytes.len()
+    };
+    let mut search_end = body_end;
+    while t < tail && tail_start > head_end {
+        let start = memchr::memrchr(b'\n', &bytes[head_end..search_end]).map_or(head_end, |i| head_end + i + 1);
+        if bytes.len() - start > budget {
+            break;
+        }
+        tail_start = start;
+        t += 1;
+        if start == head_end {
+            break;
+        }
+        search_end = start - 1;
+    }
+    if h + t >= total {
+        return Truncated {
+            text: text.to_owned(),
+            truncated: false,
+            total_lines: total,
+            shown: None,
+            full_output: None,
+        };
+    }
+    let saved = wield_core::truncate::save_full_output(text).ok();
+    let place = match &saved {
+        Some(p) => format!("Full output: {}", p.display()),
+        None => "Full output could not be saved".to_owned(),
+    };
+    let mut out = String::with_capacity(head_end + (bytes.len() - tail_start) + 200);
+    out.push_str(&text[..head_end]);
+    out.push_str(&format!(
+        "[... {} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
+        total - h - t,
+        total - t + 1
+    ));
+    out.push_str(&text[tail_start..]);
+    Truncated {
+        text: out,
+        truncated: true,
+        total_lines: total,
+        shown: Some((1, h)),
+        full_output: saved,
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    bytes: [Vec<u8>; 2],
+    dropped: [u64; 2],
+    /// Bytes without a newline left over from the previous tick: sent at
+    /// the next one even without a newline (a progress line).
+    stale: [bool; 2],
+}
+
+/// Collects output as it arrives and sends it as `OutputDelta` events,
+/// whole lines at a time, every [`STREAM_INTERVAL`].
+pub(crate) struct Streamer {
+    pending: Arc<Mutex<Pending>>,
+    ctx: Context,
+}
+
+fn lock(m: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Streamer {
+    pub(crate) fn new(ctx: &Context) -> Self {
+        Self {
+            pending: Arc::default(),
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// The runner's output listener.
+    pub(crate) fn callback(&self) -> OutputCallback {
+        let pending = Arc::clone(&self.pending);
+        Arc::new(move |stream: OutputStream, chunk: &[u8]| {
+            let i = index(stream);
+            let mut p = lock(&pending);
+            let room = MAX_PENDING.saturating_sub(p.bytes[i].len());
+            let take = room.min(chunk.len());
+            p.bytes[i].extend_from_slice(&chunk[..take]);
+            p.dropped[i] += (chunk.len() - take) as u64;
+        })
+    }
+
+    /// Send what is ready every interval until the returned handle is
+    /// aborted.
+    pub(crate) fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(STREAM_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                me.flush(false);
+            }
+        })
+    }
+
+    /// Send pending output: complete lines (or everything when `last`, or a
+    /// line that has waited a whole tick).
+    pub(crate) fn flush(&self, last: bool) {
+        for (i, stream) in [(0, Stream::Stdout), (1, Stream::Stderr)] {
+            let (text, dropped) = {
+                let mut guard = lock(&self.pending);
+                let Pending { bytes, dropped, stale } = &mut *guard;
+                let bytes = &mut bytes[i];
+                let cut = if last || stale[i] {
+                    bytes.len()
+                } else {
+                    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1)
+                };
+                let ready: Vec<u8> = bytes.drain(..cut).collect();
+                let (text, rest) = decode(&ready, last);
+                // An incomplete UTF-8 sequence waits for its other bytes.
+                let mut keep = rest.to_vec();
+                keep.extend_from_slice(bytes);
+                *bytes = keep;
+                stale[i] = !bytes.is_empty();
+                (text, std::mem::take(&mut dropped[i]))
+            };
+            if !text.is_empty() {
+                self.ctx.emit_output(stream, &text);
+            }
+            if dropped > 0 {
+                self.ctx
+                    .emit_output(stream, &format!("[... {dropped} bytes not streamed ...]\n"));
+            }
+        }
+    }
+}
+
+fn index(stream: OutputStream) -> usize {
+    match stream {
+        OutputStream::Stdout => 0,
+        OutputStream::Stderr => 1,
+    }
+}
+
+/// Text from bytes, invalid sequences replaced; an incomplete sequence at
+/// the end is returned separately unless `last`.
+fn decode(bytes: &[u8], last: bool) -> (String, &[u8]) {
+    let mut text = String::new();
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                text.push_str(s);
+                return (text, &[]);
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                match e.error_len() {
+                    None if !last => return (text, after),
+                    None => {
+                        text.push('\u{FFFD}');
+                        return (text, &[]);
+                    }
+                    Some(n) => {
+                        text.push('\u{FFFD}');
+                        rest = &after[n..];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn cut_middle_matches_the_core_truncation() {
+        for (n, head, tail, max) in [
+            (300, 100, 80, 1_000_000),
+            (181, 100, 80, 1_000_000),
+            (300, 100, 80, 600),
+        ] {
+            let text = numbered(n);
+            let ours = cut_middle(&text, head, tail, max);
+            let core = wield_core::truncate::truncate_middle(&text, head, tail, max);
+            let strip = |t: &str| {
+                t.lines()
+                    .filter(|l| !l.contains("Full output"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            assert_eq!(strip(&ours.text), strip(&core.text), "n={n} max={max}");
+            assert_eq!(ours.truncated, core.truncated);
+        }
+        let whole = cut_middle("a\nb", 100, 80, 1000);
+        assert!(!whole.truncated);
+        assert_eq!(whole.text, "a\nb");
+    }
+
+    #[test]
+    fn decode_keeps_incomplete_sequences_for_later() {
+        let e = "é".as_bytes();
+        let bytes = [b'a', e[0]];
+        let (text, rest) = decode(&bytes, false);
+        assert_eq!((text.as_str(), rest), ("a", &e[..1]));
+        let (text, rest) = decode(&[b'a', 0xff, b'b'], false);
+        assert_eq!((text.as_str(), rest.len()), ("a\u{FFFD}b", 0));
+        let (text, _) = decode(&[e[0]], true);
+        assert_eq!(text, "\u{FFFD}");
+    }
+}

@@ -1,0 +1,114 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use wield_core::{Config, Tool};
+use wield_sandbox::process::{BackendChoice, Enabled, Inherit};
+
+use super::*;
+
+fn config(text: &str) -> Config {
+    Config::from_table(toml::from_str(text).unwrap()).unwrap()
+}
+
+#[test]
+fn bash_settings_parse_with_defaults() {
+    let s = ShellSettings::from_config(&config("")).unwrap();
+    assert_eq!(s, ShellSettings::default());
+    assert_eq!(s.timeout, Duration::from_secs(30));
+    let s = ShellSettings::from_config(&config(
+        "[bash]\nshell = \"zsh\"\ntimeout = \"2m\"\nmax_output_bytes = 4096\n\
+         [bash.env]\ninherit = \"all\"\nkeep = [\"GH_TOKEN\"]\nset = { A = \"1\", N = 2 }\n",
+    ))
+    .unwrap();
+    assert_eq!(s.shell, ["zsh", "-c"]);
+    assert_eq!(s.timeout, Duration::from_secs(120));
+    assert_eq!(s.max_output_bytes, 4096);
+    assert_eq!(s.env.inherit, Inherit::All);
+    assert_eq!(s.env.keep, ["GH_TOKEN"]);
+    assert_eq!(s.env.set.get("N").map(String::as_str), Some("2"));
+}
+
+#[test]
+fn bad_bash_settings_say_what_is_expected() {
+    for (text, wanted) in [
+        ("[bash]\ntimeout = \"soon\"", "bash.timeout must be a duration"),
+        ("[bash.env]\ninherit = \"most\"", "\"core\", \"all\" or \"none\""),
+        ("[bash]\nshell = 3", "bash.shell must be a program"),
+        ("[bash]\nrewrite = \"{{ command\"", "bash.rewrite: invalid template"),
+    ] {
+        let err = ShellSettings::from_config(&config(text)).unwrap_err().to_string();
+        assert!(err.contains(wanted), "{text}: {err}");
+    }
+}
+
+#[test]
+fn timeouts_default_and_cap() {
+    let s = ShellSettings::default();
+    assert_eq!(s.timeout_for(None), Duration::from_secs(30));
+    assert_eq!(s.timeout_for(Some(2.5)), Duration::from_millis(2500));
+    assert_eq!(s.timeout_for(Some(1e9)), s.max_timeout);
+    assert_eq!(s.timeout_for(Some(-1.0)), Duration::from_secs(30));
+}
+
+#[test]
+fn sandbox_settings_from_config() {
+    let ws = Path::new("/srv/ws");
+    let s = sandbox_settings(
+        &config(
+            "[sandbox]\nenabled = true\nbackend = \"landlock\"\nnetwork = true\nwrite = [\"build\"]\n\
+             read = [\"/opt/data\"]\nprotected = [\"secrets\"]",
+        ),
+        ws,
+    )
+    .unwrap();
+    assert_eq!(s.enabled, Enabled::Yes);
+    assert_eq!(s.backend, BackendChoice::Landlock);
+    assert!(s.network);
+    assert!(s.write.contains(&ws.join("build")) && s.write.contains(&ws.to_path_buf()));
+    assert_eq!(s.read, Some(vec![ws.to_path_buf(), "/opt/data".into()]));
+    for p in [".wield", ".git", "secrets"] {
+        assert!(
+            s.protected.contains(&ws.join(p)),
+            "{p} not protected: {:?}",
+            s.protected
+        );
+    }
+    let err = sandbox_settings(&config("[sandbox]\nenabled = \"maybe\""), ws).unwrap_err();
+    assert!(err.to_string().contains("true, false or \"auto\""), "{err}");
+}
+
+#[test]
+fn previews_show_the_command_and_label() {
+    let bash = BashTool::new();
+    let input = json!({"command": "make test", "label": "running tests", "workdir": null});
+    assert_eq!(bash.preview(&input, 80), "bash: $ make test # running tests");
+    let input = json!({"command": "ls", "workdir": "src"});
+    assert_eq!(bash.preview(&input, 80), "bash: (src) $ ls");
+    assert_eq!(
+        bash.preview(&json!({"command": "x".repeat(100)}), 20).chars().count(),
+        20
+    );
+}
+
+#[test]
+fn rewrite_renders_the_command() {
+    let out = settings::rewrite(
+        "source .venv/bin/activate && {{ command }}",
+        "pytest -q",
+        Path::new("/w"),
+        Path::new("/w"),
+    )
+    .unwrap();
+    assert_eq!(out, "source .venv/bin/activate && pytest -q");
+}
+
+#[tokio::test]
+async fn an_empty_command_is_refused() {
+    let ctx = wield_core::Context::detached(std::env::temp_dir());
+    let r = BashTool::new().execute(json!({"command": "  "}), &ctx).await;
+    assert!(!r.success);
+    assert!(r.error.unwrap().contains("`command` is empty"));
+}
