@@ -516,7 +516,7 @@ impl Executor {
                     call_id: call.id.clone(),
                     tool: name.to_owned(),
                     detail: tool.approval_detail(&input, &ctx).await,
-                    pattern: derive_pattern(name, &input),
+                    pattern: derive_pattern(name, &input, &self.workspace),
                     input: input.clone(),
                     preview,
                 };

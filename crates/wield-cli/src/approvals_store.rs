@@ -1,0 +1,245 @@
+//! Remembered approvals on disk: `.wield/approvals.toml` (this project) and
+//! `approvals.toml` in the global config directory (`$XDG_CONFIG_HOME/wield`
+//! or `~/.config/wield`), each `auto = ["pattern", …]`, deduplicated and
+//! sorted.
+//!
+//! Several wield processes may add rules at the same moment (parallel agents,
+//! a person in another terminal), so every change is a read-modify-write
+//! under an exclusive lock on the file, finished by an atomic replace
+//! (write a temporary file, fsync, rename, fsync the directory). A reader
+//! never sees a half-written file and no writer loses another's rule.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use wield_core::Scope;
+use wield_core::approval::ApprovalStore;
+
+pub const FILE_NAME: &str = "approvals.toml";
+
+const HEADER: &str = "# Remembered approvals: calls matching these patterns run without asking.\n\
+# Managed by `wield approvals add|remove` and the approval prompt; hand edits are fine.\n";
+
+/// The project and global approval files.
+#[derive(Clone, Debug)]
+pub struct FileApprovalStore {
+    project: PathBuf,
+    global: Option<PathBuf>,
+}
+
+impl FileApprovalStore {
+    pub fn new(workspace: &Path) -> Self {
+        Self {
+            project: workspace.join(".wield").join(FILE_NAME),
+            global: wield_core::config::global_config_dir().map(|d| d.join(FILE_NAME)),
+        }
+    }
+
+    /// The file for a scope (`project` or `global`).
+    pub fn path(&self, scope: Scope) -> anyhow::Result<&Path> {
+        match scope {
+            Scope::Project => Ok(&self.project),
+            Scope::Global => self
+                .global
+                .as_deref()
+                .context("no global config directory: set HOME or XDG_CONFIG_HOME"),
+            Scope::Once | Scope::Session => bail!("only project and global approvals are stored in files"),
+        }
+    }
+
+    /// The patterns of one file (none when it does not exist).
+    pub fn load(&self, scope: Scope) -> anyhow::Result<Vec<String>> {
+        let path = self.path(scope)?;
+        match fs::read_to_string(path) {
+            Ok(text) => Ok(parse(&text, path)?.into_iter().collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Add a pattern; `false` when it was already there.
+    pub fn add(&self, scope: Scope, pattern: &str) -> anyhow::Result<bool> {
+        let pattern = check_pattern(pattern)?;
+        update(self.path(scope)?, |set| set.insert(pattern.clone()))
+    }
+
+    /// Remove a pattern; `false` when it was not there.
+    pub fn remove(&self, scope: Scope, pattern: &str) -> anyhow::Result<bool> {
+        let path = self.path(scope)?;
+        if !path.exists() {
+            return Ok(false);
+        }
+        update(path, |set| set.remove(pattern.trim()))
+    }
+}
+
+impl ApprovalStore for FileApprovalStore {
+    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String> {
+        self.add(scope, pattern).map(|_| ()).map_err(|e| format!("{e:#}"))
+    }
+
+    fn patterns(&self) -> Vec<String> {
+        let mut all = Vec::new();
+        for scope in [Scope::Project, Scope::Global] {
+            match self.load(scope) {
+                Ok(p) => all.extend(p),
+                // An unreadable file must not stop the run; its rules just do not apply.
+                Err(e) => tracing::warn!("ignoring remembered approvals: {e:#}"),
+            }
+        }
+        all
+    }
+}
+
+/// A pattern must be one non-empty line.
+pub fn check_pattern(pattern: &str) -> anyhow::Result<String> {
+    let p = pattern.trim();
+    if p.is_empty() {
+        bail!("an approval pattern must not be empty; e.g. `read`, `bash:git status*`, `write:src/*`");
+    }
+    if p.chars().any(char::is_control) {
+        bail!("an approval pattern must be a single line without control characters: {p:?}");
+    }
+    Ok(p.to_owned())
+}
+
+fn parse(text: &str, path: &Path) -> anyhow::Result<BTreeSet<String>> {
+    let table: toml::Table =
+        toml::from_str(text).with_context(|| format!("{} is not valid TOML; fix or delete it", path.display()))?;
+    let mut set = BTreeSet::new();
+    for (key, value) in &table {
+        if key != "auto" {
+            bail!(
+                "unknown key `{key}` in {}: the file holds only `auto = [...]`",
+                path.display()
+            );
+        }
+        let toml::Value::Array(items) = value else {
+            bail!("`auto` in {} must be a list of strings", path.display());
+        };
+        for item in items {
+            let Some(s) = item.as_str() else {
+                bail!(
+                    "`auto` in {} must be a list of strings, found {}",
+                    path.display(),
+                    item.type_str()
+                );
+            };
+            set.insert(s.trim().to_owned());
+        }
+    }
+    Ok(set)
+}
+
+fn render(set: &BTreeSet<String>) -> String {
+    let mut out = String::from(HEADER);
+    out.push_str("auto = [\n");
+    for p in set {
+        out.push_str("    ");
+        out.push_str(&toml::Value::String(p.clone()).to_string());
+        out.push_str(",\n");
+    }
+    out.push_str("]\n");
+    out
+}
+
+/// Read-modify-write under an exclusive lock, with an atomic replace.
+fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> anyhow::Result<bool> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut change = Some(change);
+    loop {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        file.lock().with_context(|| format!("locking {}", path.display()))?;
+        // The lock is on an inode. If another writer replaced the file while
+        // we waited, we hold the lock of a file nobody reads any more: start
+        // again with the current one.
+        let held = file.metadata()?;
+        match fs::metadata(path) {
+            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {}
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("checking {}", path.display())),
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let mut set = parse(&text, path)?;
+        let Some(change) = change.take() else {
+            bail!("internal error: approval update ran twice");
+        };
+        if !change(&mut set) {
+            return Ok(false);
+        }
+        replace(path, dir, render(&set).as_bytes())?;
+        // Dropping `file` releases the lock, after the new file is in place.
+        drop(file);
+        return Ok(true);
+    }
+}
+
+fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let tmp = dir.join(format!(".{FILE_NAME}.{}.{nanos}.tmp", std::process::id()));
+    let result = (|| -> anyhow::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        // Make the rename itself durable.
+        File::open(dir).and_then(|d| d.sync_all()).ok();
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn add_remove_dedup_sort() {
+        let ws = tempfile::tempdir().unwrap();
+        let store = FileApprovalStore::new(ws.path());
+        assert!(store.add(Scope::Project, "bash:ls*").unwrap());
+        assert!(store.add(Scope::Project, " calculator ").unwrap());
+        assert!(!store.add(Scope::Project, "bash:ls*").unwrap());
+        assert_eq!(store.load(Scope::Project).unwrap(), vec!["bash:ls*", "calculator"]);
+        let text = fs::read_to_string(ws.path().join(".wield/approvals.toml")).unwrap();
+        assert!(
+            text.contains("auto = [\n    \"bash:ls*\",\n    \"calculator\",\n]"),
+            "{text}"
+        );
+        assert!(store.remove(Scope::Project, "calculator").unwrap());
+        assert!(!store.remove(Scope::Project, "calculator").unwrap());
+        assert!(store.add(Scope::Project, "").is_err());
+        assert!(store.add(Scope::Project, "a\nb").is_err());
+        fs::write(ws.path().join(".wield/approvals.toml"), "auto = 3").unwrap();
+        assert!(store.add(Scope::Project, "x").is_err());
+        assert_eq!(
+            fs::read_to_string(ws.path().join(".wield/approvals.toml")).unwrap(),
+            "auto = 3"
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! Asking a person in the terminal whether a call may run, and a scripted
+//! stand-in for tests.
+//!
+//! The terminal approver shows the tool, its one-line preview and, when the
+//! tool supplies one (write, edit, patch), a coloured unified diff, then
+//! offers: allow once, for this session, for this project, everywhere; deny;
+//! deny with a message for the model; cancel the whole batch. It is used
+//! when stdin and stderr are terminals and `--yes` is not given.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
+
+/// The choices, in the order they are offered.
+const CHOICES: [Choice; 7] = [
+    Choice::Once,
+    Choice::Session,
+    Choice::Project,
+    Choice::Global,
+    Choice::Deny,
+    Choice::DenyWithMessage,
+    Choice::Cancel,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    Once,
+    Session,
+    Project,
+    Global,
+    Deny,
+    DenyWithMessage,
+    Cancel,
+}
+
+impl Choice {
+    fn label(self, pattern: &str) -> String {
+        match self {
+            Self::Once => "Allow once".into(),
+            Self::Session => format!("Allow for this session  ({pattern})"),
+            Self::Project => format!("Allow for this project  (remember {pattern} in .wield/approvals.toml)"),
+            Self::Global => format!("Allow everywhere  (remember {pattern} globally)"),
+            Self::Deny => "Deny".into(),
+            Self::DenyWithMessage => "Deny with a message to the model".into(),
+            Self::Cancel => "Cancel the whole batch".into(),
+        }
+    }
+}
+
+struct Labelled(Choice, String);
+
+impl std::fmt::Display for Labelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+/// The interactive approver.
+pub struct TerminalApprover {
+    color: bool,
+    /// One prompt at a time, even if calls were ever asked about concurrently.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl TerminalApprover {
+    pub fn new() -> Self {
+        Self {
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            lock: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Approver for TerminalApprover {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        let _one_at_a_time = self.lock.lock().await;
+        let request = request.clone();
+        let color = self.color;
+        // inquire blocks on the terminal; keep it off the async workers.
+        tokio::task::spawn_blocking(move || prompt(&request, color))
+            .await
+            .unwrap_or_else(|_| ApprovalAnswer::Deny(Some("denied: the approval prompt failed".into())))
+    }
+}
+
+fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// A unified diff with added lines green, removed red, hunk headers cyan.
+pub fn colour_diff(diff: &str, color: bool) -> String {
+    let mut out = String::new();
+    for line in diff.lines() {
+        let painted = if line.starts_with("+++") || line.starts_with("---") {
+            paint(color, "1", line)
+        } else if line.starts_with('+') {
+            paint(color, "32", line)
+        } else if line.starts_with('-') {
+            paint(color, "31", line)
+        } else if line.starts_with("@@") {
+            paint(color, "36", line)
+        } else {
+            line.to_owned()
+        };
+        out.push_str(&painted);
+        out.push('\n');
+    }
+    out
+}
+
+fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "\n{} {}",
+        paint(color, "1;33", "approval needed:"),
+        paint(color, "1", &format!("`{}`", request.tool))
+    );
+    let _ = writeln!(err, "  {}", request.preview);
+    if let Some(detail) = &request.detail {
+        let _ = write!(err, "{}", colour_diff(detail, color));
+    }
+    let _ = err.flush();
+    drop(err);
+
+    let options: Vec<Labelled> = CHOICES
+        .iter()
+        .map(|c| Labelled(*c, c.label(&request.pattern)))
+        .collect();
+    let answer = inquire::Select::new("Allow this call?", options)
+        .with_page_size(CHOICES.len())
+        .without_filtering()
+        .with_help_message("↑↓ to move, enter to choose, esc to deny, ctrl-c to cancel the batch")
+        .prompt();
+    match answer {
+        Ok(Labelled(choice, _)) => match choice {
+            Choice::DenyWithMessage => match inquire::Text::new("Message for the model:").prompt() {
+                Ok(m) if !m.trim().is_empty() => ApprovalAnswer::Deny(Some(m.trim().to_owned())),
+                Ok(_) | Err(inquire::InquireError::OperationCanceled) => ApprovalAnswer::Deny(None),
+                Err(_) => ApprovalAnswer::CancelBatch,
+            },
+            other => answer_for(other, None),
+        },
+        Err(inquire::InquireError::OperationCanceled) => ApprovalAnswer::Deny(None),
+        Err(inquire::InquireError::OperationInterrupted) => ApprovalAnswer::CancelBatch,
+        Err(e) => {
+            tracing::warn!("approval prompt failed: {e}");
+            ApprovalAnswer::Deny(Some(format!("denied: the approval prompt failed ({e})")))
+        }
+    }
+}
+
+fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {
+    match choice {
+        Choice::Once => ApprovalAnswer::Allow(Scope::Once),
+        Choice::Session => ApprovalAnswer::Allow(Scope::Session),
+        Choice::Project => ApprovalAnswer::Allow(Scope::Project),
+        Choice::Global => ApprovalAnswer::Allow(Scope::Global),
+        Choice::Deny | Choice::DenyWithMessage => ApprovalAnswer::Deny(message),
+        Choice::Cancel => ApprovalAnswer::CancelBatch,
+    }
+}
+
+/// Answers from a script instead of a person, for tests of everything
+/// around the prompt: `WIELD_TEST_APPROVER="once,deny:not now,cancel"`. Each
+/// request takes the next answer (the last one repeats) and is described on
+/// stderr (`approver asked: TOOL | PREVIEW | PATTERN`, then the detail).
+pub struct ScriptedApprover {
+    answers: Mutex<Vec<ApprovalAnswer>>,
+}
+
+impl ScriptedApprover {
+    /// Parse `once|session|project|global|deny|deny:MESSAGE|cancel`, comma-separated.
+    pub fn parse(script: &str) -> Result<Self, String> {
+        let mut answers = Vec::new();
+        for item in script.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (word, message) = match item.split_once(':') {
+                Some((w, m)) => (w, Some(m.to_owned())),
+                None => (item, None),
+            };
+            let choice = match word {
+                "once" => Choice::Once,
+                "session" => Choice::Session,
+                "project" => Choice::Project,
+                "global" => Choice::Global,
+                "deny" if message.is_some() => Choice::DenyWithMessage,
+                "deny" => Choice::Deny,
+                "cancel" => Choice::Cancel,
+                other => {
+                    return Err(format!(
+                        "WIELD_TEST_APPROVER: unknown answer `{other}`; use once, session, project, global, \
+                         deny, deny:MESSAGE or cancel"
+                    ));
+                }
+            };
+            answers.push(answer_for(choice, message));
+        }
+        answers.reverse();
+        Ok(Self {
+            answers: Mutex::new(answers),
+        })
+    }
+}
+
+#[async_trait]
+impl Approver for ScriptedApprover {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        eprintln!(
+            "approver asked: {} | {} | {}",
+            request.tool, request.preview, request.pattern
+        );
+        if let Some(d) = &request.detail {
+            eprint!("{}", colour_diff(d, false));
+        }
+        let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match answers.len() {
+            0 => ApprovalAnswer::Deny(Some("denied: the test approver has no answers".into())),
+            1 => answers[0].clone(),
+            _ => answers.pop().unwrap_or(ApprovalAnswer::Deny(None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn diff_colours() {
+        let d = colour_diff("--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n ctx", true);
+        assert!(d.contains("\x1b[31m-old\x1b[0m"));
+        assert!(d.contains("\x1b[32m+new\x1b[0m"));
+        assert!(d.contains("\x1b[36m@@ -1 +1 @@\x1b[0m"));
+        assert_eq!(colour_diff("+x", false), "+x\n");
+    }
+
+    #[test]
+    fn scripts_parse() {
+        assert!(ScriptedApprover::parse("once, deny:no thanks,cancel").is_ok());
+        assert!(ScriptedApprover::parse("maybe").is_err());
+    }
+}

@@ -1,0 +1,93 @@
+//! Approval rules from config through the binary: presets, removals, deny
+//! wins, confirm, argument patterns, the catch-all and the headless refusal.
+
+use crate::support::{Env, error_of};
+
+const CALC: &str = r#"{"expression":"6*7"}"#;
+
+fn needs_approval(r: &serde_json::Value) -> bool {
+    error_of(r).starts_with("approval required")
+}
+
+#[test]
+fn presets_and_removals() {
+    // $standard (the default) approves read-only tools.
+    let (code, r, _) = Env::new().call(&[], "calculator", CALC);
+    assert_eq!((code, r["output"].as_str()), (0, Some("42")));
+    // `-name` removes a tool from what the presets give.
+    let e = Env::with_config("[approval]\nauto_approve = [\"$standard\", \"-calculator\"]\n");
+    let (code, r, _) = e.call(&[], "calculator", CALC);
+    assert_eq!(code, 1);
+    assert!(needs_approval(&r), "{r}");
+    assert!(error_of(&r).contains("wield approvals add 'calculator'"), "{r}");
+    // `+name` adds one; `$readonly` alone leaves writers gated.
+    let e = Env::with_config("[approval]\nauto_approve = [\"$readonly\", \"+debug_echo\"]\n");
+    assert_eq!(e.call(&[], "debug_echo", r#"{"path":"x"}"#).0, 0);
+    // A user preset, and a preset's deny list winning over another's approve.
+    let e = Env::with_config(
+        r#"
+[approval]
+auto_approve = ["$mine", "$nocalc"]
+[approval.presets."$mine"]
+approve = ["calc*", "group:debug"]
+[approval.presets."$nocalc"]
+deny = ["calculator"]
+"#,
+    );
+    let (code, r, _) = e.call(&[], "calculator", CALC);
+    assert_eq!(code, 1);
+    assert_eq!(
+        error_of(&r),
+        "denied by policy: rule `calculator (preset $nocalc)` via approval.auto_approve"
+    );
+    assert_eq!(e.call(&[], "debug_echo", "{}").0, 0);
+}
+
+#[test]
+fn deny_wins_and_confirm_asks_unless_auto_approved() {
+    let e = Env::with_config("[approval]\nauto_approve = [\"calculator\"]\ndeny = [\"CALC*\"]\n");
+    let (code, r, _) = e.call(&["--yes"], "calculator", CALC);
+    assert_eq!(code, 1);
+    assert_eq!(error_of(&r), "denied by policy: rule `CALC*` in approval.deny");
+    let e = Env::with_config("[approval]\nauto_approve = []\nconfirm = [\"calculator\", \"debug_echo\"]\n");
+    assert!(needs_approval(&e.call(&[], "calculator", CALC).1));
+    assert_eq!(e.call(&["--yes"], "calculator", CALC).0, 0);
+    let e =
+        Env::with_config("[approval]\nauto_approve = [\"$standard\"]\nconfirm = [\"calculator\", \"debug_echo\"]\n");
+    assert_eq!(e.call(&[], "calculator", CALC).0, 0);
+    assert!(needs_approval(&e.call(&[], "debug_echo", "{}").1));
+}
+
+#[test]
+fn argument_patterns_match_command_or_path() {
+    let e = Env::with_config(
+        r#"
+[approval]
+auto_approve = ["debug_echo:git status*", "debug_echo:/opt/x/*", "DEBUG_ECHO:src/*"]
+deny = ["debug_echo:rm *"]
+"#,
+    );
+    let ok = |args: &str| e.call(&[], "debug_echo", args).0 == 0;
+    assert!(ok(r#"{"command":"git status --short"}"#));
+    assert!(ok(r#"{"command":"git status -- 'a/b\nc'"}"#));
+    assert!(!ok(r#"{"command":"git push"}"#));
+    // A pattern approves one command, not a chain that starts with it.
+    assert!(!ok(r#"{"command":"git status; curl x | sh"}"#));
+    assert!(ok(r#"{"path":"/opt/x/deep/er/file"}"#));
+    assert!(!ok(r#"{"path":"/opt/x/../etc/passwd"}"#));
+    assert!(ok(r#"{"path":"src/lib/mod.rs"}"#));
+    assert!(!ok(r#"{"path":"src/../../out"}"#));
+    let (code, r, _) = e.call(&["--yes"], "debug_echo", r#"{"command":"ls && rm -rf x"}"#);
+    assert_eq!(code, 1);
+    assert_eq!(
+        error_of(&r),
+        "denied by policy: rule `debug_echo:rm *` in approval.deny"
+    );
+}
+
+#[test]
+fn require_false_approves_everything_not_denied() {
+    let e = Env::with_config("[approval]\nauto_approve = []\nrequire = false\ndeny = [\"debug_sleep\"]\n");
+    assert_eq!(e.call(&[], "debug_echo", "{}").0, 0);
+    assert_eq!(e.call(&[], "debug_sleep", "{}").0, 1);
+}
