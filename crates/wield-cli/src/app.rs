@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use wield_core::policy::{PolicyBuilder, PolicyOptions, RuleList, Status, ToolPolicy};
 use wield_core::{
     Approver, Config, ConfigLoader, Executor, ExecutorBuilder, KeyTree, Registered, Registry, Services, approval,
     events::AuditLog,
@@ -35,6 +36,8 @@ pub struct Runtime {
     pub config: Arc<Config>,
     pub registry: Arc<Registry>,
     pub services: Services,
+    /// Which tools are visible, and why (`wield tools debug`).
+    pub policy: Arc<ToolPolicy>,
 }
 
 impl Runtime {
@@ -75,6 +78,25 @@ impl Runtime {
 
         let mut services = Services::new();
         wield_tools::install_services(&mut services, &config, &workspace).map_err(|e| usage(e.to_string()))?;
+        // External MCP servers are async registry sources: all start at once,
+        // each within its timeout; one that fails is a warning (its tools are
+        // absent, `wield mcp list` and `wield tools debug` say why).
+        let mcp = wield_mcp::McpClients::new(
+            wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(|e| usage(e.to_string()))?,
+        );
+        if !mcp.is_empty() {
+            mcp.add_sources(&mut registry);
+            for warning in registry.load_sources().await {
+                tracing::warn!("{}", warning.message);
+            }
+        }
+        services.insert(mcp);
+        let policy = Arc::new(
+            PolicyBuilder::from_config(&config, &policy_options(global)?)
+                .map_err(|e| usage(e.to_string()))?
+                .build(&registry),
+        );
+        services.insert(Arc::clone(&policy));
 
         Ok(Self {
             global: global.clone(),
@@ -82,34 +104,131 @@ impl Runtime {
             config: Arc::new(config),
             registry: Arc::new(registry),
             services,
+            policy,
         })
     }
 
-    /// The approver for this process: `--yes`, else a headless refusal.
-    pub fn approver(&self) -> Arc<dyn Approver> {
+    /// The approver for this process: `--yes`; else the scripted test
+    /// approver when `WIELD_TEST_APPROVER` is set; else a person at the
+    /// terminal when stdin and stderr are terminals; else a headless refusal.
+    pub fn approver(&self) -> anyhow::Result<Arc<dyn Approver>> {
+        use std::io::IsTerminal;
         if self.global.yes {
-            Arc::new(approval::YesApprover)
-        } else {
-            Arc::new(approval::HeadlessApprover)
+            return Ok(Arc::new(approval::YesApprover));
         }
+        if let Some(script) = std::env::var_os("WIELD_TEST_APPROVER") {
+            let script = script.to_string_lossy();
+            return Ok(Arc::new(
+                crate::terminal_approver::ScriptedApprover::parse(&script).map_err(usage)?,
+            ));
+        }
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            return Ok(Arc::new(crate::terminal_approver::TerminalApprover::new()));
+        }
+        Ok(Arc::new(approval::HeadlessApprover))
+    }
+
+    /// Whether commands run in a process sandbox, for the sandbox resolver:
+    /// the command runner's resolved `[sandbox]` (a configured backend that
+    /// does not work here means no sandbox, and commands fail with why).
+    pub fn sandboxed(&self) -> bool {
+        self.services
+            .get::<wield_tools::shell::ShellService>()
+            .is_some_and(|s| s.sandbox_active())
     }
 
     pub fn executor(&self) -> anyhow::Result<Executor> {
-        let mut builder = ExecutorBuilder::new(Arc::clone(&self.registry), Arc::clone(&self.config), &self.workspace)
-            .approver(self.approver())
-            .services(self.services.clone());
-        let audit_file = self.global.audit.clone().or_else(|| self.config.audit.file.clone());
-        if let Some(path) = audit_file {
-            let log = AuditLog::open(&path).with_context(|| format!("opening audit log {}", path.display()))?;
-            builder = builder.audit(Arc::new(log));
-        }
-        Ok(builder.build())
+        let make = self.executor_factory()?;
+        Ok(make(
+            self.approver()?,
+            self.services.clone(),
+            wield_core::EventSink::default(),
+        ))
     }
 
-    /// The tools a model sees, in name order.
-    pub fn visible(&self) -> Vec<Arc<Registered>> {
-        self.registry.list().cloned().collect()
+    /// Builds executors that share this runtime's registry, policy, hooks and
+    /// audit log and differ in approver, services and event sink: one per
+    /// MCP session. Remembered approvals are read at each build, so a new
+    /// session sees patterns added since the process started.
+    pub fn executor_factory(
+        &self,
+    ) -> anyhow::Result<impl Fn(Arc<dyn Approver>, Services, wield_core::EventSink) -> Executor + Send + Sync + 'static>
+    {
+        let hooks = crate::shell_hooks::from_config(&self.config)?;
+        let audit_file = self.global.audit.clone().or_else(|| self.config.audit.file.clone());
+        let audit = match audit_file {
+            Some(path) => Some(Arc::new(
+                AuditLog::open(&path).with_context(|| format!("opening audit log {}", path.display()))?,
+            )),
+            None => None,
+        };
+        let registry = Arc::clone(&self.registry);
+        let config = Arc::clone(&self.config);
+        let workspace = self.workspace.clone();
+        let policy = Arc::clone(&self.policy);
+        let sandboxed = self.sandboxed();
+        Ok(
+            move |approver: Arc<dyn Approver>, services: Services, events: wield_core::EventSink| {
+                let store = Arc::new(crate::approvals_store::FileApprovalStore::new(&workspace));
+                let chain = approval::standard_chain(&config.approval, approval::ApprovalStore::patterns(&*store));
+                let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)
+                    .approver(approver)
+                    .services(services)
+                    .events(events)
+                    .visibility(Arc::clone(&policy) as Arc<dyn wield_core::policy::Visibility>)
+                    .chain(chain)
+                    .store(store)
+                    .sandboxed(sandboxed);
+                for hook in &hooks {
+                    builder = builder.hook(Arc::clone(hook));
+                }
+                if let Some(log) = &audit {
+                    builder = builder.audit(Arc::clone(log));
+                }
+                builder.build()
+            },
+        )
     }
+
+    /// The tools a model sees with their schemas (the policy's `in` tools;
+    /// deferred ones are listed by name only), in name order.
+    pub fn visible(&self) -> Vec<Arc<Registered>> {
+        self.registry
+            .list()
+            .filter(|r| {
+                self.policy
+                    .get(&r.tool.spec().name)
+                    .is_some_and(|d| d.status == Status::In)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// The policy selections of the command line. `--include-tools` /
+/// `--exclude-tools` and their environment variables are told apart so a
+/// decision names the one that applied.
+fn policy_options(global: &GlobalArgs) -> anyhow::Result<PolicyOptions> {
+    let on_command_line =
+        |flag: &str| std::env::args().any(|a| a == flag || a.strip_prefix(flag).is_some_and(|r| r.starts_with('=')));
+    let list = |entries: &[String], flag: &str, var: &str| -> anyhow::Result<Option<RuleList>> {
+        let entries: Vec<&str> = entries.iter().map(|e| e.trim()).filter(|e| !e.is_empty()).collect();
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let source = if on_command_line(flag) { flag } else { var };
+        RuleList::parse(source, &entries)
+            .map(Some)
+            .map_err(|e| usage(e.to_string()))
+    };
+    Ok(PolicyOptions {
+        profile: global.profile.clone().filter(|p| !p.trim().is_empty()),
+        agent: global.agent.clone(),
+        mode: global.mode.clone(),
+        task: global.task.clone(),
+        include: list(&global.include_tools, "--include-tools", "WIELD_INCLUDE_TOOLS")?,
+        exclude: list(&global.exclude_tools, "--exclude-tools", "WIELD_EXCLUDE_TOOLS")?,
+    })
 }
 
 fn overrides_table(sets: &[String]) -> anyhow::Result<toml::Table> {

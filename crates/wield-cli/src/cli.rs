@@ -78,6 +78,36 @@ pub enum Command {
     /// List, show, explain and export the tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// Remembered approvals (.wield/approvals.toml and the global file): list, add, remove.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+    /// MCP: serve the visible tools to MCP clients, list the configured MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// The process sandbox: what this machine supports and what commands would run under.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The remembered patterns, project then global.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remember a pattern: `read`, `mcp__*`, `group:fs`, `bash:git status*`, `write:src/*`.
+    Add {
+        pattern: String,
+        #[arg(long, default_value = "project", value_name = "project|global")]
+        scope: String,
+    },
+    /// Forget a pattern (from both files unless --scope is given).
+    Remove {
+        pattern: String,
+        #[arg(long, value_name = "project|global")]
+        scope: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +130,11 @@ pub enum ToolsCommand {
     },
     /// A tool's description, schema and traits.
     Show { name: String },
+    /// Every registered tool: in, deferred or out, and the stage and rule that decided.
+    Debug {
+        #[arg(long)]
+        json: bool,
+    },
     /// Export the visible tools for a provider.
     Schema {
         #[arg(
@@ -108,5 +143,42 @@ pub enum ToolsCommand {
             value_name = "anthropic|openai|responses|gemini|mcp"
         )]
         format: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve the visible tools over MCP: stdio by default, streamable HTTP at /mcp with --http.
+    ///
+    /// Every call runs through the same pipeline as `wield call` (validation, hooks, approval,
+    /// sandbox, limits, audit) in one session per MCP connection. Calls that need approval ask
+    /// the client's user when the client supports elicitation, otherwise they are refused with
+    /// instructions; -y approves them.
+    Serve {
+        /// Serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Bearer token HTTP clients must send; required for a non-loopback ADDR.
+        #[arg(long, env = "WIELD_MCP_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Most HTTP sessions open at once.
+        #[arg(long, default_value_t = 256, value_name = "N")]
+        max_sessions: usize,
+    },
+    /// The configured MCP servers ([mcp.servers.NAME]): state, tool count, and why one failed.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// What sandboxing this machine supports (Landlock ABI, seccomp, bubblewrap), what
+    /// `backend = "auto"` picks, and what the current configuration resolves to.
+    /// Exit status 1 when the configured sandbox cannot be used.
+    Check {
+        #[arg(long)]
+        json: bool,
     },
 }

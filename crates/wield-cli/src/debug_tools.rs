@@ -48,6 +48,48 @@ impl Tool for Sleep {
     }
 }
 
+/// Echoes its input. Takes bash's `command` or a file tool's `path` (declared
+/// as a write), and offers a diff for approval when given `content`: it lets
+/// tests drive argument patterns, derived approvals, diffs and hook file
+/// globs without touching anything.
+struct Echo {
+    spec: ToolSpec,
+    traits: ToolTraits,
+}
+
+#[async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn traits(&self) -> &ToolTraits {
+        &self.traits
+    }
+    fn paths(&self, input: &Value) -> Vec<wield_core::PathUse> {
+        input
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| wield_core::PathUse {
+                path: p.to_owned(),
+                access: wield_core::Access::Write,
+            })
+            .into_iter()
+            .collect()
+    }
+    async fn approval_detail(&self, input: &Value, _ctx: &Context) -> Option<String> {
+        let path = input.get("path").and_then(Value::as_str)?;
+        let content = input.get("content").and_then(Value::as_str)?;
+        let mut diff = format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-old\n");
+        for line in content.lines() {
+            diff.push_str(&format!("+{line}\n"));
+        }
+        Some(diff)
+    }
+    async fn execute(&self, input: Value, _ctx: &Context) -> ToolResult {
+        ToolResult::ok(input.to_string())
+    }
+}
+
 pub fn tools() -> Vec<ToolRef> {
     let read_only = ToolTraits {
         read_only: true,
@@ -70,6 +112,17 @@ pub fn tools() -> Vec<ToolRef> {
                 json!({"type":"object","properties":{"seconds":{"type":"number"},"timeout":{"type":"number"}}}),
             ),
             traits: read_only,
+        }),
+        Arc::new(Echo {
+            spec: ToolSpec::new(
+                "debug_echo",
+                "Echoes its input (for testing).",
+                json!({"type":"object","properties":{"command":{"type":"string"},"path":{"type":"string"},"content":{"type":"string"}},"additionalProperties":false}),
+            ),
+            traits: ToolTraits {
+                groups: vec!["debug".into()],
+                ..ToolTraits::default()
+            },
         }),
     ]
 }

@@ -1,9 +1,12 @@
 //! The `wield` binary: argument parsing and wiring only.
 
 mod app;
+mod approvals_store;
 mod cli;
 mod commands;
 mod debug_tools;
+mod shell_hooks;
+mod terminal_approver;
 
 use std::process::ExitCode;
 

@@ -8,7 +8,8 @@
 //! - [`calculator`]: an expression evaluator, the pipeline's smallest proof;
 //! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
 //! - [`shell`]: bash and background processes;
-//! - [`patch`]: multi-file patches applied completely or not at all.
+//! - [`patch`]: multi-file patches applied completely or not at all;
+//! - [`load_tools`]: loads deferred tools' schemas for the rest of a session.
 
 use std::path::Path;
 
@@ -16,6 +17,7 @@ use wield_core::{Config, Services, ToolRef};
 
 pub mod calculator;
 pub mod fs;
+pub mod load_tools;
 pub mod patch;
 pub mod shell;
 
@@ -32,6 +34,7 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(fs::tools());
     tools.extend(patch::tools());
     tools.extend(shell::tools());
+    tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
     tools
 }
 

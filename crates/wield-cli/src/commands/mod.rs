@@ -1,7 +1,11 @@
 //! One module per command; `main` dispatches and maps errors to exit codes.
 
+mod approvals;
 mod call;
+mod mcp;
+mod sandbox;
 mod tools;
+mod tools_debug;
 
 use std::process::ExitCode;
 
@@ -11,6 +15,12 @@ use crate::app::UsageError;
 use crate::cli::{Cli, Command};
 
 pub fn main() -> ExitCode {
+    // The Landlock helper: handled before anything else (no argument
+    // parser, no async runtime, no threads) because it restricts this
+    // thread and then replaces the process with the command.
+    if let Some(code) = sandbox::exec_helper() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -59,6 +69,11 @@ struct StderrSubscriber {
 
 impl tracing::Subscriber for StderrSubscriber {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        // The MCP SDK logs its transport failures itself; wield reports them
+        // once, in its own words, so the SDK's lines only show at debug level.
+        if self.level < tracing::Level::DEBUG && metadata.target().starts_with("rmcp") {
+            return false;
+        }
         *metadata.level() <= self.level
     }
     fn new_span(&self, _span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
@@ -87,5 +102,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Call(args) => call::run(&cli.global, args).await,
         Command::Tools(cmd) => tools::run(&cli.global, cmd).await,
+        Command::Approvals(cmd) => approvals::run(&cli.global, cmd),
+        Command::Mcp(cmd) => mcp::run(&cli.global, cmd).await,
+        Command::Sandbox(cmd) => sandbox::run(&cli.global, cmd).await,
     }
 }

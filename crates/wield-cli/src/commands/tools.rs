@@ -62,6 +62,7 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
             writeln!(out, "strict: {}", s.strict)?;
             writeln!(out, "traits:\n{}", serde_json::to_string_pretty(r.tool.traits())?)?;
         }
+        ToolsCommand::Debug { json } => super::tools_debug::print(&rt, json, &mut out)?,
         ToolsCommand::Schema { format } => {
             let format: ExportFormat = format.parse().map_err(usage)?;
             let visible = rt.visible();

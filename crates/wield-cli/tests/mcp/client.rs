@@ -1,0 +1,245 @@
+//! wield's MCP client: external servers as `mcp__NAME__*` tools.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Ws, everything_config, python_scenarios};
+
+#[test]
+fn server_everything_tools_work_through_wield_call() {
+    let ws = Ws::new(&everything_config());
+    let out = ws.wield().args(["tools", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{list}");
+    for t in ["mcp__everything__echo", "mcp__everything__get-sum"] {
+        assert!(list.contains(t), "{t} missing:\n{list}");
+    }
+
+    let out = ws
+        .wield()
+        .args([
+            "call",
+            "--json",
+            "mcp__everything__echo",
+            r#"{"message":"hello wield"}"#,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v}");
+    assert!(v["output"].as_str().unwrap().contains("hello wield"), "{v}");
+
+    // Also by its provider-safe name, as a model would send it.
+    let out = ws
+        .wield()
+        .args(["call", "--json", "mcp__everything__get-sum", r#"{"a":2,"b":40}"#])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v}");
+    assert!(v["output"].as_str().unwrap().contains("42"), "{v}");
+
+    // The server's schema is enforced before the call leaves wield.
+    let out = ws
+        .wield()
+        .args(["call", "--json", "mcp__everything__get-sum", r#"{"a":"two"}"#])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], false, "{v}");
+
+    // A server's readOnlyHint is not trusted: without an approval rule its
+    // tools need approval like any other.
+    let plain = everything_config().replace("\"mcp__everything__*\"", "");
+    let out = Ws::new(&plain)
+        .wield()
+        .args(["call", "--json", "mcp__everything__echo", r#"{"message":"x"}"#])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
+
+    // Images come back as attachments.
+    let out = ws
+        .wield()
+        .args(["call", "--json", "mcp__everything__get-tiny-image", "{}"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["metadata"]["attachments"][0]["mime"], "image/png", "{v}");
+}
+
+#[test]
+fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
+    let config = format!(
+        "{}\n[mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
+         [mcp.servers.hangs]\ncommand = \"sleep\"\nargs = [\"30\"]\ntimeout = \"1s\"\n\n\
+         [mcp.servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n\n\
+         [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
+        everything_config()
+    );
+    let ws = Ws::new(&config);
+
+    let start = Instant::now();
+    let out = ws
+        .wield()
+        .args([
+            "call",
+            "--json",
+            "mcp__everything__echo",
+            r#"{"message":"still works"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "a hanging server blocked start-up: {:?}",
+        start.elapsed()
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot open the database"), "{stderr}");
+
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = |name: &str| {
+        v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} missing from {v}"))
+    };
+    assert_eq!(server("everything")["state"], "ready");
+    assert!(server("everything")["tools"].as_u64().unwrap() >= 10, "{v}");
+    let broken = server("broken");
+    assert_eq!(broken["state"], "failed");
+    let why = broken["error"].as_str().unwrap();
+    assert!(
+        why.contains("exited") && why.contains("cannot open the database"),
+        "{why}"
+    );
+    assert_eq!(server("hangs")["state"], "failed");
+    assert!(server("hangs")["error"].as_str().unwrap().contains("1s"), "{v}");
+    assert!(
+        server("missing")["error"].as_str().unwrap().contains("not found"),
+        "{v}"
+    );
+    assert_eq!(server("off")["state"], "disabled");
+
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("broken") && text.contains("failed") && text.contains("error:"),
+        "{text}"
+    );
+
+    let out = ws.wield().args(["tools", "debug"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("mcp:broken") && text.contains("cannot open the database"),
+        "{text}"
+    );
+    assert!(!text.contains("mcp__broken__"), "{text}");
+}
+
+#[test]
+fn deferred_servers_and_bad_config() {
+    let ws = Ws::new(&format!("{}deferred = true\n", everything_config()));
+    let out = ws.wield().args(["tools", "debug", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .cloned()
+        .unwrap();
+    assert_eq!(echo["status"], "deferred", "{echo}");
+
+    let ws = Ws::new("[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n");
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both"));
+}
+
+#[test]
+fn a_crashed_server_is_restarted_on_next_use() {
+    python_scenarios("http", &["everything_restart"]);
+}
+
+#[test]
+fn a_streamable_http_server_with_a_token_header() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    // Workspace A serves its tools over HTTP behind a token.
+    let a = Ws::new("");
+    std::fs::write(a.ws().join("a.txt"), "served over http\n").unwrap();
+    let mut server = Command::new(crate::support::wield_bin())
+        .arg("-C")
+        .arg(a.ws())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0", "--token", "tok-123"])
+        .env("HOME", a.dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", a.dir.path().join("home/.config"))
+        .env("TMPDIR", a.dir.path().join("tmp"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("wield exited before serving").unwrap();
+        if let Some(rest) = line.split("serving MCP on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+
+    // Workspace B bridges it, the token coming from the environment.
+    let b = Ws::new(&format!(
+        "[approval]\nauto_approve = [\"$standard\", \"mcp__self__*\"]\n\n\
+         [mcp.servers.self]\nurl = \"{url}\"\nheaders = {{ Authorization = \"Bearer ${{SELF_TOKEN}}\" }}\ntimeout = \"10s\"\n"
+    ));
+    let out = b
+        .wield()
+        .env("SELF_TOKEN", "tok-123")
+        .args(["call", "--json", "mcp__self__calculator", r#"{"expression":"6*7"}"#])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(v["output"].as_str().unwrap().trim(), "42");
+
+    let out = b
+        .wield()
+        .env("SELF_TOKEN", "tok-123")
+        .args([
+            "call",
+            "--json",
+            "mcp__self__read",
+            r#"{"path":"a.txt","offset":null,"limit":null}"#,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["output"].as_str().unwrap().contains("served over http"), "{v}");
+
+    // A wrong token: the server is reported, its tools absent.
+    let out = b
+        .wield()
+        .env("SELF_TOKEN", "wrong")
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["servers"][0]["state"], "failed", "{v}");
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -1,0 +1,64 @@
+//! The official MCP conformance suite against `wield mcp serve --http`.
+//!
+//! Scenarios that call fixture tools, resources or prompts wield does not
+//! have are listed, each with its reason, in
+//! `crates/wield-mcp/tests/conformance-expected-failures.yml`; the suite
+//! fails on any other failure and on a listed scenario that passes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{conformance, node, repo_root, run, wield_bin};
+
+#[test]
+fn conformance_suite_passes_with_the_expected_failures() {
+    let dir = tempfile::TempDir::new().unwrap();
+    for d in ["ws", "home/.config", "tmp"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    let mut server = Command::new(wield_bin())
+        .args(["-C"])
+        .arg(dir.path().join("ws"))
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env("HOME", dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", dir.path().join("home/.config"))
+        .env("TMPDIR", dir.path().join("tmp"))
+        .env_remove("WIELD_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("wield exited before serving").unwrap();
+        if let Some(rest) = line.split("serving MCP on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+
+    let expected = repo_root().join("crates/wield-mcp/tests/conformance-expected-failures.yml");
+    let node_dir = node().parent().unwrap().to_path_buf();
+    let mut cmd = Command::new(node());
+    cmd.arg(conformance())
+        .args(["server", "--url", &url, "--expected-failures"])
+        .arg(&expected)
+        .env(
+            "PATH",
+            format!("{}:{}", node_dir.display(), std::env::var("PATH").unwrap_or_default()),
+        );
+    let (ok, text) = run(cmd, Duration::from_secs(120));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(ok, "conformance suite:\n{text}");
+    for must in [
+        "server-initialize",
+        "ping",
+        "tools-list",
+        "dns-rebinding-protection",
+        "logging-set-level",
+    ] {
+        assert!(text.contains(&format!("✓ {must}:")), "{must} did not pass:\n{text}");
+    }
+}

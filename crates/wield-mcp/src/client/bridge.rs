@@ -1,0 +1,278 @@
+//! One tool of an external MCP server as a wield [`Tool`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rmcp::ServiceError;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use serde_json::{Map, Value, json};
+use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+
+use super::ServerEntry;
+
+/// Longest tool name providers accept.
+const MAX_NAME: usize = 64;
+
+/// `mcp__SERVER__TOOL`, with every character providers refuse in a tool
+/// name replaced by `_`, and cut (with a short hash of the original, to stay
+/// unique) when longer than 64 characters.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let full = format!("mcp__{server}__{clean}");
+    if full.len() <= MAX_NAME {
+        return full;
+    }
+    // FNV-1a: a stable, dependency-free hash; uniqueness among one server's
+    // tools is all that is needed.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in tool.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    let suffix = format!("_{h:08x}");
+    let mut cut = full;
+    cut.truncate(MAX_NAME - suffix.len());
+    cut + &suffix
+}
+
+pub struct McpTool {
+    server: Arc<ServerEntry>,
+    /// The name the server knows the tool by.
+    remote: String,
+    spec: ToolSpec,
+    traits: ToolTraits,
+    retry_safe: bool,
+}
+
+impl McpTool {
+    pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool) -> Self {
+        let name = tool_name(&server.config.name, &tool.name);
+        let schema = Value::Object((*tool.input_schema).clone());
+        let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
+        let title = tool
+            .title
+            .clone()
+            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
+        if let Some(t) = title {
+            spec = spec.title(t);
+        }
+        let hints = tool.annotations.as_ref();
+        let traits = ToolTraits {
+            // A server's hints are its own claims: trusting `readOnlyHint`
+            // would let any server put its tools in `$readonly` and so past
+            // approval. Bridged tools are approved by name (`mcp__NAME__*`).
+            read_only: false,
+            // MCP's default for openWorldHint is true.
+            open_world: hints.and_then(|a| a.open_world_hint).unwrap_or(true),
+            groups: vec!["mcp".into()],
+            ..ToolTraits::default()
+        };
+        // Only decides whether a call that may have reached a server that
+        // then died is sent again; a server that lies here harms itself.
+        let retry_safe = hints.is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
+        Self {
+            server,
+            remote: tool.name.into_owned(),
+            spec,
+            traits,
+            retry_safe,
+        }
+    }
+
+    pub fn spec_name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn traits(&self) -> &ToolTraits {
+        &self.traits
+    }
+
+    async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
+        let server = &self.server.config.name;
+        let arguments = match input {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                return ToolResult::error(format!("the arguments must be a JSON object, got {other}"));
+            }
+        };
+        let limit = self.server.config.timeout.min(ctx.timeout);
+        // A call that could not be sent (the server died since its last
+        // use and the connection has not noticed yet) is retried once on a
+        // restarted server; one that may have reached the server is
+        // retried only when the tool says it is read-only or idempotent.
+        for attempt in 0..2 {
+            let peer = match self.server.peer().await {
+                Ok(p) => p,
+                Err(e) => return ToolResult::error(e),
+            };
+            let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments.clone());
+            // Dropping the request (cancellation, timeout) sends
+            // `notifications/cancelled` to the server.
+            let outcome = tokio::select! {
+                r = tokio::time::timeout(limit, peer.call_tool(params)) => r,
+                () = ctx.cancel.cancelled() => {
+                    return ToolResult::error("cancelled").with_meta("cancelled", true);
+                }
+            };
+            let error = match outcome {
+                Ok(Ok(result)) => return map_result(result).with_meta("mcp_server", server.as_str()),
+                Ok(Err(e)) => e,
+                Err(_) => {
+                    return ToolResult::error(format!(
+                        "MCP server `{server}` did not answer within {}",
+                        wield_core::human_duration(limit)
+                    ))
+                    .with_meta("timed_out", true);
+                }
+            };
+            let retry = attempt == 0
+                && match &error {
+                    ServiceError::TransportSend(_) => true,
+                    ServiceError::TransportClosed => self.retry_safe,
+                    _ => false,
+                };
+            let broken = matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed);
+            let why = format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote);
+            if broken {
+                self.server.forget(&why).await;
+            }
+            if retry {
+                tracing::warn!("{why}; restarting it and trying again");
+                continue;
+            }
+            let hint = if broken {
+                " (its connection broke; it is restarted on the next call)"
+            } else {
+                ""
+            };
+            return ToolResult::error(format!("{why}{hint}"));
+        }
+        ToolResult::error(format!("MCP server `{server}` could not be reached"))
+    }
+}
+
+/// An MCP result as a wield result: `isError` → `success: false`; text
+/// joined with newlines; images and audio as attachments (with a line in
+/// the text saying so); embedded text resources inline, binary ones as
+/// attachments; resource links as lines; structured content as JSON text
+/// when there is no text, else in metadata.
+pub fn map_result(result: CallToolResult) -> ToolResult {
+    let mut text: Vec<String> = Vec::new();
+    let mut attachments: Vec<Value> = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => text.push(t.text.clone()),
+            ContentBlock::Image(i) => {
+                text.push(format!("[image: {}, {} bytes base64]", i.mime_type, i.data.len()));
+                attachments.push(json!({"mime": i.mime_type, "data": i.data}));
+            }
+            ContentBlock::Audio(a) => {
+                text.push(format!("[audio: {}, {} bytes base64]", a.mime_type, a.data.len()));
+                attachments.push(json!({"mime": a.mime_type, "data": a.data}));
+            }
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { uri, text: t, .. } => {
+                    text.push(format!("[resource {uri}]\n{t}"));
+                }
+                ResourceContents::BlobResourceContents {
+                    uri, mime_type, blob, ..
+                } => {
+                    let mime = mime_type.clone().unwrap_or_else(|| "application/octet-stream".into());
+                    text.push(format!("[resource {uri}: {mime}, {} bytes base64]", blob.len()));
+                    attachments.push(json!({"mime": mime, "data": blob, "uri": uri}));
+                }
+                other => text.push(serde_json::to_string(other).unwrap_or_default()),
+            },
+            ContentBlock::ResourceLink(link) => text.push(format!("[resource link: {}]", link.uri)),
+            // A content kind newer than this build: keep it as JSON.
+            #[allow(unreachable_patterns)]
+            other => text.push(serde_json::to_string(other).unwrap_or_default()),
+        }
+    }
+    let mut output = text.join("\n");
+    let mut extra: Vec<(&str, Value)> = Vec::new();
+    if let Some(structured) = result.structured_content {
+        if output.trim().is_empty() {
+            output = serde_json::to_string_pretty(&structured).unwrap_or_default();
+        } else {
+            extra.push(("structured_content", structured));
+        }
+    }
+    let mut r = if result.is_error == Some(true) {
+        let message = if output.trim().is_empty() {
+            "the MCP server reported an error without a message".to_owned()
+        } else {
+            output
+        };
+        ToolResult::error(message)
+    } else {
+        ToolResult::ok(output)
+    };
+    if !attachments.is_empty() {
+        r = r.with_meta("attachments", Value::Array(attachments));
+    }
+    for (k, v) in extra {
+        r = r.with_meta(k, v);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn names_are_api_safe_and_bounded() {
+        assert_eq!(tool_name("everything", "get-sum"), "mcp__everything__get-sum");
+        assert_eq!(tool_name("fs", "read.file:v2"), "mcp__fs__read_file_v2");
+        let long = tool_name("srv", &"x".repeat(100));
+        assert_eq!(long.len(), MAX_NAME);
+        assert_ne!(long, tool_name("srv", &format!("{}y", "x".repeat(99))));
+    }
+
+    fn result(v: Value) -> CallToolResult {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn results_map_to_wield_results() {
+        let r = map_result(result(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+        ));
+        assert!(r.success);
+        assert_eq!(r.output, "a\nb");
+
+        let r = map_result(result(
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+        ));
+        assert!(!r.success);
+        assert_eq!(r.error.as_deref(), Some("boom"));
+
+        let r = map_result(result(
+            json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
+        ));
+        assert_eq!(r.metadata["attachments"][0]["mime"], "image/png");
+        assert!(r.output.contains("[image: image/png"));
+
+        let r = map_result(result(json!({"content": [], "structuredContent": {"sum": 3}})));
+        assert!(r.output.contains("\"sum\": 3"));
+    }
+}

@@ -1,0 +1,334 @@
+//! `[mcp.servers.NAME]`: how to reach an external MCP server.
+//!
+//! ```toml
+//! [mcp.servers.everything]
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
+//! env = { DEBUG = "1" }          # added to wield's environment
+//! cwd = "tools"                  # relative to the workspace
+//! timeout = "20s"                # start-up and each call (default 30 s)
+//!
+//! [mcp.servers.docs]
+//! url = "http://127.0.0.1:8080/mcp"
+//! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
+//! deferred = true                # tools listed by name, loaded on demand
+//! enabled = false                # configured but not started
+//! ```
+//!
+//! `${VAR}` in `env` and `headers` values is replaced by the variable from
+//! wield's environment, so secrets stay out of config files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use wield_core::Config;
+
+use crate::McpError;
+
+/// Start-up and per-call time limit when `timeout` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A local process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    /// One line for listings: the command line or the URL.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Stdio { command, args, .. } => {
+                let mut s = command.clone();
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            Self::Http { url, .. } => url.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub deferred: bool,
+    pub enabled: bool,
+    /// For start-up and for each call.
+    pub timeout: Duration,
+}
+
+impl ServerConfig {
+    /// Every `[mcp.servers.NAME]` table, in name order. Relative `cwd`s are
+    /// resolved against `workspace`.
+    pub fn all_from(config: &Config, workspace: &Path) -> Result<Vec<ServerConfig>, McpError> {
+        config
+            .table_at("mcp.servers")
+            .iter()
+            .map(|(name, value)| {
+                let table = value.as_table().ok_or_else(|| {
+                    McpError::Config(format!(
+                        "mcp.servers.{name} must be a table, e.g. [mcp.servers.{name}] with command = \"...\" or url = \"...\""
+                    ))
+                })?;
+                Self::parse(name, table, workspace)
+            })
+            .collect()
+    }
+
+    pub fn parse(name: &str, table: &toml::Table, workspace: &Path) -> Result<ServerConfig, McpError> {
+        check_name(name)?;
+        let key = |k: &str| format!("mcp.servers.{name}.{k}");
+        let string = |k: &str| -> Result<Option<String>, McpError> {
+            match table.get(k) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(McpError::Config(format!(
+                    "{} must be a string, found {}",
+                    key(k),
+                    other.type_str()
+                ))),
+            }
+        };
+        let boolean = |k: &str, default: bool| -> Result<bool, McpError> {
+            match table.get(k) {
+                None => Ok(default),
+                Some(toml::Value::Boolean(b)) => Ok(*b),
+                Some(other) => Err(McpError::Config(format!(
+                    "{} must be true or false, found {}",
+                    key(k),
+                    other.type_str()
+                ))),
+            }
+        };
+        let map = |k: &str| -> Result<BTreeMap<String, String>, McpError> {
+            match table.get(k) {
+                None => Ok(BTreeMap::new()),
+                Some(toml::Value::Table(t)) => t
+                    .iter()
+                    .map(|(n, v)| match v {
+                        toml::Value::String(s) => Ok((n.clone(), expand_env(s))),
+                        other => Err(McpError::Config(format!(
+                            "{}.{n} must be a string, found {}",
+                            key(k),
+                            other.type_str()
+                        ))),
+                    })
+                    .collect(),
+                Some(other) => Err(McpError::Config(format!(
+                    "{} must be a table of strings, e.g. {{ NAME = \"value\" }}, found {}",
+                    key(k),
+                    other.type_str()
+                ))),
+            }
+        };
+
+        let command = string("command")?;
+        let url = string("url")?;
+        let transport = match (command, url) {
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err(McpError::Config(format!("{} must not be empty", key("command"))));
+                }
+                let args = match table.get("args") {
+                    None => Vec::new(),
+                    Some(toml::Value::Array(items)) => items
+                        .iter()
+                        .map(|v| match v {
+                            toml::Value::String(s) => Ok(s.clone()),
+                            other => Err(McpError::Config(format!(
+                                "{} must be a list of strings, found a {}",
+                                key("args"),
+                                other.type_str()
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(other) => Err(McpError::Config(format!(
+                        "{} must be a list of strings, e.g. [\"-y\", \"pkg\"], found {}",
+                        key("args"),
+                        other.type_str()
+                    )))?,
+                };
+                let cwd = string("cwd")?.map(|c| {
+                    let p = PathBuf::from(c);
+                    if p.is_absolute() { p } else { workspace.join(p) }
+                });
+                Transport::Stdio {
+                    command,
+                    args,
+                    env: map("env")?,
+                    cwd,
+                }
+            }
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(McpError::Config(format!(
+                        "{} must be an http:// or https:// URL, got `{url}`",
+                        key("url")
+                    )));
+                }
+                for k in ["args", "env", "cwd"] {
+                    if table.contains_key(k) {
+                        return Err(McpError::Config(format!(
+                            "{} only applies to servers started with `command`, not to `url` servers",
+                            key(k)
+                        )));
+                    }
+                }
+                Transport::Http {
+                    url,
+                    headers: map("headers")?,
+                }
+            }
+            (Some(_), Some(_)) => {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name} sets both `command` and `url`: use `command` for a local server, `url` for an HTTP one"
+                )));
+            }
+            (None, None) => {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name} needs `command` (a local server) or `url` (an HTTP server)"
+                )));
+            }
+        };
+        if matches!(transport, Transport::Stdio { .. }) && table.contains_key("headers") {
+            return Err(McpError::Config(format!(
+                "{} only applies to `url` servers",
+                key("headers")
+            )));
+        }
+        let timeout = match table.get("timeout") {
+            None => DEFAULT_TIMEOUT,
+            Some(v) => parse_timeout(v).ok_or_else(|| {
+                McpError::Config(format!(
+                    "{} must be a positive number of seconds or a duration like \"20s\", found {v}",
+                    key("timeout")
+                ))
+            })?,
+        };
+        Ok(ServerConfig {
+            name: name.to_owned(),
+            transport,
+            deferred: boolean("deferred", false)?,
+            enabled: boolean("enabled", true)?,
+            timeout,
+        })
+    }
+}
+
+/// Server names become part of tool names (`mcp__NAME__tool`), so they must
+/// be API-safe and must not contain the `__` separator.
+fn check_name(name: &str) -> Result<(), McpError> {
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !name.contains("__");
+    if ok {
+        Ok(())
+    } else {
+        Err(McpError::Config(format!(
+            "MCP server name `{name}` must be 1-32 letters, digits, `_` or `-` (without `__`): it becomes part of tool names like mcp__{name}__tool"
+        )))
+    }
+}
+
+fn parse_timeout(v: &toml::Value) -> Option<Duration> {
+    let d = match v {
+        toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_secs),
+        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Some(Duration::from_secs_f64(*f)),
+        toml::Value::String(s) => wield_core::config::parse_duration(s),
+        _ => None,
+    }?;
+    (!d.is_zero()).then_some(d)
+}
+
+/// Replace `${VAR}` with the environment variable (empty when unset).
+fn expand_env(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                out.push_str(&std::env::var(&after[..end]).unwrap_or_default());
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServerConfig, McpError> {
+        let t: toml::Table = toml::from_str(text).unwrap();
+        ServerConfig::parse("srv", &t, Path::new("/ws"))
+    }
+
+    #[test]
+    fn stdio_and_http_servers() {
+        let s = parse("command = \"npx\"\nargs = [\"-y\", \"x\"]\ncwd = \"sub\"\ntimeout = \"5s\"").unwrap();
+        assert_eq!(s.timeout, Duration::from_secs(5));
+        assert!(s.enabled && !s.deferred);
+        let Transport::Stdio { args, cwd, .. } = &s.transport else {
+            panic!()
+        };
+        assert_eq!(args, &["-y", "x"]);
+        assert_eq!(cwd.as_deref(), Some(Path::new("/ws/sub")));
+        assert_eq!(s.transport.summary(), "npx -y x");
+
+        let s = parse("url = \"http://127.0.0.1:1/mcp\"\ndeferred = true\nheaders = { A = \"b\" }").unwrap();
+        assert!(s.deferred);
+        assert!(matches!(s.transport, Transport::Http { .. }));
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        let e = parse("").unwrap_err().to_string();
+        assert!(e.contains("needs `command`"), "{e}");
+        let e = parse("command = \"a\"\nurl = \"http://x\"").unwrap_err().to_string();
+        assert!(e.contains("both"), "{e}");
+        let e = parse("url = \"ftp://x\"").unwrap_err().to_string();
+        assert!(e.contains("http://"), "{e}");
+        let e = parse("command = \"a\"\ntimeout = -1").unwrap_err().to_string();
+        assert!(e.contains("timeout"), "{e}");
+        let e = parse("command = \"a\"\nargs = \"x\"").unwrap_err().to_string();
+        assert!(e.contains("list of strings"), "{e}");
+        let t = toml::Table::new();
+        assert!(ServerConfig::parse("a__b", &t, Path::new("/")).is_err());
+        assert!(ServerConfig::parse("a.b", &t, Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn env_references_expand() {
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(expand_env("x${PATH}y"), format!("x{path}y"));
+        assert_eq!(expand_env("${WIELD_SURELY_UNSET_VAR}"), "");
+        assert_eq!(expand_env("a${b"), "a${b");
+    }
+}

@@ -1,0 +1,209 @@
+//! Starting one external MCP server and talking to it.
+
+// Sampling is deprecated by the revision after 2025-11-25 (SEP-2577), but
+// servers speaking current revisions still send it; the handler refuses it.
+#![allow(deprecated)]
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{HeaderName, HeaderValue};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorCode, Implementation,
+};
+use rmcp::service::{ClientInitializeError, Peer, RequestContext, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::config::{ServerConfig, Transport};
+
+/// How much of a server's stderr is kept to explain a failure.
+const STDERR_LINES: usize = 20;
+const STDERR_LINE_BYTES: usize = 400;
+
+/// wield as an MCP client. It offers no sampling and no elicitation (no
+/// front-end provides them), and answers such requests with an error that
+/// says so.
+pub struct BridgeClient;
+
+impl ClientHandler for BridgeClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("wield", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "sampling is not supported: wield does not offer its model to MCP servers",
+            None,
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "elicitation is not supported: wield cannot ask its user for input on behalf of an MCP server",
+            None,
+        ))
+    }
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Default)]
+pub struct StderrTail {
+    lines: Mutex<VecDeque<String>>,
+}
+
+impl StderrTail {
+    fn spawn(stderr: Option<tokio::process::ChildStderr>) -> Arc<Self> {
+        let tail = Arc::new(Self::default());
+        if let Some(stderr) = stderr {
+            let t = Arc::clone(&tail);
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(mut line)) = lines.next_line().await {
+                    if line.len() > STDERR_LINE_BYTES {
+                        let mut end = STDERR_LINE_BYTES;
+                        while !line.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        line.truncate(end);
+                        line.push('…');
+                    }
+                    let mut l = t.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if l.len() == STDERR_LINES {
+                        l.pop_front();
+                    }
+                    l.push_back(line);
+                }
+            });
+        }
+        tail
+    }
+
+    /// `; stderr: …` with the kept lines, or nothing.
+    pub fn suffix(&self) -> String {
+        let l = self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let text: Vec<&str> = l.iter().map(String::as_str).filter(|s| !s.trim().is_empty()).collect();
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ends with: {}", text.join(" | "))
+        }
+    }
+}
+
+/// A live connection to a server.
+pub struct Connection {
+    service: RunningService<RoleClient, BridgeClient>,
+    pub stderr: Arc<StderrTail>,
+}
+
+impl Connection {
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    /// False once the server exited or the connection broke.
+    pub fn is_alive(&self) -> bool {
+        !self.service.peer().is_transport_closed()
+    }
+}
+
+/// The innermost error in a chain ("Connection refused (os error 111)"),
+/// which says more than the transport layers wrapped around it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
+/// Start (or reach) the server and complete the MCP handshake. No timeout
+/// here: the caller bounds the whole start.
+pub async fn connect(config: &ServerConfig) -> Result<Connection, String> {
+    match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env).kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let (process, stderr) =
+                TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => {
+                            format!("cannot start `{command}`: command not found (check `command` and PATH)")
+                        }
+                        _ => format!("cannot start `{command}`: {e}"),
+                    })?;
+            let stderr = StderrTail::spawn(stderr);
+            match BridgeClient.serve(process).await {
+                Ok(service) => Ok(Connection { service, stderr }),
+                Err(e) => {
+                    // Give the reader a moment to collect what the server
+                    // said before it died: that is usually the reason.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    let detail = e.to_string();
+                    let reason = if detail.contains("connection closed") || detail.contains("Broken pipe") {
+                        "it exited (or closed its output) before completing the MCP handshake".to_owned()
+                    } else {
+                        format!("the MCP handshake failed: {detail}")
+                    };
+                    Err(format!("{reason}{}", stderr.suffix()))
+                }
+            }
+        }
+        Transport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let n =
+                    HeaderName::try_from(name.as_str()).map_err(|e| format!("invalid header name `{name}`: {e}"))?;
+                let v = HeaderValue::try_from(value.as_str())
+                    .map_err(|e| format!("invalid value for header `{name}`: {e}"))?;
+                custom.insert(n, v);
+            }
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
+            );
+            let service = BridgeClient.serve(transport).await.map_err(|e| {
+                if e.is_authorization_required() {
+                    format!(
+                        "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
+                    )
+                } else if let ClientInitializeError::TransportError { error, .. } = &e {
+                    format!("cannot reach {url}: {}", root_cause(error.error.as_ref()))
+                } else {
+                    format!("cannot reach {url}: {e}")
+                }
+            })?;
+            Ok(Connection {
+                service,
+                stderr: Arc::new(StderrTail::default()),
+            })
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Approval over MCP: a call that needs approval asks the client's user
+//! through elicitation (a form with an optional "remember" switch and a
+//! reason), when the client supports form elicitation; otherwise the call is
+//! refused with the message that explains how to grant approval.
+//!
+//! - accept → approved once (or for the session, when the user ticks
+//!   `remember`);
+//! - decline → denied, with the user's reason when they gave one;
+//! - cancel, or the client failing to answer → denied.
+
+use async_trait::async_trait;
+use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use serde_json::{Value, json};
+use wield_core::approval::needs_approval_message;
+use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
+
+/// Longest diff or detail shown in the approval form.
+const MAX_DETAIL: usize = 8000;
+
+pub struct ClientApprover {
+    peer: Peer<RoleServer>,
+}
+
+impl ClientApprover {
+    pub fn new(peer: Peer<RoleServer>) -> Self {
+        Self { peer }
+    }
+}
+
+/// Refusal text for a client that cannot ask its user.
+pub fn headless_message(request: &ApprovalRequest) -> String {
+    format!(
+        "{} (This MCP client cannot show approval prompts; starting `wield mcp serve --yes` \
+         approves every such call.)",
+        needs_approval_message(&request.tool, &request.pattern)
+    )
+}
+
+#[async_trait]
+impl Approver for ClientApprover {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            return ApprovalAnswer::Deny(Some(headless_message(request)));
+        }
+        let params = match form(request) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("cannot build the approval form: {e}");
+                return ApprovalAnswer::Deny(Some(headless_message(request)));
+            }
+        };
+        let tool = &request.tool;
+        match self.peer.create_elicitation(params).await {
+            Ok(answer) => {
+                let content = answer.content.unwrap_or(Value::Null);
+                let reason = content
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty());
+                match answer.action {
+                    ElicitationAction::Accept => {
+                        if content.get("remember").and_then(Value::as_bool) == Some(true) {
+                            ApprovalAnswer::Allow(Scope::Session)
+                        } else {
+                            ApprovalAnswer::Allow(Scope::Once)
+                        }
+                    }
+                    ElicitationAction::Decline => ApprovalAnswer::Deny(Some(match reason {
+                        Some(r) => format!("denied: the user declined the call to `{tool}`: {r}"),
+                        None => format!("denied: the user declined the call to `{tool}`"),
+                    })),
+                    _ => ApprovalAnswer::Deny(Some(format!(
+                        "denied: the user dismissed the approval request for `{tool}`"
+                    ))),
+                }
+            }
+            Err(e) => ApprovalAnswer::Deny(Some(format!(
+                "denied: asking the user to approve the call to `{tool}` failed ({e}). {}",
+                headless_message(request)
+            ))),
+        }
+    }
+}
+
+fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Error> {
+    let preview = request.preview.trim();
+    let mut message = if preview.starts_with(&request.tool) {
+        format!("Allow this tool call?\n\n{preview}")
+    } else {
+        format!("Allow this tool call?\n\n{}: {preview}", request.tool)
+    };
+    if let Some(detail) = request.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+        message.push_str("\n\n");
+        if detail.len() > MAX_DETAIL {
+            let mut end = MAX_DETAIL;
+            while !detail.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.push_str(&detail[..end]);
+            message.push_str("\n…");
+        } else {
+            message.push_str(detail);
+        }
+    }
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "remember": {
+                    "type": "boolean",
+                    "title": "Remember for this session",
+                    "description": format!("Also allow calls matching `{}` until this MCP session ends", request.pattern),
+                    "default": false
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason",
+                    "description": "If you decline: why, or what to do instead (told to the model)"
+                }
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "1".into(),
+            tool: "bash".into(),
+            input: json!({"command": "rm -rf build"}),
+            preview: "command=\"rm -rf build\"".into(),
+            detail: Some("x".repeat(MAX_DETAIL + 10)),
+            pattern: "bash:rm *".into(),
+        }
+    }
+
+    #[test]
+    fn the_form_names_the_call_and_is_bounded() {
+        let v = serde_json::to_value(form(&request()).unwrap()).unwrap();
+        assert_eq!(v["mode"], "form");
+        let msg = v["message"].as_str().unwrap();
+        assert!(msg.contains("bash: command=\"rm -rf build\""));
+        assert!(msg.len() < MAX_DETAIL + 200);
+        assert_eq!(v["requestedSchema"]["properties"]["remember"]["type"], "boolean");
+    }
+
+    #[test]
+    fn the_headless_message_says_how_to_approve() {
+        let m = headless_message(&request());
+        assert!(m.contains("wield approvals add 'bash:rm *'"), "{m}");
+        assert!(m.contains("--yes"));
+    }
+}

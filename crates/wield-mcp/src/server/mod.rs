@@ -1,0 +1,196 @@
+//! The MCP server: wield's visible tools over MCP, every call through the
+//! same executor as `wield call`.
+//!
+//! An [`McpServer`] is built once per process from an [`ExecutorFactory`]
+//! (the front-end's executor with everything but the per-session parts) and
+//! a [`ToolCatalog`] (which tools a session sees). Each MCP connection gets a
+//! [`SessionHandler`]: its own [`wield_core::Session`] (model-driven), its
+//! own executor (built on the first call, cheap) with an approver that asks
+//! this client's user, an event sink that turns output into progress
+//! notifications, and file services narrowed to the client's roots.
+
+mod approver;
+mod http;
+mod listing;
+mod progress;
+mod result;
+mod roots;
+mod session;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::ServiceExt;
+use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
+
+pub use approver::{ClientApprover, headless_message};
+pub use http::{HttpOptions, HttpServer, is_loopback_bind};
+pub use listing::{annotations, mcp_name, object_schema, title_from_name, to_mcp_tool};
+pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE};
+pub use result::{META_KEY, to_call_tool_result};
+pub use roots::file_uri_path;
+pub use session::SessionHandler;
+
+use crate::McpError;
+
+/// The per-session parts of an executor.
+pub struct SessionParts {
+    pub approver: Arc<dyn Approver>,
+    /// The front-end's services, with the file confinement narrowed to the
+    /// client's roots when it sent any.
+    pub services: Services,
+    pub events: EventSink,
+}
+
+/// Builds an executor for one session (hooks, resolver chain, audit log,
+/// visibility as the front-end configures them, plus the session's parts).
+pub type ExecutorFactory = dyn Fn(SessionParts) -> Executor + Send + Sync;
+
+/// The tools a session lists, in order: the policy's visible tools (and any
+/// deferred ones the session has loaded).
+pub type ToolCatalog = dyn Fn(&Session) -> Vec<Arc<Registered>> + Send + Sync;
+
+/// Who approves calls that need approval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// `--yes`: approve (deny rules still win).
+    Yes,
+    /// Ask the client's user through elicitation when the client can,
+    /// otherwise refuse with instructions.
+    AskClient,
+}
+
+pub(crate) struct Inner {
+    pub(crate) factory: Arc<ExecutorFactory>,
+    pub(crate) catalog: Arc<ToolCatalog>,
+    pub(crate) services: Services,
+    pub(crate) approval: ApprovalMode,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) instructions: Option<String>,
+    pub(crate) sessions: AtomicU64,
+}
+
+/// Serves wield's tools to MCP clients. Cheap to clone.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+pub struct McpServerBuilder {
+    factory: Arc<ExecutorFactory>,
+    catalog: Arc<ToolCatalog>,
+    services: Services,
+    approval: ApprovalMode,
+    version: String,
+    instructions: Option<String>,
+}
+
+impl McpServerBuilder {
+    /// The front-end's services; the file confinement in them is narrowed per
+    /// session to the client's roots.
+    #[must_use]
+    pub fn services(mut self, services: Services) -> Self {
+        self.services = services;
+        self
+    }
+
+    #[must_use]
+    pub fn approval(mut self, approval: ApprovalMode) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// The version reported in `serverInfo`.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Text sent to clients in the `initialize` result.
+    #[must_use]
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// The default instructions for a workspace.
+    #[must_use]
+    pub fn workspace(self, workspace: &std::path::Path) -> Self {
+        let text = format!(
+            "wield runs these tools in the workspace {} under its policy, approval rules and sandbox. \
+             Relative paths are relative to the workspace. A refused call returns an error result that \
+             says why and how to get it allowed.",
+            workspace.display()
+        );
+        self.instructions(text)
+    }
+
+    pub fn build(self) -> McpServer {
+        McpServer {
+            inner: Arc::new(Inner {
+                factory: self.factory,
+                catalog: self.catalog,
+                services: self.services,
+                approval: self.approval,
+                name: "wield".into(),
+                version: self.version,
+                instructions: self.instructions,
+                sessions: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+impl McpServer {
+    pub fn builder(factory: Arc<ExecutorFactory>, catalog: Arc<ToolCatalog>) -> McpServerBuilder {
+        McpServerBuilder {
+            factory,
+            catalog,
+            services: Services::new(),
+            approval: ApprovalMode::AskClient,
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+        }
+    }
+
+    /// A handler for one new MCP connection.
+    pub fn session(&self) -> SessionHandler {
+        let n = self.inner.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        SessionHandler::new(Arc::clone(&self.inner), format!("mcp-{n}"))
+    }
+
+    /// Serve one session over stdin/stdout until the client closes it.
+    pub async fn serve_stdio(&self) -> Result<(), McpError> {
+        // Non-blocking pipes when stdin/stdout are pipes (what MCP clients
+        // give a server): tokio's own stdin/stdout hand every read and write
+        // to a blocking thread, which costs two thread hops per message.
+        let (reader, writer) = rmcp::transport::stdio_pipes();
+        self.serve_io(reader, writer).await
+    }
+
+    /// Serve one session over a byte stream pair (newline-delimited JSON-RPC).
+    pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .session()
+            .serve((reader, writer))
+            .await
+            .map_err(|e| McpError::Start(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError::Transport(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Bind and serve streamable HTTP at `/mcp`; the returned server runs
+    /// until its shutdown token is cancelled.
+    pub async fn serve_http(&self, options: HttpOptions) -> Result<HttpServer, McpError> {
+        http::bind(self.clone(), options).await
+    }
+}

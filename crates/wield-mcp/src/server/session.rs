@@ -1,0 +1,251 @@
+//! One MCP connection: its session, its executor and the MCP methods.
+
+// Logging and roots are deprecated by the revision after 2025-11-25
+// (SEP-2577); this server speaks revisions up to 2025-11-25.
+#![allow(deprecated)]
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
+use tokio::sync::Mutex;
+use wield_core::approval::YesApprover;
+use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
+use wield_sandbox::fs::{Access, Confinement};
+
+use super::approver::ClientApprover;
+use super::http::SessionSlot;
+use super::listing::to_mcp_tool;
+use super::progress::ProgressRouter;
+use super::result::to_call_tool_result;
+use super::roots::{RootsAnswer, client_roots};
+use super::{ApprovalMode, Inner, SessionParts};
+
+/// After the client cancels a call, how long the executor gets to wind it
+/// down (kill its processes, write the audit line) before the handler stops
+/// waiting for it.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// What a session builds on its first call and rebuilds when the client's
+/// roots change.
+struct Prepared {
+    executor: Executor,
+    progress: Arc<ProgressRouter>,
+}
+
+/// Syslog order, least severe first, for comparing levels.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// Handles one MCP connection.
+pub struct SessionHandler {
+    inner: Arc<Inner>,
+    session: Arc<Session>,
+    prepared: Mutex<Option<Arc<Prepared>>>,
+    roots_changed: AtomicBool,
+    calls: AtomicU64,
+    /// Counts this session among the open HTTP sessions while it lives.
+    _slot: Option<SessionSlot>,
+    /// The least severe `notifications/message` level the client wants.
+    log_level: std::sync::atomic::AtomicU8,
+}
+
+impl SessionHandler {
+    pub(crate) fn new(inner: Arc<Inner>, id: String) -> Self {
+        Self {
+            inner,
+            session: Arc::new(Session::new(id, true)),
+            prepared: Mutex::new(None),
+            roots_changed: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
+            _slot: None,
+            log_level: std::sync::atomic::AtomicU8::new(severity(LoggingLevel::Warning)),
+        }
+    }
+
+    pub(crate) fn with_slot(mut self, slot: SessionSlot) -> Self {
+        self._slot = Some(slot);
+        self
+    }
+
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    async fn prepared(&self, peer: &Peer<RoleServer>) -> Arc<Prepared> {
+        let mut slot = self.prepared.lock().await;
+        let stale = self.roots_changed.swap(false, Ordering::AcqRel);
+        if let Some(p) = slot.as_ref().filter(|_| !stale) {
+            return Arc::clone(p);
+        }
+        let mut services = self.inner.services.clone();
+        match client_roots(peer).await {
+            RootsAnswer::None => {}
+            RootsAnswer::Failed(why) => {
+                self.log(
+                    peer,
+                    LoggingLevel::Warning,
+                    format!("{why}; using the configured write roots"),
+                )
+                .await;
+            }
+            RootsAnswer::Paths(roots) => {
+                if let Some(conf) = services.get::<Confinement>() {
+                    let narrowed = conf.narrow_writes(&roots);
+                    let writable: Vec<String> = narrowed
+                        .roots(Access::Write)
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    let text = if writable.is_empty() {
+                        "the client's roots lie outside every write root: file tools may not write in this session"
+                            .to_owned()
+                    } else {
+                        format!("the client's roots narrow the write roots to {}", writable.join(", "))
+                    };
+                    self.log(peer, LoggingLevel::Info, text).await;
+                    services.insert(Arc::new(narrowed));
+                }
+            }
+        }
+        let events = EventSink::default();
+        let progress = Arc::new(ProgressRouter::default());
+        events.subscribe(Arc::clone(&progress) as Arc<dyn EventListener>);
+        let approver: Arc<dyn Approver> = match self.inner.approval {
+            ApprovalMode::Yes => Arc::new(YesApprover),
+            ApprovalMode::AskClient => Arc::new(ClientApprover::new(peer.clone())),
+        };
+        let executor = (self.inner.factory)(SessionParts {
+            approver,
+            services,
+            events,
+        });
+        let p = Arc::new(Prepared { executor, progress });
+        *slot = Some(Arc::clone(&p));
+        p
+    }
+
+    /// Tell the client about something that concerns this session (its
+    /// roots, say), when it asked for messages of that level.
+    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, text: String) {
+        tracing::info!("MCP session {}: {text}", self.session.id());
+        if severity(level) >= self.log_level.load(Ordering::Relaxed) {
+            let mut param = LoggingMessageNotificationParam::new(level, Value::String(text));
+            param.logger = Some("wield".into());
+            let _ = peer.notify_logging_message(param).await;
+        }
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        (self.inner.catalog)(&self.session)
+            .iter()
+            .map(|r| to_mcp_tool(r))
+            .collect()
+    }
+}
+
+impl ServerHandler for SessionHandler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(&self.inner.name, &self.inner.version).with_title("wield"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        if let Some(text) = &self.inner.instructions {
+            info = info.with_instructions(text.clone());
+        }
+        info
+    }
+
+    // Sessions, server-to-client requests (elicitation, roots) and progress
+    // are what this server is built on; the 2026 revision drops them, so the
+    // server speaks the revisions up to 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let prepared = self.prepared(&context.peer).await;
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call_id = format!("{}-{n}", self.session.id());
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let loaded_before = self.session.loaded_tools().len();
+
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| prepared.progress.start(&call_id, token, context.peer.clone()));
+        // The request's token is cancelled by `notifications/cancelled` and
+        // when the connection closes (an HTTP session ends with it), which
+        // stops the call and kills its processes.
+        let cancel = context.ct.clone();
+        let call = Call::new(call_id, request.name.into_owned(), input);
+        let run = prepared.executor.run_one(call, &self.session, &cancel);
+        let result = tokio::select! {
+            r = run => r,
+            () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => {
+                ToolResult::error("cancelled").with_meta("cancelled", true)
+            }
+        };
+        if let Some(p) = progress {
+            p.finish().await;
+        }
+        if self.session.loaded_tools().len() != loaded_before {
+            // `load_tools` made deferred tools callable: tell the client to
+            // list again.
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        Ok(to_call_tool_result(result).into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.store(severity(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.roots_changed.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,548 @@
+"""The official Python MCP SDK as a client of `wield mcp serve`.
+
+Usage: client.py --wield PATH --transport stdio|http SCENARIO [SCENARIO ...]
+
+Each scenario builds its own fixture in a fresh temporary directory:
+base/ws (the workspace), base/outside (a secret), base/ws-evil (a sibling
+that shares the workspace's name as a string prefix), base/home and base/tmp
+(HOME and TMPDIR, so neither holds the other directories), then starts wield
+on it and asserts what an MCP client sees. Any failed expectation raises;
+the script exits non-zero naming the scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+SECRET = "TOP-SECRET-CONTENT"
+
+
+class Fixture:
+    def __init__(self, wield: str, transport: str):
+        self.wield = wield
+        self.transport = transport
+        self.base = Path(tempfile.mkdtemp(prefix="wield-mcp-")).resolve()
+        for d in ["ws/sub", "outside", "ws-evil", "home/.config", "tmp"]:
+            (self.base / d).mkdir(parents=True, exist_ok=True)
+        self.ws = self.base / "ws"
+        (self.base / "outside/secret.txt").write_text(SECRET)
+        (self.base / "ws-evil/secret.txt").write_text(SECRET)
+        (self.ws / "a.txt").write_text("hello from a\nthe needle is here\n")
+        (self.ws / "sub/b.txt").write_text("another needle\n")
+        os.symlink(self.base / "outside", self.ws / "link")
+        self.config_lines: list[str] = []
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def config(self, text: str) -> None:
+        (self.ws / ".wield").mkdir(exist_ok=True)
+        (self.ws / ".wield/config.toml").write_text(text)
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("WIELD_") or k in ("WIELD_DEBUG_TOOLS",)
+        }
+        env.update(
+            {
+                "HOME": str(self.base / "home"),
+                "XDG_CONFIG_HOME": str(self.base / "home/.config"),
+                "TMPDIR": str(self.base / "tmp"),
+                "RUST_BACKTRACE": "0",
+                "WIELD_DEBUG_TOOLS": "1",
+            }
+        )
+        env.update(extra or {})
+        return env
+
+    def args(self, flags: list[str]) -> list[str]:
+        return ["-C", str(self.ws), *flags, "mcp", "serve"]
+
+    @asynccontextmanager
+    async def session(self, flags: list[str] | None = None, **callbacks):
+        flags = flags or []
+        if self.transport == "stdio":
+            params = StdioServerParameters(command=self.wield, args=self.args(flags), env=self.env())
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, **callbacks) as s:
+                    await s.initialize()
+                    yield s
+        else:
+            with HttpServer(self, flags) as url:
+                async with streamable_http_client(url) as (read, write):
+                    async with ClientSession(read, write, **callbacks) as s:
+                        await s.initialize()
+                        yield s
+
+
+class HttpServer:
+    """`wield mcp serve --http 127.0.0.1:0`; yields the /mcp URL."""
+
+    def __init__(self, fx: Fixture, flags: list[str], extra: list[str] | None = None, env: dict | None = None):
+        self.fx = fx
+        self.cmd = [fx.wield, *fx.args(flags), "--http", "127.0.0.1:0", *(extra or [])]
+        self.env = fx.env(env)
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            self.cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            if "serving MCP on " in line:
+                url = line.split("serving MCP on ", 1)[1].split()[0]
+                return url
+        raise AssertionError(f"wield did not start an HTTP server: {self.proc.stderr.read()}")
+
+    def __exit__(self, *exc) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def expect(cond: bool, what: str) -> None:
+    if not cond:
+        raise AssertionError(what)
+
+
+async def call(s: ClientSession, name: str, args: dict, **kw) -> types.CallToolResult:
+    return await s.call_tool(name, args, **kw)
+
+
+# --- scenarios ----------------------------------------------------------------
+
+
+async def tools(fx: Fixture) -> None:
+    """initialize, list tools (every input schema an object), call calculator, read, grep."""
+    async with fx.session() as s:
+        init = s.initialize_result
+        expect(init.server_info.name == "wield", f"server name: {init.server_info}")
+        expect(init.protocol_version == "2025-11-25", f"protocol: {init.protocol_version}")
+        listed = (await s.list_tools()).tools
+        names = {t.name for t in listed}
+        for needed in ["calculator", "read", "grep", "write", "edit"]:
+            expect(needed in names, f"{needed} missing from {sorted(names)}")
+        for t in listed:
+            expect(t.input_schema.get("type") == "object", f"{t.name}: inputSchema {t.input_schema}")
+            expect(bool(t.title), f"{t.name} has no title")
+            expect(t.annotations is not None and t.annotations.read_only_hint is not None, f"{t.name}: {t.annotations}")
+        read = next(t for t in listed if t.name == "read")
+        expect(read.annotations.read_only_hint is True and read.annotations.destructive_hint is False, str(read.annotations))
+        write = next(t for t in listed if t.name == "write")
+        expect(write.annotations.read_only_hint is False, str(write.annotations))
+
+        r = await call(s, "calculator", {"expression": "2 + 3 * 4"})
+        expect(not r.is_error and text_of(r).strip() == "14", f"calculator: {r}")
+        r = await call(s, "read", {"path": "a.txt"})
+        expect(not r.is_error and "the needle is here" in text_of(r), f"read: {r}")
+        r = await call(s, "grep", {"pattern": "needle"})
+        t = text_of(r)
+        expect(not r.is_error and "a.txt" in t and "b.txt" in t, f"grep: {r}")
+        # Arguments that break the schema are a result the model can read.
+        r = await call(s, "read", {"nope": 1})
+        expect(r.is_error and "path" in text_of(r), f"invalid arguments: {r}")
+
+
+async def denied(fx: Fixture) -> None:
+    """Denied calls and calls needing approval are isError results, never protocol errors."""
+    fx.config('[approval]\ndeny = ["write"]\n')
+    async with fx.session() as s:
+        r = await call(s, "write", {"path": "new.txt", "content": "x"})
+        expect(r.is_error and "denied" in text_of(r), f"deny rule: {r}")
+        expect(not (fx.ws / "new.txt").exists(), "a denied write wrote")
+        # debug_echo is not pre-approved; this client cannot show prompts.
+        r = await call(s, "debug_echo", {"command": "hi"})
+        t = text_of(r)
+        expect(r.is_error and "wield approvals add" in t and "--yes" in t, f"needs approval: {r}")
+    async with fx.session(["--yes"]) as s:
+        r = await call(s, "debug_echo", {"command": "hi"})
+        expect(not r.is_error and "hi" in text_of(r), f"--yes: {r}")
+        r = await call(s, "write", {"path": "new.txt", "content": "x"})
+        expect(r.is_error and "denied" in text_of(r), f"deny wins over --yes: {r}")
+
+
+async def elicit(fx: Fixture) -> None:
+    """Approval through elicitation: accept runs once, decline carries the user's words."""
+    asked: list[str] = []
+    answers: list[types.ElicitResult] = []
+
+    async def on_elicit(ctx, params):
+        asked.append(params.message)
+        return answers.pop(0)
+
+    async with fx.session(elicitation_callback=on_elicit) as s:
+        answers.append(types.ElicitResult(action="accept", content={}))
+        r = await call(s, "debug_echo", {"command": "first"})
+        expect(not r.is_error and "first" in text_of(r), f"accepted: {r}")
+        expect(len(asked) == 1 and "debug_echo" in asked[0] and "first" in asked[0], f"prompt: {asked}")
+        expect(asked[0].count("debug_echo") == 1, f"prompt repeats the tool: {asked}")
+
+        answers.append(types.ElicitResult(action="decline", content={"reason": "use the read tool instead"}))
+        r = await call(s, "debug_echo", {"command": "second"})
+        expect(r.is_error and "use the read tool instead" in text_of(r), f"declined: {r}")
+
+        answers.append(types.ElicitResult(action="cancel"))
+        r = await call(s, "debug_echo", {"command": "third"})
+        expect(r.is_error and "dismissed" in text_of(r), f"cancelled: {r}")
+
+        # Accepting once approved once: the next call asks again.
+        answers.append(types.ElicitResult(action="accept", content={"remember": True}))
+        r = await call(s, "debug_echo", {"command": "fourth"})
+        expect(not r.is_error, f"remembered accept: {r}")
+        n = len(asked)
+        # The remembered pattern is derived like bash's: the first word.
+        r = await call(s, "debug_echo", {"command": "fourth again"})
+        expect(not r.is_error and len(asked) == n, f"remember for the session did not hold: {r}, {asked}")
+        # Pre-approved tools never ask.
+        r = await call(s, "read", {"path": "a.txt"})
+        expect(not r.is_error and len(asked) == n, "read asked for approval")
+
+
+async def escapes(fx: Fixture) -> None:
+    """The reference filesystem server's 2025 CVE cases, through MCP: all refused."""
+    outside = fx.base / "outside"
+    evil = fx.base / "ws-evil"
+    reads = [
+        "../outside/secret.txt",
+        str(outside / "secret.txt"),
+        "link/secret.txt",
+        str(evil / "secret.txt"),
+        "sub/../../outside/secret.txt",
+        str(fx.ws) + "/../outside/secret.txt",
+    ]
+    async with fx.session(["--yes"]) as s:
+        for p in reads:
+            r = await call(s, "read", {"path": p})
+            expect(r.is_error, f"read {p} was allowed: {r}")
+            expect(SECRET not in text_of(r), f"read {p} leaked the secret")
+        for p in ["../outside/new.txt", str(outside / "new.txt"), "link/new.txt", str(evil / "new.txt")]:
+            r = await call(s, "write", {"path": p, "content": "pwned"})
+            expect(r.is_error, f"write {p} was allowed: {r}")
+        for p in ["../outside", str(outside), "link", str(evil)]:
+            r = await call(s, "grep", {"pattern": "TOP", "path": p})
+            expect(r.is_error or SECRET not in text_of(r), f"grep {p} leaked: {r}")
+            r = await call(s, "ls", {"path": p})
+            expect(r.is_error, f"ls {p} was allowed: {r}")
+        expect(sorted(os.listdir(outside)) == ["secret.txt"], f"outside changed: {os.listdir(outside)}")
+        expect(sorted(os.listdir(evil)) == ["secret.txt"], f"ws-evil changed: {os.listdir(evil)}")
+        # Inside the workspace everything works.
+        r = await call(s, "write", {"path": "sub/ok.txt", "content": "fine"})
+        expect(not r.is_error and (fx.ws / "sub/ok.txt").read_text() == "fine", f"inside write: {r}")
+
+
+def roots_callback(paths: list[Path]):
+    async def list_roots(ctx):
+        return types.ListRootsResult(roots=[types.Root(uri=p.as_uri()) for p in paths])
+
+    return list_roots
+
+
+async def roots(fx: Fixture) -> None:
+    """Client roots narrow the write roots and never widen them."""
+    async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.ws / "sub"])) as s:
+        r = await call(s, "write", {"path": "sub/in.txt", "content": "x"})
+        expect(not r.is_error, f"write inside the client's root: {r}")
+        r = await call(s, "write", {"path": "top.txt", "content": "x"})
+        expect(r.is_error and not (fx.ws / "top.txt").exists(), f"write outside the client's root: {r}")
+        r = await call(s, "read", {"path": "a.txt"})
+        expect(not r.is_error, f"reads are not narrowed: {r}")
+    # Roots outside the configured ones do not widen anything.
+    async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.base / "outside", fx.base])) as s:
+        r = await call(s, "write", {"path": str(fx.base / "outside/new.txt"), "content": "x"})
+        expect(r.is_error and not (fx.base / "outside/new.txt").exists(), f"a client root widened writes: {r}")
+        r = await call(s, "read", {"path": str(fx.base / "outside/secret.txt")})
+        expect(r.is_error and SECRET not in text_of(r), f"a client root widened reads: {r}")
+        # The workspace lies inside the second root: it stays writable.
+        r = await call(s, "write", {"path": "kept.txt", "content": "x"})
+        expect(not r.is_error, f"workspace inside a client root: {r}")
+
+
+async def cancel_sleep(fx: Fixture) -> None:
+    """notifications/cancelled stops a running call; the session goes on."""
+    audit = fx.base / "audit.jsonl"
+    async with fx.session(["--yes", "--audit", str(audit)]) as s:
+        started = time.time()
+        with anyio.move_on_after(1.0):
+            await call(s, "debug_sleep", {"seconds": 60})
+        expect(time.time() - started < 5, "the call was not abandoned")
+        r = await call(s, "calculator", {"expression": "1+1"})
+        expect(not r.is_error, f"session after cancel: {r}")
+        deadline = time.time() + 10
+        lines = []
+        while time.time() < deadline:
+            lines = [json.loads(x) for x in audit.read_text().splitlines()] if audit.exists() else []
+            if any(x["tool"] == "debug_sleep" for x in lines):
+                break
+            await anyio.sleep(0.1)
+        sleep = [x for x in lines if x["tool"] == "debug_sleep"]
+        expect(len(sleep) == 1 and sleep[0]["success"] is False, f"audit: {lines}")
+        expect("cancel" in (sleep[0].get("error") or ""), f"not recorded as cancelled: {sleep}")
+        expect(sleep[0]["duration_ms"] < 10_000, f"ran on after cancel: {sleep}")
+
+
+async def bash_progress(fx: Fixture) -> None:
+    """A streaming bash call sends notifications/progress with its output."""
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(p, total, message):
+        progress.append((p, message))
+
+    async with fx.session(["--yes"]) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        expect("bash" in names, f"no bash tool in {sorted(names)}")
+        cmd = "for i in 1 2 3 4; do echo line$i; sleep 0.3; done"
+        r = await call(s, "bash", {"command": cmd}, progress_callback=on_progress)
+        expect(not r.is_error and "line4" in text_of(r), f"bash: {r}")
+        joined = "".join(m or "" for _, m in progress)
+        expect(len(progress) >= 2, f"progress notifications: {progress}")
+        expect("line1" in joined and "line3" in joined, f"progress messages: {progress}")
+        values = [p for p, _ in progress]
+        expect(values == sorted(values) and len(set(values)) == len(values), f"progress must grow: {values}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def bash_cancel(fx: Fixture) -> None:
+    """Cancelling a long bash call kills its processes."""
+    pidfile = fx.ws / "sleep.pid"
+    async with fx.session(["--yes"]) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        expect("bash" in names, f"no bash tool in {sorted(names)}")
+        cmd = f"sleep 300 & echo $! > {pidfile}; wait"
+
+        async def run():
+            await call(s, "bash", {"command": cmd})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            deadline = time.time() + 15
+            while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() < deadline:
+                await anyio.sleep(0.05)
+            expect(pidfile.exists(), "the command never started")
+            pid = int(pidfile.read_text())
+            expect(alive(pid), "sleep is not running")
+            tg.cancel_scope.cancel()
+        deadline = time.time() + 10
+        while alive(pid) and time.time() < deadline:
+            await anyio.sleep(0.05)
+        expect(not alive(pid), f"sleep {pid} survived the cancellation")
+        r = await call(s, "calculator", {"expression": "2*21"})
+        expect(not r.is_error and "42" in text_of(r), f"session after cancel: {r}")
+
+
+# --- HTTP only ----------------------------------------------------------------
+
+
+def post(url: str, headers: dict[str, str] | None = None) -> int:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
+    ).encode()
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    req = urllib.request.Request(url, data=body, headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def http_security(fx: Fixture) -> None:
+    """Bearer token, Host and Origin checks."""
+    with HttpServer(fx, [], ["--token", "s3cret"]) as url:
+        expect(post(url) == 401, "no token accepted")
+        expect(post(url, {"Authorization": "Bearer wrong"}) == 401, "wrong token accepted")
+        expect(post(url, {"Authorization": "Bearer s3cret"}) == 200, "right token refused")
+    with HttpServer(fx, [], env={"WIELD_MCP_TOKEN": "from-env"}) as url:
+        expect(post(url) == 401, "WIELD_MCP_TOKEN not enforced")
+        expect(post(url, {"Authorization": "Bearer from-env"}) == 200, "WIELD_MCP_TOKEN refused")
+    with HttpServer(fx, []) as url:
+        port = url.split(":")[2].split("/")[0]
+        expect(post(url) == 200, "plain loopback request refused")
+        expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted")
+        expect(post(url, {"Origin": "http://evil.example.com"}) == 403, "foreign Origin accepted")
+        expect(post(url, {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200, "localhost refused")
+    # A non-loopback address without a token is refused at start.
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"], env=fx.env(), capture_output=True, text=True, timeout=20
+    )
+    expect(p.returncode == 2 and "token" in p.stderr, f"non-loopback without token: {p.returncode} {p.stderr}")
+
+
+async def http_sessions(fx: Fixture) -> None:
+    """Many concurrent sessions, each with its own state; the session cap holds."""
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "12"]) as url:
+        results: list[str] = []
+
+        async def one(i: int) -> None:
+            async with streamable_http_client(url) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    r = await call(s, "calculator", {"expression": f"{i} * 2"})
+                    expect(not r.is_error, f"session {i}: {r}")
+                    results.append(text_of(r).strip())
+                    await anyio.sleep(0.5)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(one, i)
+        expect(sorted(results, key=float) == [str(i * 2) for i in range(10)], f"results: {results}")
+
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "2"]) as url:
+        async with anyio.create_task_group() as tg:
+            opened = anyio.Event()
+            release = anyio.Event()
+            count = 0
+
+            async def hold() -> None:
+                nonlocal count
+                async with streamable_http_client(url) as (read, write):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        count += 1
+                        if count == 2:
+                            opened.set()
+                        await release.wait()
+
+            tg.start_soon(hold)
+            tg.start_soon(hold)
+            await opened.wait()
+            expect(post(url) >= 500, "a third session was accepted beyond --max-sessions 2")
+            release.set()
+
+
+# --- wield's client ------------------------------------------------------------
+
+
+def child_pids(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().split(") ", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry))
+            except (FileNotFoundError, IndexError, ValueError):
+                pass
+    return out
+
+
+async def everything_restart(fx: Fixture) -> None:
+    """wield bridging server-everything: a crashed server is restarted on next use."""
+    node = os.environ["WIELD_TEST_NODE"]
+    everything = os.environ["WIELD_TEST_EVERYTHING"]
+    fx.config(
+        f'[mcp.servers.everything]\ncommand = "{node}"\nargs = ["{everything}"]\ntimeout = "30s"\n'
+        '[approval]\nauto_approve = ["$standard", "mcp__everything__*"]\n'
+    )
+    server = HttpServer(fx, [])
+    with server as url:
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                expect("mcp__everything__echo" in names, f"bridged tools: {sorted(names)}")
+                r = await call(s, "mcp__everything__echo", {"message": "one"})
+                expect(not r.is_error and "one" in text_of(r), f"echo: {r}")
+                wield_pid = server.proc.pid
+                kids = [p for p in child_pids(wield_pid) if "node" in open(f"/proc/{p}/cmdline").read()]
+                expect(len(kids) == 1, f"server-everything process: {kids}")
+                os.kill(kids[0], 9)
+                deadline = time.time() + 5
+                while alive(kids[0]) and time.time() < deadline:
+                    await anyio.sleep(0.05)
+                # "Next use" comes after the crash, once wield's end of the
+                # pipe has seen it close.
+                await anyio.sleep(0.3)
+                r = await call(s, "mcp__everything__echo", {"message": "two"})
+                expect(not r.is_error and "two" in text_of(r), f"echo after the crash: {r}")
+                kids2 = [p for p in child_pids(wield_pid) if "node" in open(f"/proc/{p}/cmdline").read()]
+                expect(len(kids2) == 1 and kids2 != kids, f"restarted process: {kids} -> {kids2}")
+
+
+SCENARIOS = {
+    f.__name__: f
+    for f in [
+        tools,
+        denied,
+        elicit,
+        escapes,
+        roots,
+        cancel_sleep,
+        bash_progress,
+        bash_cancel,
+        http_security,
+        http_sessions,
+        everything_restart,
+    ]
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wield", required=True)
+    ap.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    ap.add_argument("scenarios", nargs="+")
+    a = ap.parse_args()
+    failed = 0
+    for name in a.scenarios:
+        fx = Fixture(a.wield, a.transport)
+        started = time.time()
+        try:
+            anyio.run(SCENARIOS[name], fx)
+            print(f"ok   {name} [{a.transport}] {time.time() - started:.1f}s")
+        except BaseException:  # noqa: BLE001 - report every failure, then go on
+            failed += 1
+            print(f"FAIL {name} [{a.transport}]")
+            traceback.print_exc(file=sys.stdout)
+        finally:
+            fx.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
