@@ -84,6 +84,9 @@ pub enum Command {
     /// MCP: serve the visible tools to MCP clients, list the configured MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Apply a `*** Begin Patch` patch, completely or not at all (the patch tool, for people).
+    #[command(subcommand)]
+    Patch(PatchCommand),
     /// The process sandbox: what this machine supports and what commands would run under.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -178,6 +181,20 @@ pub enum SandboxCommand {
     /// `backend = "auto"` picks, and what the current configuration resolves to.
     /// Exit status 1 when the configured sandbox cannot be used.
     Check {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PatchCommand {
+    /// Apply the patch in FILE (`-` for stdin) to the workspace through the patch tool: same
+    /// engine, checks and output. Nothing is changed unless every operation applies.
+    /// Exit status: 0 applied, 1 refused or failed (no file changed), 2 usage error.
+    Apply {
+        /// The patch file, or `-` to read it from stdin.
+        file: String,
+        /// Print {"success":bool,"output":str,"error":str|null,"metadata":{}}.
         #[arg(long)]
         json: bool,
     },

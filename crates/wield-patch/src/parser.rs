@@ -361,6 +361,15 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.pos = j;
+            } else if line.trim_start().starts_with("***") {
+                // A header-like line wield does not know: say so, rather
+                // than call it a malformed chunk line.
+                return Err(self.err(
+                    at,
+                    ParseErrorKind::UnknownHeader {
+                        found: shorten(line.trim()),
+                    },
+                ));
             } else {
                 return Err(self.err(
                     at,

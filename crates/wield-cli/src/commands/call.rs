@@ -37,6 +37,13 @@ pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
 
 pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
     let input = parse_args(args.args.as_deref())?;
+    run_tool(global, args.tool, input, args.json).await
+}
+
+/// One call of `tool` with `input` in a person-driven session of its own,
+/// printed as `wield call` prints it; shared by commands that are a tool
+/// under another name (`wield patch apply`).
+pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: bool) -> anyhow::Result<ExitCode> {
     let rt = Runtime::load(global).await?;
     let executor = rt.executor()?;
     // A person drives `wield call`: model-honesty checks (read-before-write) are off.
@@ -49,10 +56,10 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode
         }
     });
     let result = executor
-        .run_one(Call::new("call-1", args.tool, input), &session, &cancel)
+        .run_one(Call::new("call-1", tool, input), &session, &cancel)
         .await;
     let mut stdout = std::io::stdout().lock();
-    if args.json {
+    if json {
         let v = json!({
             "success": result.success,
             "output": result.output,

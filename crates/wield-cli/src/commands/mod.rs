@@ -3,6 +3,7 @@
 mod approvals;
 mod call;
 mod mcp;
+mod patch;
 mod sandbox;
 mod tools;
 mod tools_debug;
@@ -104,6 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(cmd) => tools::run(&cli.global, cmd).await,
         Command::Approvals(cmd) => approvals::run(&cli.global, cmd),
         Command::Mcp(cmd) => mcp::run(&cli.global, cmd).await,
+        Command::Patch(cmd) => patch::run(&cli.global, cmd).await,
         Command::Sandbox(cmd) => sandbox::run(&cli.global, cmd).await,
     }
 }

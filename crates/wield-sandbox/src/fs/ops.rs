@@ -291,6 +291,24 @@ impl Confinement {
             .map_err(|e| ConfineError::from_errno(&r.shown, e))
     }
 
+    /// Remove an empty directory (to undo a [`Confinement::create_dir_all`]
+    /// or the parent directories a write created). A directory that is not
+    /// empty is left alone and reported as an error.
+    pub fn remove_empty_dir(&self, path: impl AsRef<Path>) -> Result<(), ConfineError> {
+        let r = self.walk(path.as_ref(), Access::Write, Final::NoFollow, Missing::Error)?;
+        let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
+        if kind_of(&obj.stat) != Kind::Dir {
+            return Err(ConfineError::NotADirectory { path: r.shown });
+        }
+        self.check_not_holding_protected(&r)?;
+        let parent = r.parent.as_ref().ok_or_else(|| ConfineError::Io {
+            path: r.shown.clone(),
+            source: std::io::Error::other("a root directory cannot be removed"),
+        })?;
+        rustix::fs::unlinkat(&**parent, r.name.as_os_str(), AtFlags::REMOVEDIR)
+            .map_err(|e| ConfineError::from_errno(&r.shown, e))
+    }
+
     /// Move `from` to `to` (replacing a file there), creating `to`'s missing
     /// parent directories. A link is moved as a link.
     pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), ConfineError> {

@@ -30,7 +30,7 @@ use wield_sandbox::fs::{Access, ConfineError, Confinement};
 
 use crate::SetupError;
 
-mod diff;
+pub(crate) mod diff;
 mod edit;
 mod glob;
 mod grep;

@@ -102,7 +102,7 @@ impl Tool for BashTool {
             .timeout(Some(timeout))
             .grace(settings.grace)
             .cancel(ctx.cancel.clone())
-            .capture(CaptureLimit::head(cap));
+            .capture(CaptureLimit::head_and_tail(cap - cap / 4, cap / 4));
         let streamer = ctx.events.has_listeners().then(|| Arc::new(Streamer::new(ctx)));
         if let Some(s) = &streamer {
             runner = runner.on_output(s.callback());
