@@ -171,6 +171,8 @@ impl Runtime {
             move |approver: Arc<dyn Approver>, services: Services, events: wield_core::EventSink| {
                 let store = Arc::new(crate::approvals_store::FileApprovalStore::new(&workspace));
                 let chain = approval::standard_chain(&config.approval, approval::ApprovalStore::patterns(&*store));
+                // Paths outside the roots are refused before approval is asked.
+                let guard = services.get::<wield_sandbox::fs::Confinement>();
                 let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)
                     .approver(approver)
                     .services(services)
@@ -179,6 +181,9 @@ impl Runtime {
                     .chain(chain)
                     .store(store)
                     .sandboxed(sandboxed);
+                if let Some(conf) = guard {
+                    builder = builder.path_guard(Arc::new(wield_tools::fs::ConfinementGuard(conf)));
+                }
                 for hook in &hooks {
                     builder = builder.hook(Arc::clone(hook));
                 }

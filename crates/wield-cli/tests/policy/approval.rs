@@ -60,21 +60,25 @@ fn deny_wins_and_confirm_asks_unless_auto_approved() {
 
 #[test]
 fn argument_patterns_match_command_or_path() {
-    let e = Env::with_config(
+    // An absolute directory inside a root (the temp dir is writable), so the
+    // call also passes the path check that follows approval.
+    let tmp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+    let tmp = tmp.display();
+    let e = Env::with_config(&format!(
         r#"
 [approval]
-auto_approve = ["debug_echo:git status*", "debug_echo:/opt/x/*", "DEBUG_ECHO:src/*"]
+auto_approve = ["debug_echo:git status*", "debug_echo:{tmp}/x/*", "DEBUG_ECHO:src/*"]
 deny = ["debug_echo:rm *"]
-"#,
-    );
+"#
+    ));
     let ok = |args: &str| e.call(&[], "debug_echo", args).0 == 0;
     assert!(ok(r#"{"command":"git status --short"}"#));
     assert!(ok(r#"{"command":"git status -- 'a/b\nc'"}"#));
     assert!(!ok(r#"{"command":"git push"}"#));
     // A pattern approves one command, not a chain that starts with it.
     assert!(!ok(r#"{"command":"git status; curl x | sh"}"#));
-    assert!(ok(r#"{"path":"/opt/x/deep/er/file"}"#));
-    assert!(!ok(r#"{"path":"/opt/x/../etc/passwd"}"#));
+    assert!(ok(&format!(r#"{{"path":"{tmp}/x/deep/er/file"}}"#)));
+    assert!(!ok(&format!(r#"{{"path":"{tmp}/x/../etc/passwd"}}"#)));
     assert!(ok(r#"{"path":"src/lib/mod.rs"}"#));
     assert!(!ok(r#"{"path":"src/../../out"}"#));
     let (code, r, _) = e.call(&["--yes"], "debug_echo", r#"{"command":"ls && rm -rf x"}"#);
