@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
-use super::text::{LineReader, SNIFF_BYTES, binary_type, display_line, image_mime, read_head};
+use super::text::{LineReader, SNIFF_BYTES, binary_type, image_mime, push_numbered, read_head};
 use super::{blocking, confinement, fail, human_size, mark_seen, parse, path_use};
 
 /// Files estimated under this many tokens are returned whole.
@@ -118,14 +118,32 @@ impl Tool for ReadTool {
         let small_tokens = ctx
             .config_value::<u64>("small_file_tokens")
             .unwrap_or(DEFAULT_SMALL_FILE_TOKENS);
+        // Resolving is a few system calls; reading a small file is cheaper
+        // than handing the work to the blocking pool and back, so only large
+        // files (or whatever the kernel may make slow) leave this thread.
+        let resolved = match conf.resolve(&input.path, Access::Read) {
+            Ok(r) => r,
+            Err(e) => return fail(&e),
+        };
+        if resolved.kind() == Some(Kind::File) && resolved.size().is_some_and(|s| s <= INLINE_READ_BYTES) {
+            return read(ctx, &conf, &input, resolved, small_tokens).unwrap_or_else(|r| r);
+        }
         let ctx = ctx.clone();
-        blocking(move || read(&ctx, &conf, &input, small_tokens).unwrap_or_else(|r| r)).await
+        blocking(move || read(&ctx, &conf, &input, resolved, small_tokens).unwrap_or_else(|r| r)).await
     }
 }
 
-fn read(ctx: &Context, conf: &Arc<Confinement>, input: &Input, small_tokens: u64) -> Result<ToolResult, ToolResult> {
+/// Regular files up to this size are read on the calling thread.
+const INLINE_READ_BYTES: u64 = 256 * 1024;
+
+fn read(
+    ctx: &Context,
+    conf: &Arc<Confinement>,
+    input: &Input,
+    resolved: wield_sandbox::fs::Resolved,
+    small_tokens: u64,
+) -> Result<ToolResult, ToolResult> {
     let io_err = |e: std::io::Error| ToolResult::error(format!("{}: {e}", input.path));
-    let resolved = conf.resolve(&input.path, Access::Read).map_err(|e| fail(&e))?;
     let shown = conf.display_path(resolved.real_path());
     match resolved.kind() {
         None => return Err(ToolResult::error(not_found(conf, &input.path))),
@@ -167,13 +185,13 @@ fn read(ctx: &Context, conf: &Arc<Confinement>, input: &Input, small_tokens: u64
         let Some(line) = reader.next_line().map_err(io_err)? else {
             break;
         };
-        let text = format!("{:>6}\t{}\n", last + 1, display_line(&line.bytes, line.cut));
+        let before = out.len();
+        push_numbered(&mut out, last + 1, &line.bytes, line.cut);
         let count = usize::try_from(last + 1 - offset).unwrap_or(usize::MAX);
-        if count > 0 && (count >= limits.max_lines || out.len() + text.len() > limits.max_bytes) {
-            over = Some(text);
+        if count > 0 && (count >= limits.max_lines || out.len() > limits.max_bytes) {
+            over = Some(out.split_off(before));
             break;
         }
-        out.push_str(&text);
         last += 1;
     }
     if last < offset {
@@ -210,7 +228,7 @@ fn read(ctx: &Context, conf: &Arc<Confinement>, input: &Input, small_tokens: u64
                     break;
                 };
                 n += 1;
-                full.push_str(&format!("{n:>6}\t{}\n", display_line(&line.bytes, line.cut)));
+                push_numbered(&mut full, n, &line.bytes, line.cut);
             }
             let cut = ctx.truncate_head(&full);
             let mut text = cut.text.clone();

@@ -174,20 +174,54 @@ pub(crate) fn read_head(reader: &mut impl Read, n: usize) -> io::Result<Vec<u8>>
     Ok(head)
 }
 
-/// Cut a line for display at a character boundary, marking the cut.
-pub(crate) fn display_line(bytes: &[u8], cut: bool) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    if cut {
-        format!("{text}… [line cut]")
-    } else {
-        text.into_owned()
+/// Append `line` to `out` as `read` shows it: the 1-based number right-aligned
+/// in six columns, a tab, the text (invalid UTF-8 replaced, a cut line
+/// marked) and a newline. No allocation when the line is valid UTF-8.
+pub(crate) fn push_numbered(out: &mut String, number: u64, bytes: &[u8], cut: bool) {
+    // Digits by hand: this runs once per line shown, and the formatting
+    // machinery costs more than the rest of the line together.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
+    for _ in (digits.len() - at)..6 {
+        out.push(' ');
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.push('\t');
+    match std::str::from_utf8(bytes) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
+    if cut {
+        out.push_str("… [line cut]");
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn numbered_lines_look_like_cat_n() {
+        let mut out = String::new();
+        push_numbered(&mut out, 7, b"seven", false);
+        push_numbered(&mut out, 1_234_567, b"bad \xff byte", true);
+        push_numbered(&mut out, 0, b"", false);
+        assert_eq!(
+            out,
+            "     7\tseven\n1234567\tbad \u{fffd} byte\u{2026} [line cut]\n     0\t\n"
+        );
+    }
 
     #[test]
     fn lines_are_capped_and_skipping_counts_newlines() {
