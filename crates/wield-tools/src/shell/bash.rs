@@ -93,8 +93,9 @@ impl Tool for BashTool {
         };
         let settings = &svc.settings;
         let timeout = settings.timeout_for(input.timeout);
-        // Three quarters of the cap for the start of each stream, a quarter
-        // for its end, where errors and summaries usually are.
+        // Each stream keeps its first `max_output_bytes`; the rest is counted
+        // and drained inside the kernel (spliced to /dev/null), so a command
+        // printing gigabytes costs neither memory nor a copy.
         let cap = settings.max_output_bytes;
         let mut runner = Runner::new(argv)
             .cwd(&workdir)
@@ -102,7 +103,7 @@ impl Tool for BashTool {
             .timeout(Some(timeout))
             .grace(settings.grace)
             .cancel(ctx.cancel.clone())
-            .capture(CaptureLimit::head_and_tail(cap - cap / 4, cap / 4));
+            .capture(CaptureLimit::head(cap));
         let streamer = ctx.events.has_listeners().then(|| Arc::new(Streamer::new(ctx)));
         if let Some(s) = &streamer {
             runner = runner.on_output(s.callback());
@@ -145,12 +146,20 @@ impl Tool for BashTool {
         // plainly how much the command printed and how much was kept.
         for (name, c) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
             if !c.is_complete() {
-                text.push_str(&format!(
-                    "[{name} was {} bytes; only the first {} and last {} bytes were kept]\n",
-                    c.total,
-                    c.head.len(),
-                    c.tail.len()
-                ));
+                text.push_str(&if c.tail.is_empty() {
+                    format!(
+                        "[{name} was {} bytes; only the first {} bytes were kept (bash.max_output_bytes)]\n",
+                        c.total,
+                        c.head.len()
+                    )
+                } else {
+                    format!(
+                        "[{name} was {} bytes; only the first {} and last {} bytes were kept]\n",
+                        c.total,
+                        c.head.len(),
+                        c.tail.len()
+                    )
+                });
             }
         }
         text.push_str(&status);
