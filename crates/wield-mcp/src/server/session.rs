@@ -5,6 +5,7 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -21,6 +22,7 @@ use tokio::sync::Mutex;
 use wield_core::approval::YesApprover;
 use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
+use wield_tools::shell::ShellService;
 
 use super::approver::ClientApprover;
 use super::http::SessionSlot;
@@ -123,6 +125,16 @@ impl SessionHandler {
                         format!("the client's roots narrow the write roots to {}", writable.join(", "))
                     };
                     self.log(peer, LoggingLevel::Info, text).await;
+                    // Commands write where the file tools may: the sandbox
+                    // of this session gets the same narrowed write roots.
+                    if let Some(shell) = services.get::<ShellService>() {
+                        let write = narrowed
+                            .roots(Access::Write)
+                            .into_iter()
+                            .map(Path::to_path_buf)
+                            .collect();
+                        services.insert(Arc::new(shell.with_write_roots(write)));
+                    }
                     services.insert(Arc::new(narrowed));
                 }
             }

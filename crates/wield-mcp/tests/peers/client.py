@@ -278,6 +278,11 @@ async def roots(fx: Fixture) -> None:
         expect(r.is_error and not (fx.ws / "top.txt").exists(), f"write outside the client's root: {r}")
         r = await call(s, "read", {"path": "a.txt"})
         expect(not r.is_error, f"reads are not narrowed: {r}")
+        # Commands are narrowed the same way by the sandbox.
+        r = await call(s, "bash", {"command": "echo x > sub/by-bash.txt"})
+        expect(not r.is_error and (fx.ws / "sub/by-bash.txt").exists(), f"bash inside the client's root: {r}")
+        r = await call(s, "bash", {"command": "echo x > top-by-bash.txt"})
+        expect(r.is_error and not (fx.ws / "top-by-bash.txt").exists(), f"bash outside the client's root: {r}")
     # Roots outside the configured ones do not widen anything.
     async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.base / "outside", fx.base])) as s:
         r = await call(s, "write", {"path": str(fx.base / "outside/new.txt"), "content": "x"})

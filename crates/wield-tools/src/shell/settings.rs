@@ -309,6 +309,17 @@ impl ShellService {
         &self.workspace
     }
 
+    /// The same service with commands' write roots replaced by `write`,
+    /// for a session whose file writes were narrowed (an MCP client's
+    /// roots): pass the narrowed confinement's write roots, which never
+    /// exceed the configured ones. Without a sandbox, commands are not
+    /// confined at all and this changes nothing.
+    pub fn with_write_roots(&self, write: Vec<PathBuf>) -> Self {
+        let mut sandbox = self.sandbox.clone();
+        sandbox.write = write;
+        Self::new(self.settings.clone(), sandbox, self.workspace.clone())
+    }
+
     /// The sandbox commands run in; `None` when they run unconfined; an
     /// error (for every command) when the configured backend does not work.
     pub fn plan(&self) -> Result<Option<&SandboxPlan>, String> {
