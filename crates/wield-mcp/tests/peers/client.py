@@ -174,6 +174,25 @@ async def tools(fx: Fixture) -> None:
         r = await call(s, "read", {"nope": 1})
         expect(r.is_error and "path" in text_of(r), f"invalid arguments: {r}")
 
+        # An MCP session is model-driven: read-before-write applies to write,
+        # edit and a patch adding over an existing file.
+        before = (fx.ws / "sub/b.txt").read_text()
+        r = await call(s, "write", {"path": "sub/b.txt", "content": "clobbered"})
+        expect(r.is_error and "has not been read" in text_of(r), f"write before read: {r}")
+        r = await call(s, "edit", {"path": "sub/b.txt", "old_text": "needle", "new_text": "pin"})
+        expect(r.is_error and "has not been read" in text_of(r), f"edit before read: {r}")
+        add = "*** Begin Patch\n*** Add File: sub/b.txt\n+clobbered\n*** End Patch"
+        r = await call(s, "patch", {"patch": add})
+        expect(r.is_error and "has not been read" in text_of(r), f"patch add before read: {r}")
+        expect((fx.ws / "sub/b.txt").read_text() == before, "sub/b.txt changed before it was read")
+        r = await call(s, "read", {"path": "sub/b.txt"})
+        expect(not r.is_error, f"read sub/b.txt: {r}")
+        r = await call(s, "patch", {"patch": add})
+        expect(not r.is_error and "A sub/b.txt" in text_of(r), f"patch add after read: {r}")
+        # The patch's own write counts as read: an edit may follow.
+        r = await call(s, "edit", {"path": "sub/b.txt", "old_text": "clobbered", "new_text": "fine"})
+        expect(not r.is_error and (fx.ws / "sub/b.txt").read_text() == "fine\n", f"edit after patch: {r}")
+
 
 async def denied(fx: Fixture) -> None:
     """Denied calls and calls needing approval are isError results, never protocol errors."""
