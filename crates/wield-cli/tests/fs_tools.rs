@@ -398,6 +398,30 @@ fn errors_for_missing_files_and_wrong_kinds() {
 }
 
 #[test]
+fn small_files_are_read_whole_unless_the_threshold_is_lowered() {
+    let e = Env::new();
+    let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    e.put("small.txt", &text);
+    // About 200 tokens: under the default threshold of 2000, the whole file
+    // comes back whatever range was asked for.
+    let out = e.ok("read", json!({"path": "small.txt", "offset": 50, "limit": 2}));
+    assert!(
+        out.contains("     1\tline 1\n") && out.contains("   100\tline 100\n"),
+        "{out}"
+    );
+    // With `read.small_file_tokens` lowered, the range is honoured.
+    let out = e
+        .wield()
+        .args(["--set", "read.small_file_tokens=10", "call", "read"])
+        .arg(json!({"path": "small.txt", "offset": 50, "limit": 2}).to_string())
+        .output()
+        .unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(out.starts_with("    50\tline 50\n    51\tline 51\n"), "{out}");
+    assert!(!out.contains("line 49\n") && out.contains("offset=52"), "{out}");
+}
+
+#[test]
 fn a_concurrent_reader_never_sees_a_half_written_file() {
     let e = Arc::new(Env::new());
     let size = 2 * 1024 * 1024;

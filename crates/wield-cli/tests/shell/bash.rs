@@ -247,6 +247,14 @@ fn sandboxed_bash_is_approved_automatically_and_unsandboxed_needs_approval() {
     );
     assert_eq!(code, 1, "{v}");
     assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
+    // The sandbox resolver can be turned off: sandboxed bash is gated again.
+    let (code, v) = ws.call(
+        &["--set", "approval.auto_approve_sandboxed=false"],
+        "bash",
+        &json!({"command": "echo gated"}),
+    );
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
 }
 
 #[test]
