@@ -143,8 +143,22 @@ impl Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        // The leader itself is killed and reaped by the runtime
-        // (`kill_on_drop`); this takes the rest of the tree with it.
+        // Kill the whole tree, then reap the leader here (through its
+        // `Child`, which records the exit so nothing signals the PID again):
+        // its dead children are then re-parented to wield, the subreaper,
+        // and `kill_now` reaps them. Left to the runtime, the leader could
+        // still be unreaped when wield exits, and its killed children would
+        // linger as zombies of PID 1.
+        if self.exit.is_none() {
+            self.tree.signal(Signal::KILL);
+            let _ = self.child.start_kill();
+            for _ in 0..40 {
+                if matches!(self.child.try_wait(), Ok(Some(_)) | Err(_)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         self.tree.kill_now();
     }
 }
