@@ -73,6 +73,28 @@ fn server_everything_tools_work_through_wield_call() {
 }
 
 #[test]
+fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
+    // Start-up is quick; the 2 s limit applies to the call itself.
+    let ws = Ws::new(&everything_config().replace("timeout = \"30s\"", "timeout = \"2s\""));
+    let started = std::time::Instant::now();
+    let out = ws
+        .wield()
+        .args([
+            "call",
+            "--json",
+            "mcp__everything__trigger-long-running-operation",
+            r#"{"duration":20,"steps":20}"#,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("did not answer within 2s"), "{v}");
+    assert_eq!(v["metadata"]["timed_out"], true, "{v}");
+    assert!(started.elapsed().as_secs() < 15, "the call was not cut short");
+}
+
+#[test]
 fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     let config = format!(
         "{}\n[mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
