@@ -173,43 +173,62 @@ pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncate
 }
 
 /// Keep the first `head` and last `tail` lines (command output), within
-/// `max_bytes` overall, with a marker where lines were left out.
+/// `max_bytes` overall (half of it for the head), with a marker where lines
+/// were left out. The cut points are found by searching for newlines from
+/// both ends, not by splitting the text into lines: command output can hold
+/// millions of them.
 pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -> Truncated {
-    let total_lines = count_lines(text);
-    if total_lines <= head + tail && text.len() <= max_bytes {
+    let total = count_lines(text);
+    if total <= head + tail && text.len() <= max_bytes {
         return Truncated::whole(text);
     }
-    let lines = split_lines(text);
-    let total = lines.len();
-    let budget_head = max_bytes / 2;
-    let mut h = 0;
-    let mut size = 0;
-    while h < total && h < head && size + lines[h].len() <= budget_head {
-        size += lines[h].len();
+    // End of the kept head: after `h` whole lines within half the budget.
+    let (mut head_end, mut h) = (0, 0);
+    while h < head {
+        let Some(nl) = text[head_end..].find('\n') else {
+            break;
+        };
+        let next = head_end + nl + 1;
+        if next > max_bytes / 2 {
+            break;
+        }
+        head_end = next;
         h += 1;
     }
-    let mut t = 0;
-    let budget = max_bytes.saturating_sub(size);
-    let mut tail_size = 0;
-    while t < tail && total - t > h && tail_size + lines[total - 1 - t].len() <= budget {
-        tail_size += lines[total - 1 - t].len();
+    // Start of the kept tail: `t` whole lines from the end, after the head.
+    let budget = max_bytes.saturating_sub(head_end);
+    let (mut tail_start, mut t) = (text.len(), 0);
+    let mut search_end = text.strip_suffix('\n').map_or(text.len(), str::len);
+    while t < tail && tail_start > head_end {
+        let start = text[head_end..search_end]
+            .rfind('\n')
+            .map_or(head_end, |i| head_end + i + 1);
+        if text.len() - start > budget {
+            break;
+        }
+        tail_start = start;
         t += 1;
+        if start == head_end {
+            break;
+        }
+        search_end = start - 1;
     }
-    let omitted = total - h - t;
+    if h + t >= total {
+        return Truncated::whole(text);
+    }
     let saved = save_full_output(text).ok();
-    let mut out = lines[..h].concat();
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
     let place = match &saved {
         Some(p) => format!("Full output: {}", p.display()),
         None => "Full output could not be saved".to_owned(),
     };
+    let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 200);
+    out.push_str(&text[..head_end]);
     out.push_str(&format!(
-        "[... {omitted} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
+        "[... {} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
+        total - h - t,
         total - t + 1
     ));
-    out.push_str(&lines[total - t..].concat());
+    out.push_str(&text[tail_start..]);
     Truncated {
         text: out,
         truncated: true,
@@ -293,5 +312,21 @@ mod tests {
         assert!(t.text.contains("line 221\n"));
         assert!(!t.text.contains("line 220\n"));
         assert!(t.text.contains("120 lines omitted"));
+        // Within the byte budget too: half for the head, the rest for the tail.
+        let t = truncate_middle(&text, 100, 80, 600);
+        assert!(t.truncated && t.text.starts_with("line 1\n"));
+        let (head, tail) = t.text.split_once("lines omitted").unwrap();
+        assert!(head.len() <= 300 + 10, "{head}");
+        assert!(tail.contains("line 300\n"));
+        // 181 lines need a cut of one line; 180 fit whole.
+        assert!(
+            truncate_middle(&numbered(181), 100, 80, 1_000_000)
+                .text
+                .contains("1 lines omitted")
+        );
+        assert!(!truncate_middle(&numbered(180), 100, 80, 1_000_000).truncated);
+        let whole = truncate_middle("a\nb", 100, 80, 1000);
+        assert!(!whole.truncated);
+        assert_eq!(whole.text, "a\nb");
     }
 }

@@ -9,7 +9,7 @@ use wield_core::{
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
-use super::output::{Streamer, body, cut_middle, status_line};
+use super::output::{Streamer, body, status_line};
 use super::{CommandInput, command_preview, resolve_workdir, service};
 
 pub struct BashTool {
@@ -126,7 +126,7 @@ impl Tool for BashTool {
         let mut text;
         let mut truncation = None;
         if total_lines > settings.max_lines || full.len() > ctx.limits.max_bytes {
-            let mut t = cut_middle(&full, settings.head_lines, settings.tail_lines, ctx.limits.max_bytes);
+            let mut t = ctx.truncate_middle(&full, settings.head_lines, settings.tail_lines);
             text = std::mem::take(&mut t.text);
             truncation = Some(t);
         } else {

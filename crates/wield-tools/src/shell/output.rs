@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use wield_core::truncate::Truncated;
 use wield_core::{Context, Stream, human_duration};
 use wield_sandbox::process::{Exit, OutputCallback, OutputStream, RunOutput};
 
@@ -44,78 +43,6 @@ pub(crate) fn status_line(out: &RunOutput, timeout: Duration) -> String {
     match out.exit {
         Exit::Code(c) => format!("exit code: {c}"),
         signal @ Exit::Signal(_) => signal.to_string(),
-    }
-}
-
-/// Keep the first `head` and last `tail` lines within `max_bytes` (half for
-/// the head), save the whole text and say where, like
-/// [`wield_core::truncate::truncate_middle`] but without indexing every
-/// line: a command's output can hold millions of them.
-pub(crate) fn cut_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -> Truncated {
-    let bytes = text.as_bytes();
-    let total = bytes.iter().filter(|&&b| b == b'\n').count() + usize::from(!text.ends_with('\n') && !text.is_empty());
-    // End of the kept head: after `h` whole lines within half the budget.
-    let (mut head_end, mut h) = (0, 0);
-    while h < head {
-        let Some(nl) = memchr::memchr(b'\n', &bytes[head_end..]) else {
-            break;
-        };
-        let next = head_end + nl + 1;
-        if next > max_bytes / 2 {
-            break;
-        }
-        head_end = next;
-        h += 1;
-    }
-    // Start of the kept tail: `t` whole lines from the end, after the head.
-    let budget = max_bytes.saturating_sub(head_end);
-    let (mut tail_start, mut t) = (bytes.len(), 0);
-    let body_end = if text.ends_with('\n') {
-        bytes.len() - 1
-    } else {
-        bytes.len()
-    };
-    let mut search_end = body_end;
-    while t < tail && tail_start > head_end {
-        let start = memchr::memrchr(b'\n', &bytes[head_end..search_end]).map_or(head_end, |i| head_end + i + 1);
-        if bytes.len() - start > budget {
-            break;
-        }
-        tail_start = start;
-        t += 1;
-        if start == head_end {
-            break;
-        }
-        search_end = start - 1;
-    }
-    if h + t >= total {
-        return Truncated {
-            text: text.to_owned(),
-            truncated: false,
-            total_lines: total,
-            shown: None,
-            full_output: None,
-        };
-    }
-    let saved = wield_core::truncate::save_full_output(text).ok();
-    let place = match &saved {
-        Some(p) => format!("Full output: {}", p.display()),
-        None => "Full output could not be saved".to_owned(),
-    };
-    let mut out = String::with_capacity(head_end + (bytes.len() - tail_start) + 200);
-    out.push_str(&text[..head_end]);
-    out.push_str(&format!(
-        "[... {} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
-        total - h - t,
-        total - t + 1
-    ));
-    out.push_str(&text[tail_start..]);
-    Truncated {
-        text: out,
-        truncated: true,
-        total_lines: total,
-        shown: Some((1, h)),
-        full_output: saved,
     }
 }
 
@@ -249,34 +176,6 @@ fn decode(bytes: &[u8], last: bool) -> (String, &[u8]) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-
-    fn numbered(n: usize) -> String {
-        (1..=n).map(|i| format!("line {i}\n")).collect()
-    }
-
-    #[test]
-    fn cut_middle_matches_the_core_truncation() {
-        for (n, head, tail, max) in [
-            (300, 100, 80, 1_000_000),
-            (181, 100, 80, 1_000_000),
-            (300, 100, 80, 600),
-        ] {
-            let text = numbered(n);
-            let ours = cut_middle(&text, head, tail, max);
-            let core = wield_core::truncate::truncate_middle(&text, head, tail, max);
-            let strip = |t: &str| {
-                t.lines()
-                    .filter(|l| !l.contains("Full output"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            };
-            assert_eq!(strip(&ours.text), strip(&core.text), "n={n} max={max}");
-            assert_eq!(ours.truncated, core.truncated);
-        }
-        let whole = cut_middle("a\nb", 100, 80, 1000);
-        assert!(!whole.truncated);
-        assert_eq!(whole.text, "a\nb");
-    }
 
     #[test]
     fn decode_keeps_incomplete_sequences_for_later() {
