@@ -22,6 +22,11 @@ pub(crate) fn unified(path: &str, old: &str, new: &str, max_lines: usize) -> Str
         .context_radius(3)
         .header(&a, &format!("b/{path}"))
         .to_string();
+    cap_lines(text, max_lines)
+}
+
+/// A diff cut to `max_lines` lines, with a note of how many were left out.
+pub(crate) fn cap_lines(text: String, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() <= max_lines {
         return text;

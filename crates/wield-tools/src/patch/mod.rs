@@ -256,14 +256,5 @@ fn plan_diff(plan: &engine::Plan) -> String {
             out.push('\n');
         }
     }
-    let lines: Vec<&str> = out.lines().collect();
-    if lines.len() > MAX_PREVIEW_DIFF_LINES {
-        let mut cut = lines[..MAX_PREVIEW_DIFF_LINES].join("\n");
-        cut.push_str(&format!(
-            "\n… {} more diff lines\n",
-            lines.len() - MAX_PREVIEW_DIFF_LINES
-        ));
-        return cut;
-    }
-    out
+    diff::cap_lines(out, MAX_PREVIEW_DIFF_LINES)
 }
