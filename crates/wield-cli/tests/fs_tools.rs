@@ -5,61 +5,17 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 use std::process::Command as StdCommand;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-const SECRET: &str = "TOP-SECRET-CONTENT";
+mod common;
 
-/// base/ws (the workspace), base/outside (secret.txt), base/ws-evil (a
-/// sibling sharing the workspace's name as a string prefix), base/home and
-/// base/tmp (TMPDIR, so the writable temp root holds neither).
-struct Env {
-    _dir: TempDir,
-    base: PathBuf,
-}
+use common::{Env, SECRET};
 
 impl Env {
-    fn new() -> Self {
-        let dir = TempDir::new().unwrap();
-        let base = fs::canonicalize(dir.path()).unwrap();
-        for d in ["ws", "outside", "ws-evil", "home", "tmp"] {
-            fs::create_dir_all(base.join(d)).unwrap();
-        }
-        fs::write(base.join("outside/secret.txt"), SECRET).unwrap();
-        fs::write(base.join("ws-evil/secret.txt"), SECRET).unwrap();
-        Self { _dir: dir, base }
-    }
-
-    fn ws(&self, rel: &str) -> PathBuf {
-        self.base.join("ws").join(rel)
-    }
-
-    fn put(&self, rel: &str, text: &str) {
-        let p = self.ws(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
-    }
-
-    fn wield(&self) -> Command {
-        let mut c = Command::cargo_bin("wield").unwrap();
-        c.current_dir(self.ws(""))
-            .env("HOME", self.base.join("home"))
-            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
-            .env("TMPDIR", self.base.join("tmp"))
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("WIELD_INCLUDE_TOOLS")
-            .env_remove("WIELD_EXCLUDE_TOOLS")
-            .env_remove("WIELD_PROFILE")
-            .env_remove("WIELD_TEST_APPROVER");
-        c
-    }
-
     /// `wield call --json TOOL ARGS` → (exit code, parsed result).
     fn call(&self, tool: &str, args: Value) -> (i32, Value) {
         let out = self

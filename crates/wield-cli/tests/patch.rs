@@ -9,18 +9,11 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-const SECRET: &str = "TOP-SECRET-CONTENT\n";
+mod common;
 
-/// base/ws (the workspace), base/outside, base/ws-evil (shares the
-/// workspace's name as a string prefix), base/home, base/tmp.
-struct Env {
-    _dir: TempDir,
-    base: PathBuf,
-}
+use common::{Env, SECRET};
 
 struct Run {
     code: i32,
@@ -29,43 +22,8 @@ struct Run {
 }
 
 impl Env {
-    fn new() -> Self {
-        let dir = TempDir::new().unwrap();
-        let base = fs::canonicalize(dir.path()).unwrap();
-        for d in ["ws", "outside", "ws-evil", "home", "tmp"] {
-            fs::create_dir_all(base.join(d)).unwrap();
-        }
-        fs::write(base.join("outside/secret.txt"), SECRET).unwrap();
-        fs::write(base.join("ws-evil/secret.txt"), SECRET).unwrap();
-        Self { _dir: dir, base }
-    }
-
-    fn ws(&self, rel: &str) -> PathBuf {
-        self.base.join("ws").join(rel)
-    }
-
-    fn put(&self, rel: &str, text: &str) {
-        let p = self.ws(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
-    }
-
     fn get(&self, rel: &str) -> String {
         fs::read_to_string(self.ws(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-    }
-
-    fn wield(&self) -> Command {
-        let mut c = Command::cargo_bin("wield").unwrap();
-        c.current_dir(self.ws(""))
-            .env("HOME", self.base.join("home"))
-            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
-            .env("TMPDIR", self.base.join("tmp"))
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("WIELD_INCLUDE_TOOLS")
-            .env_remove("WIELD_EXCLUDE_TOOLS")
-            .env_remove("WIELD_PROFILE")
-            .env_remove("WIELD_TEST_APPROVER");
-        c
     }
 
     /// `wield patch apply -` with the patch on stdin.
