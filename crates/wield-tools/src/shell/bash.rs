@@ -10,7 +10,7 @@ use wield_core::{
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
 use super::output::{Streamer, body, status_line};
-use super::{CommandInput, command_preview, resolve_workdir, service};
+use super::{Prepared, command_preview, prepare};
 
 pub struct BashTool {
     spec: ToolSpec,
@@ -78,18 +78,14 @@ impl Tool for BashTool {
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
-        let input = match CommandInput::parse("bash", input) {
-            Ok(i) => i,
+        let Prepared {
+            input,
+            svc,
+            workdir,
+            argv,
+        } = match prepare("bash", input, ctx) {
+            Ok(p) => p,
             Err(e) => return e,
-        };
-        let svc = service(ctx);
-        let workdir = match resolve_workdir(ctx, input.workdir.as_deref()) {
-            Ok(w) => w,
-            Err(e) => return e,
-        };
-        let argv = match svc.argv(&input.command, &workdir) {
-            Ok(a) => a,
-            Err(e) => return ToolResult::error(e),
         };
         let settings = &svc.settings;
         let timeout = settings.timeout_for(input.timeout);

@@ -108,6 +108,30 @@ pub(crate) fn command_preview(tool: &str, input: &Value) -> String {
     line
 }
 
+/// A command ready to spawn: its parsed input, the shell service, the
+/// directory it runs in and its argv (rewritten, handed to the shell,
+/// wrapped in the sandbox).
+pub(crate) struct Prepared {
+    pub input: CommandInput,
+    pub svc: Arc<ShellService>,
+    pub workdir: PathBuf,
+    pub argv: Vec<std::ffi::OsString>,
+}
+
+/// What bash and process_start do before spawning, or the error result.
+pub(crate) fn prepare(tool: &str, input: Value, ctx: &Context) -> Result<Prepared, ToolResult> {
+    let input = CommandInput::parse(tool, input)?;
+    let svc = service(ctx);
+    let workdir = resolve_workdir(ctx, input.workdir.as_deref())?;
+    let argv = svc.argv(&input.command, &workdir).map_err(ToolResult::error)?;
+    Ok(Prepared {
+        input,
+        svc,
+        workdir,
+        argv,
+    })
+}
+
 /// The directory a command runs in: the workspace, or `workdir` when it is
 /// an existing directory inside the roots.
 pub(crate) fn resolve_workdir(ctx: &Context, workdir: Option<&str>) -> Result<PathBuf, ToolResult> {

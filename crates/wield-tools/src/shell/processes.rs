@@ -19,7 +19,7 @@ use wield_core::{
 };
 use wield_sandbox::process::{Background, Exit, Runner, StopSignal};
 
-use super::{CommandInput, command_preview, resolve_workdir, service};
+use super::{Prepared, command_preview, prepare, service};
 
 /// Lines of output `process_status` shows.
 const STATUS_TAIL_LINES: usize = 20;
@@ -191,18 +191,14 @@ impl Tool for ProcessStartTool {
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
-        let input = match CommandInput::parse("process_start", input) {
-            Ok(i) => i,
+        let Prepared {
+            input,
+            svc,
+            workdir,
+            argv,
+        } = match prepare("process_start", input, ctx) {
+            Ok(p) => p,
             Err(e) => return e,
-        };
-        let svc = service(ctx);
-        let workdir = match resolve_workdir(ctx, input.workdir.as_deref()) {
-            Ok(w) => w,
-            Err(e) => return e,
-        };
-        let argv = match svc.argv(&input.command, &workdir) {
-            Ok(a) => a,
-            Err(e) => return ToolResult::error(e),
         };
         let procs = processes(ctx);
         let n = procs.next.fetch_add(1, Ordering::Relaxed) + 1;
