@@ -14,7 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use wield_patch::{Operation, Patch};
-use wield_sandbox::fs::{Access, ConfineError, Confinement, Kind};
+use wield_sandbox::fs::{Access, ConfineError, Confinement, Kind, Resolved};
 
 /// What one operation will do, with everything needed to do it and undo it.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
                 claim(&real, &shown)?;
                 let original = match r.kind() {
                     None => None,
-                    Some(Kind::File) if may_replace(&real) => Some(read_text(conf, &real, &shown)?),
+                    Some(Kind::File) if may_replace(&real) => Some(read_text(conf, &r, &shown)?),
                     Some(Kind::File) => {
                         return Err(format!(
                             "cannot add {shown}: the file already exists and has not been read in this session. \
@@ -162,7 +162,7 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
                     }
                 }
                 claim(&real, &shown)?;
-                let old = read_text(conf, &real, &shown)?;
+                let old = read_text(conf, &r, &shown)?;
                 Step::Delete { real, shown, old }
             }
             Operation::Update {
@@ -191,7 +191,7 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
                     }
                 }
                 claim(&real, &shown)?;
-                let old = read_text(conf, &real, &shown)?;
+                let old = read_text(conf, &r, &shown)?;
                 let new = wield_patch::apply_chunks(&old, chunks)
                     .map_err(|e| format!("{shown}: {e}\nNo files were modified."))?;
                 let moved = match move_to {
@@ -237,9 +237,11 @@ fn refused(e: &ConfineError) -> String {
     format!("{e}. No files were modified.")
 }
 
-/// The file's text; non-UTF-8 and oversized files are refused.
-fn read_text(conf: &Confinement, real: &Path, shown: &str) -> Result<String, String> {
-    let mut file = conf.open_read(real).map_err(|e| refused(&e))?;
+/// The text of the file a resolution reached, opened through that
+/// resolution's handles (not resolved again); non-UTF-8 and oversized files
+/// are refused.
+fn read_text(conf: &Confinement, r: &Resolved, shown: &str) -> Result<String, String> {
+    let mut file = conf.open_resolved(r).map_err(|e| refused(&e))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > MAX_FILE_BYTES {
         return Err(format!(
