@@ -152,7 +152,9 @@ impl Drop for Background {
         if self.exit.is_none() {
             self.tree.signal(Signal::KILL);
             let _ = self.child.start_kill();
-            for _ in 0..40 {
+            // SIGKILL cannot be refused, only delayed by a loaded machine:
+            // allow it up to two seconds.
+            for _ in 0..400 {
                 if matches!(self.child.try_wait(), Ok(Some(_)) | Err(_)) {
                     break;
                 }

@@ -243,9 +243,10 @@ impl ProcessTree {
     /// Synchronous last resort (a dropped run): SIGKILL everything once and
     /// reap what can be reaped right away.
     pub(crate) fn kill_now(&self) {
-        // SIGKILL takes effect asynchronously: poll briefly so the killed
-        // orphans can be reaped rather than left as zombies.
-        for _ in 0..20 {
+        // SIGKILL takes effect asynchronously (later on a loaded machine):
+        // poll, for up to two seconds, so the killed orphans can be reaped
+        // rather than left as zombies.
+        for _ in 0..400 {
             self.signal(Signal::KILL);
             let mut alive = false;
             for m in self.members() {
