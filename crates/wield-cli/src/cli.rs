@@ -167,6 +167,11 @@ pub enum McpCommand {
         /// Most HTTP sessions open at once.
         #[arg(long, default_value_t = 256, value_name = "N")]
         max_sessions: usize,
+        /// Over stdio, keep reading the input for this many microseconds after each reply
+        /// before sleeping (0: sleep at once). Saves the wake-up of a sleeping CPU when the
+        /// client sends its next request right away, for at most that much CPU per reply.
+        #[arg(long, env = "WIELD_MCP_POLL_US", default_value_t = wield_mcp::DEFAULT_POLL_US, value_name = "US")]
+        poll_us: u64,
     },
     /// The configured MCP servers ([mcp.servers.NAME]): state, tool count, and why one failed.
     List {

@@ -24,4 +24,6 @@ pub mod server;
 
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;
-pub use server::{ApprovalMode, ExecutorFactory, HttpOptions, HttpServer, McpServer, SessionParts, ToolCatalog};
+pub use server::{
+    ApprovalMode, DEFAULT_POLL_US, ExecutorFactory, HttpOptions, HttpServer, McpServer, SessionParts, ToolCatalog,
+};

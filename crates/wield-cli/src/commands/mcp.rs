@@ -18,7 +18,11 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             http,
             token,
             max_sessions,
-        } => serve(global, http.as_deref(), token, max_sessions).await,
+            poll_us,
+        } => {
+            let poll = std::time::Duration::from_micros(poll_us);
+            serve(global, http.as_deref(), token, max_sessions, poll).await
+        }
         McpCommand::List { json } => list(global, json).await,
     }
 }
@@ -48,6 +52,7 @@ async fn serve(
     http: Option<&str>,
     token: Option<String>,
     max_sessions: usize,
+    poll: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let addr = http.map(parse_addr).transpose()?;
     let rt = Runtime::load(global).await?;
@@ -84,7 +89,7 @@ async fn serve(
         .build();
 
     let Some(addr) = addr else {
-        server.serve_stdio().await?;
+        server.serve_stdio(poll).await?;
         return Ok(ExitCode::SUCCESS);
     };
     let mut options = HttpOptions::new(addr);

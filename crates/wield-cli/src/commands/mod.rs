@@ -31,7 +31,18 @@ pub fn main() -> ExitCode {
         }
     };
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // `wield mcp serve` over stdio is one session: one thread runs it (with
+    // the blocking pool for file work), so nothing hops between workers.
+    let single = matches!(
+        &cli.command,
+        Command::Mcp(crate::cli::McpCommand::Serve { http: None, .. })
+    );
+    let mut builder = if single {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

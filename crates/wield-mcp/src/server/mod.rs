@@ -16,6 +16,7 @@ mod progress;
 mod result;
 mod roots;
 mod session;
+mod stdio;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,7 @@ pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE}
 pub use result::{META_KEY, to_call_tool_result};
 pub use roots::file_uri_path;
 pub use session::SessionHandler;
+pub use stdio::{DEFAULT_POLL_US, StdinPipe, StdoutPipe, stdio_pipes};
 
 use crate::McpError;
 
@@ -162,11 +164,15 @@ impl McpServer {
     }
 
     /// Serve one session over stdin/stdout until the client closes it.
-    pub async fn serve_stdio(&self) -> Result<(), McpError> {
-        // Non-blocking pipes when stdin/stdout are pipes (what MCP clients
-        // give a server): tokio's own stdin/stdout hand every read and write
-        // to a blocking thread, which costs two thread hops per message.
-        let (reader, writer) = rmcp::transport::stdio_pipes();
+    ///
+    /// When both are pipes, reads poll the input for `poll` after each reply
+    /// before sleeping (see [`stdio_pipes`]; zero turns that off); otherwise
+    /// the SDK's blocking handles are used.
+    pub async fn serve_stdio(&self, poll: std::time::Duration) -> Result<(), McpError> {
+        if let Some((reader, writer)) = stdio_pipes(poll) {
+            return self.serve_io(reader, writer).await;
+        }
+        let (reader, writer) = rmcp::transport::stdio();
         self.serve_io(reader, writer).await
     }
 
