@@ -8,7 +8,11 @@
 //! ```text
 //! mcp_bench cold RUNS -- CMD...               cold start to the initialize reply
 //! mcp_bench calls N TOOL ARGS_JSON -- CMD...  N sequential tools/call on one connection
+//! mcp_bench floor BYTES                       be a server that does no work: answer each
+//!                                             request at once, tools/call with BYTES of text
 //! ```
+//! `floor` is the baseline of a run: what the pipe round trip and a reply of
+//! that size cost on this machine, with a server that never leaves its loop.
 //! Prints one JSON object (times in milliseconds for `cold`, microseconds
 //! for `calls`).
 #![allow(clippy::print_stdout)]
@@ -148,10 +152,63 @@ fn calls(n: u64, tool: &str, args: &str, cmd: &[String]) -> Result<String, Strin
     ))
 }
 
+/// A server that does no work: blocking reads and writes, one reply per
+/// request, `tools/call` answered with `bytes` of text (`initialize` with an
+/// empty result), notifications ignored.
+fn floor(bytes: usize) -> Result<String, String> {
+    let line = "x".repeat(47);
+    let mut text = String::new();
+    while text.len() < bytes {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let text = serde_json::to_string(&text).map_err(|e| e.to_string())?;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let mut input = stdin.lock();
+    let mut req = String::new();
+    loop {
+        req.clear();
+        if input.read_line(&mut req).map_err(|e| e.to_string())? == 0 {
+            return Ok(String::new());
+        }
+        let Some(at) = req.find("\"id\":") else {
+            continue;
+        };
+        let id: String = req[at + 5..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let reply = if req.contains("tools/call") {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":{text}}}],"isError":false}}}}"#
+            )
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+        };
+        out.write_all(reply.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())?;
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let [mode, bytes] = &argv[..]
+        && mode == "floor"
+    {
+        return match bytes.parse().map_err(|e| format!("BYTES: {e}")).and_then(floor) {
+            Ok(_) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mcp_bench: {e}");
+                std::process::ExitCode::from(1)
+            }
+        };
+    }
     let Some(sep) = argv.iter().position(|a| a == "--") else {
-        eprintln!("usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON -- CMD...");
+        eprintln!("usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON -- CMD... | floor BYTES");
         return std::process::ExitCode::from(2);
     };
     let (head, cmd) = (&argv[..sep], &argv[sep + 1..]);

@@ -28,3 +28,91 @@ fn bash_progress_and_cancel_over_stdio() {
 fn bash_progress_and_cancel_over_http() {
     python_scenarios("http", &["bash_progress", "bash_cancel"]);
 }
+
+/// `wield mcp serve` over raw pipes, line by line: malformed input gets the
+/// SDK's answers (garbage ignored, a wrong-shaped request an Invalid Request
+/// error), and large results written by the fast path are exact JSON.
+#[test]
+fn raw_stdio_framing_and_large_results() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let ws = crate::support::Ws::new("");
+    // 2,000 lines with everything JSON escapes: quotes, backslashes, tabs,
+    // control characters and text beyond ASCII.
+    let body: String = (0..2000)
+        .map(|i| format!("{i}: \"quoted\" back\\slash\ttab \u{1}\u{1f} é€𝄞\n"))
+        .collect();
+    std::fs::write(ws.ws().join("big.txt"), &body).unwrap();
+
+    let mut child = Command::new(crate::support::wield_bin())
+        .args(["-C"])
+        .arg(ws.ws())
+        .args(["mcp", "serve"])
+        .env("HOME", ws.dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
+        .env("TMPDIR", ws.dir.path().join("tmp"))
+        .env_remove("WIELD_MCP_POLL_US")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let output = BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in output.lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |line: &str| {
+        input.write_all(line.as_bytes()).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    };
+    let next = || -> serde_json::Value {
+        let line = rx.recv_timeout(Duration::from_secs(20)).expect("a reply within 20 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+
+    send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert_eq!(next()["result"]["serverInfo"]["name"], "wield");
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    // Not JSON: ignored. JSON of the wrong shape: an Invalid Request error.
+    send("this is not json");
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"oops"}"#);
+    let err = next();
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"big.txt"}}}"#);
+    let reply = next();
+    assert_eq!(reply["id"], 2);
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    // The output limit (50 KB) cuts the file; the first 500 lines are whole.
+    let want: String = body
+        .lines()
+        .enumerate()
+        .take(500)
+        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
+        .collect();
+    assert!(
+        text.starts_with(&want),
+        "{}",
+        text.chars().take(300).collect::<String>()
+    );
+    assert!(text.contains("\"quoted\" back\\slash\ttab \u{1}\u{1f} é€𝄞"));
+
+    send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert_eq!(next()["id"], 3);
+    drop(input);
+    assert!(child.wait().unwrap().success());
+}

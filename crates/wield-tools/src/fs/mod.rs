@@ -267,10 +267,28 @@ fn stamp_of(conf: &Confinement, real: &Path) -> Option<Stamp> {
 pub(crate) fn mark_seen(ctx: &Context, conf: &Confinement, real: &Path) {
     ctx.session.mark_read(real);
     if let Some(stamp) = stamp_of(conf, real) {
-        let ledger = ctx.session.extension(ReadLedger::default);
-        let mut map = ledger.stamps.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.insert(real.to_path_buf(), stamp);
+        remember(ctx, real, stamp);
     }
+}
+
+/// [`mark_seen`] with the status of the file as it was read (from the open
+/// handle), instead of looking the path up again.
+pub(crate) fn mark_seen_as(ctx: &Context, real: &Path, meta: &std::fs::Metadata) {
+    ctx.session.mark_read(real);
+    remember(
+        ctx,
+        real,
+        Stamp {
+            modified: meta.modified().ok(),
+            size: meta.len(),
+        },
+    );
+}
+
+fn remember(ctx: &Context, real: &Path, stamp: Stamp) {
+    let ledger = ctx.session.extension(ReadLedger::default);
+    let mut map = ledger.stamps.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    map.insert(real.to_path_buf(), stamp);
 }
 
 /// Read-before-write: `Err` with a message for the model when an existing

@@ -1,7 +1,7 @@
 //! `read`: a text file with line numbers, a line range of a huge file
 //! without loading it, or an image as an attachment.
 
-use std::io::{BufReader, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
-use super::text::{LineReader, SNIFF_BYTES, binary_type, image_mime, push_numbered, read_head};
-use super::{blocking, confinement, fail, human_size, mark_seen, parse, path_use};
+use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, read_head};
+use super::{blocking, confinement, fail, human_size, mark_seen_as, parse, path_use};
 
 /// Files estimated under this many tokens are returned whole.
 const DEFAULT_SMALL_FILE_TOKENS: u64 = 2000;
@@ -155,12 +155,34 @@ fn read(
         Some(_) => {}
     }
     let mut file = conf.open_resolved(&resolved).map_err(|e| fail(&e))?;
-    let size = file.metadata().map_err(io_err)?.len();
-    let head = read_head(&mut file, SNIFF_BYTES).map_err(io_err)?;
-    if let Some(mime) = image_mime(&head) {
-        return image(ctx, conf, resolved.real_path(), &shown, file, size, mime);
+    let meta = file.metadata().map_err(io_err)?;
+    let size = meta.len();
+    // A small file is read whole with one call and shown from memory; a
+    // larger one (or one that grew past the bound meanwhile) is streamed.
+    let mut whole_file = None;
+    if size <= INLINE_READ_BYTES {
+        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+        (&mut file)
+            .take(INLINE_READ_BYTES + 1)
+            .read_to_end(&mut data)
+            .map_err(io_err)?;
+        if data.len() as u64 <= INLINE_READ_BYTES {
+            whole_file = Some(data);
+        }
     }
-    if let Some(kind) = binary_type(&head) {
+    let streamed_head;
+    let head = match &whole_file {
+        Some(data) => &data[..data.len().min(SNIFF_BYTES)],
+        None => {
+            file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+            streamed_head = read_head(&mut file, SNIFF_BYTES).map_err(io_err)?;
+            &streamed_head[..]
+        }
+    };
+    if let Some(mime) = image_mime(head) {
+        return image(ctx, resolved.real_path(), &shown, file, &meta, mime);
+    }
+    if let Some(kind) = binary_type(head) {
         return Err(ToolResult::error(format!(
             "{shown} is a binary file ({kind}, {}); read shows text files only",
             human_size(size)
@@ -168,25 +190,70 @@ fn read(
         .with_meta("size", size)
         .with_meta("binary", kind));
     }
-    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
     let whole = size / 4 < small_tokens;
     let (offset, limit) = if whole {
         (1, None)
     } else {
         (input.offset.unwrap_or(1).max(1), input.limit)
     };
-    let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, file), MAX_LINE_BYTES);
-    let skipped = reader.skip_lines(offset - 1).map_err(io_err)?;
+    let range = Range {
+        offset,
+        limit,
+        size,
+        shown,
+    };
+    let result = match whole_file {
+        Some(data) => match std::str::from_utf8(&data) {
+            Ok(text) => show(ctx, range, TextLines::new(text, MAX_LINE_BYTES)),
+            Err(_) => show(ctx, range, LineReader::new(&data[..], MAX_LINE_BYTES)),
+        },
+        None => {
+            file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+            show(
+                ctx,
+                range,
+                LineReader::new(BufReader::with_capacity(64 * 1024, file), MAX_LINE_BYTES),
+            )
+        }
+    }
+    .map_err(io_err)?;
+    let result = result?;
+    mark_seen_as(ctx, resolved.real_path(), &meta);
+    Ok(result)
+}
+
+/// The lines `read` shows: where to start, how many, and of what.
+struct Range {
+    offset: u64,
+    limit: Option<u64>,
+    size: u64,
+    shown: String,
+}
+
+/// Number the lines of `range` from `reader`, cut to the output limits.
+/// The outer error is an I/O failure, the inner one a result for the model.
+fn show(
+    ctx: &Context,
+    range: Range,
+    mut reader: impl NumberedLines,
+) -> std::io::Result<Result<ToolResult, ToolResult>> {
+    let Range {
+        offset,
+        limit,
+        size,
+        shown,
+    } = range;
+    let skipped = reader.skip(offset - 1)?;
     let limits = ctx.limits;
-    let mut out = String::new();
+    // Numbering adds about a quarter to source text.
+    let mut out = String::with_capacity(usize::try_from(size.min(limits.max_bytes as u64)).unwrap_or(0) * 5 / 4 + 64);
     let mut last = offset - 1;
     let mut over: Option<String> = None;
     while limit.is_none_or(|l| last + 1 - offset < l) {
-        let Some(line) = reader.next_line().map_err(io_err)? else {
-            break;
-        };
         let before = out.len();
-        push_numbered(&mut out, last + 1, &line.bytes, line.cut);
+        if !reader.push_next(&mut out, last + 1)? {
+            break;
+        }
         let count = usize::try_from(last + 1 - offset).unwrap_or(usize::MAX);
         if count > 0 && (count >= limits.max_lines || out.len() > limits.max_bytes) {
             over = Some(out.split_off(before));
@@ -196,17 +263,16 @@ fn read(
     }
     if last < offset {
         if offset > 1 {
-            return Err(ToolResult::error(format!(
+            return Ok(Err(ToolResult::error(format!(
                 "offset {offset} is past the end of {shown}, which has {skipped} lines"
-            )));
+            ))));
         }
-        mark_seen(ctx, conf, resolved.real_path());
-        return Ok(ToolResult::ok(format!("[{shown} is empty]"))
+        return Ok(Ok(ToolResult::ok(format!("[{shown} is empty]"))
             .with_meta("path", shown)
             .with_meta("size", size)
-            .with_meta("truncated", false));
+            .with_meta("truncated", false)));
     }
-    let at_end = reader.at_end().map_err(io_err)?;
+    let at_end = reader.done()?;
     let mut result = match over {
         None => {
             if !at_end && limit.is_some() {
@@ -224,11 +290,10 @@ fn read(
             full.push_str(&pending);
             let mut n = last + 1;
             while limit.is_none_or(|l| n < l) {
-                let Some(line) = reader.next_line().map_err(io_err)? else {
+                if !reader.push_next(&mut full, n + 1)? {
                     break;
-                };
+                }
                 n += 1;
-                push_numbered(&mut full, n, &line.bytes, line.cut);
             }
             let cut = ctx.truncate_head(&full);
             let mut text = cut.text.clone();
@@ -248,24 +313,23 @@ fn read(
             ToolResult::ok(out).with_meta("truncated", true)
         }
     };
-    mark_seen(ctx, conf, resolved.real_path());
     result = result
         .with_meta("path", shown)
         .with_meta("size", size)
         .with_meta("first_line", offset)
         .with_meta("last_line", last);
-    Ok(result)
+    Ok(Ok(result))
 }
 
 fn image(
     ctx: &Context,
-    conf: &Confinement,
     real: &Path,
     shown: &str,
     mut file: std::fs::File,
-    size: u64,
+    meta: &std::fs::Metadata,
     mime: &str,
 ) -> Result<ToolResult, ToolResult> {
+    let size = meta.len();
     if size > MAX_IMAGE_BYTES {
         return Err(ToolResult::error(format!(
             "{shown} is an image ({mime}) of {}, larger than the {} that can be attached",
@@ -278,7 +342,7 @@ fn image(
         .and_then(|_| std::io::Read::read_to_end(&mut file, &mut data))
         .map_err(|e| ToolResult::error(format!("{shown}: {e}")))?;
     let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
-    mark_seen(ctx, conf, real);
+    mark_seen_as(ctx, real, meta);
     Ok(
         ToolResult::ok(format!("Image {shown} ({mime}, {}) attached.", human_size(size)))
             .with_meta("path", shown)

@@ -88,9 +88,11 @@ pub(crate) fn binary_type(head: &[u8]) -> Option<&'static str> {
 pub(crate) struct LineReader<R> {
     inner: R,
     max_line: usize,
+    line: Line,
 }
 
 /// One line: its text (maybe cut) and whether it was cut.
+#[derive(Default)]
 pub(crate) struct Line {
     pub(crate) bytes: Vec<u8>,
     pub(crate) cut: bool,
@@ -98,7 +100,11 @@ pub(crate) struct Line {
 
 impl<R: BufRead> LineReader<R> {
     pub(crate) fn new(inner: R, max_line: usize) -> Self {
-        Self { inner, max_line }
+        Self {
+            inner,
+            max_line,
+            line: Line::default(),
+        }
     }
 
     /// Skip `n` lines without keeping them; returns how many were skipped
@@ -128,17 +134,16 @@ impl<R: BufRead> LineReader<R> {
         Ok(skipped)
     }
 
-    /// The next line without its terminator, `None` at the end.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line>> {
-        let mut line = Line {
-            bytes: Vec::new(),
-            cut: false,
-        };
+    /// The next line, without its terminator, into `line` (its buffer is
+    /// reused); `false` at the end.
+    pub(crate) fn next_line(&mut self, line: &mut Line) -> io::Result<bool> {
+        line.bytes.clear();
+        line.cut = false;
         let mut any = false;
         loop {
             let buf = self.inner.fill_buf()?;
             if buf.is_empty() {
-                return Ok(any.then_some(line));
+                return Ok(any);
             }
             any = true;
             let (chunk, done) = match memchr::memchr(b'\n', buf) {
@@ -156,7 +161,7 @@ impl<R: BufRead> LineReader<R> {
                 if line.bytes.last() == Some(&b'\r') && !line.cut {
                     line.bytes.pop();
                 }
-                return Ok(Some(line));
+                return Ok(true);
             }
         }
     }
@@ -164,6 +169,84 @@ impl<R: BufRead> LineReader<R> {
     /// Whether anything is left to read.
     pub(crate) fn at_end(&mut self) -> io::Result<bool> {
         Ok(self.inner.fill_buf()?.is_empty())
+    }
+}
+
+/// Where `read` takes numbered lines from.
+pub(crate) trait NumberedLines {
+    /// Skip `n` lines; returns how many there were (fewer at the end).
+    fn skip(&mut self, n: u64) -> io::Result<u64>;
+    /// Append the next line to `out` as line `number`; `false` at the end.
+    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool>;
+    /// Whether no line is left.
+    fn done(&mut self) -> io::Result<bool>;
+}
+
+impl<R: BufRead> NumberedLines for LineReader<R> {
+    fn skip(&mut self, n: u64) -> io::Result<u64> {
+        self.skip_lines(n)
+    }
+
+    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool> {
+        let mut line = std::mem::take(&mut self.line);
+        let more = self.next_line(&mut line)?;
+        if more {
+            push_numbered(out, number, &line.bytes, line.cut);
+        }
+        self.line = line;
+        Ok(more)
+    }
+
+    fn done(&mut self) -> io::Result<bool> {
+        self.at_end()
+    }
+}
+
+/// The lines of a whole file already in memory and valid UTF-8: shown as
+/// they are, without copying or checking each line again. Lines are cut and
+/// ended exactly as [`LineReader`] cuts and ends them.
+pub(crate) struct TextLines<'a> {
+    rest: &'a str,
+    max_line: usize,
+}
+
+impl<'a> TextLines<'a> {
+    pub(crate) fn new(text: &'a str, max_line: usize) -> Self {
+        Self { rest: text, max_line }
+    }
+}
+
+impl NumberedLines for TextLines<'_> {
+    fn skip(&mut self, n: u64) -> io::Result<u64> {
+        let mut reader = LineReader::new(self.rest.as_bytes(), self.max_line);
+        let skipped = reader.skip_lines(n)?;
+        let consumed = self.rest.len() - reader.inner.len();
+        // A newline is ASCII, so the rest starts on a character boundary.
+        self.rest = self.rest.get(consumed..).unwrap_or_default();
+        Ok(skipped)
+    }
+
+    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool> {
+        if self.rest.is_empty() {
+            return Ok(false);
+        }
+        let (line, rest) = match memchr::memchr(b'\n', self.rest.as_bytes()) {
+            Some(pos) => (&self.rest[..pos], &self.rest[pos + 1..]),
+            None => (self.rest, ""),
+        };
+        self.rest = rest;
+        if line.len() > self.max_line {
+            push_numbered(out, number, &line.as_bytes()[..self.max_line], true);
+        } else {
+            push_number(out, number);
+            out.push_str(line.strip_suffix('\r').unwrap_or(line));
+            out.push('\n');
+        }
+        Ok(true)
+    }
+
+    fn done(&mut self) -> io::Result<bool> {
+        Ok(self.rest.is_empty())
     }
 }
 
@@ -178,8 +261,21 @@ pub(crate) fn read_head(reader: &mut impl Read, n: usize) -> io::Result<Vec<u8>>
 /// in six columns, a tab, the text (invalid UTF-8 replaced, a cut line
 /// marked) and a newline. No allocation when the line is valid UTF-8.
 pub(crate) fn push_numbered(out: &mut String, number: u64, bytes: &[u8], cut: bool) {
-    // Digits by hand: this runs once per line shown, and the formatting
-    // machinery costs more than the rest of the line together.
+    push_number(out, number);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
+    if cut {
+        out.push_str("… [line cut]");
+    }
+    out.push('\n');
+}
+
+/// The line number right-aligned in six columns and a tab. Digits by hand:
+/// this runs once per line shown, and the formatting machinery costs more
+/// than the rest of the line together.
+fn push_number(out: &mut String, number: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut n = number;
@@ -196,14 +292,6 @@ pub(crate) fn push_numbered(out: &mut String, number: u64, bytes: &[u8], cut: bo
     }
     out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
     out.push('\t');
-    match std::str::from_utf8(bytes) {
-        Ok(text) => out.push_str(text),
-        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
-    }
-    if cut {
-        out.push_str("… [line cut]");
-    }
-    out.push('\n');
 }
 
 #[cfg(test)]
@@ -227,13 +315,52 @@ mod tests {
     fn lines_are_capped_and_skipping_counts_newlines() {
         let data = format!("one\r\ntwo\n{}\nfour", "x".repeat(100));
         let mut r = LineReader::new(io::BufReader::with_capacity(16, data.as_bytes()), 10);
-        assert_eq!(r.next_line().unwrap().unwrap().bytes, b"one");
+        let mut line = Line::default();
+        assert!(r.next_line(&mut line).unwrap());
+        assert_eq!(line.bytes, b"one");
         assert_eq!(r.skip_lines(1).unwrap(), 1);
-        let long = r.next_line().unwrap().unwrap();
-        assert!(long.cut && long.bytes.len() == 10);
-        assert_eq!(r.next_line().unwrap().unwrap().bytes, b"four");
-        assert!(r.next_line().unwrap().is_none());
+        assert!(r.next_line(&mut line).unwrap());
+        assert!(line.cut && line.bytes.len() == 10);
+        assert!(r.next_line(&mut line).unwrap());
+        assert_eq!(line.bytes, b"four");
+        assert!(!line.cut);
+        assert!(!r.next_line(&mut line).unwrap());
         assert!(r.at_end().unwrap());
+    }
+
+    fn numbered(lines: &mut impl NumberedLines, skip: u64) -> (u64, String) {
+        let skipped = lines.skip(skip).unwrap();
+        let mut out = String::new();
+        let mut n = skip;
+        while lines.push_next(&mut out, n + 1).unwrap() {
+            n += 1;
+        }
+        assert!(lines.done().unwrap());
+        (skipped, out)
+    }
+
+    #[test]
+    fn text_lines_show_what_the_line_reader_shows() {
+        let long = "é".repeat(9);
+        for text in [
+            String::new(),
+            "one".to_owned(),
+            "one\n".to_owned(),
+            "one\r\ntwo\r\n\r\n\nlast".to_owned(),
+            format!("{long}\nshort\n{long}\r\na{long}\n"),
+            "x".repeat(10) + "\r\n" + &"y".repeat(11),
+            "\n\n\n".to_owned(),
+        ] {
+            for skip in [0, 1, 2, 5] {
+                let mut a = LineReader::new(io::BufReader::with_capacity(3, text.as_bytes()), 10);
+                let mut b = TextLines::new(&text, 10);
+                assert_eq!(
+                    numbered(&mut a, skip),
+                    numbered(&mut b, skip),
+                    "{text:?} skipping {skip}"
+                );
+            }
+        }
     }
 
     #[test]

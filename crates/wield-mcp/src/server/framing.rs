@@ -1,0 +1,352 @@
+//! Newline-delimited JSON-RPC over a byte stream pair (stdio), with the
+//! large strings of tool results written by a fast path.
+//!
+//! Reading, and the error replies to malformed input, stay with the SDK's
+//! transport. Writing is done here: each message is encoded whole into one
+//! buffer sized up front and written under a lock, so messages never
+//! interleave. In a `tools/call` result, text (and image or audio data)
+//! of [`BIG`] bytes or more is swapped for a placeholder, the rest is
+//! encoded by `serde_json`, and the strings are escaped into the
+//! placeholders' places eight bytes at a time. The output is byte for byte
+//! what `serde_json` writes (tested); the placeholder carries a per-process
+//! random nonce and must occur exactly once, or the message is encoded the
+//! plain way.
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
+
+use rmcp::RoleServer;
+use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+
+/// Strings at least this long take the fast path.
+pub const BIG: usize = 1024;
+
+/// The server side of a stdio-style connection.
+pub struct Framed<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    inner: AsyncRwTransport<RoleServer, R, ErrorReplies<W>>,
+    out: Arc<Mutex<W>>,
+}
+
+impl<R, W> Framed<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    pub fn new(read: R, write: W) -> Self {
+        let out = Arc::new(Mutex::new(write));
+        Self {
+            inner: AsyncRwTransport::new_server(read, ErrorReplies { out: Arc::clone(&out) }),
+            out,
+        }
+    }
+}
+
+impl<R, W> Transport<RoleServer> for Framed<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let bytes = encode(item);
+        let out = Arc::clone(&self.out);
+        async move {
+            let bytes = bytes.map_err(io::Error::other)?;
+            let mut w = out.lock().await;
+            w.write_all(&bytes).await?;
+            w.flush().await
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.inner.receive()
+    }
+
+    async fn close(&mut self) -> Result<(), io::Error> {
+        self.inner.close().await?;
+        self.out.lock().await.shutdown().await
+    }
+}
+
+/// The writer the SDK's transport gets, for the only messages it writes
+/// itself (`Invalid Request` replies to malformed input): each write is
+/// handed whole to the shared writer, under its lock.
+struct ErrorReplies<W> {
+    out: Arc<Mutex<W>>,
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> AsyncWrite for ErrorReplies<W> {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let out = Arc::clone(&self.out);
+        let bytes = buf.to_vec();
+        tokio::spawn(async move {
+            let mut w = out.lock().await;
+            if let Err(e) = w.write_all(&bytes).await.and(w.flush().await) {
+                tracing::debug!("writing an error reply: {e}");
+            }
+        });
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A nonce no peer can know, so no other string can look like a placeholder.
+static NONCE: LazyLock<u64> = LazyLock::new(|| RandomState::new().hash_one(std::process::id()));
+
+fn placeholder(nonce: u64, i: usize) -> String {
+    format!("\0wield-splice-{nonce:016x}-{i}\0")
+}
+
+/// One message as a JSON line.
+pub fn encode(item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>> {
+    encode_with(item, *NONCE)
+}
+
+fn encode_with(mut item: TxJsonRpcMessage<RoleServer>, nonce: u64) -> serde_json::Result<Vec<u8>> {
+    let mut big: Vec<String> = Vec::new();
+    for slot in big_strings(&mut item) {
+        let mark = placeholder(nonce, big.len());
+        big.push(std::mem::replace(slot, mark));
+    }
+    let strings: usize = big.iter().map(|s| s.len() + s.len() / 8 + 2).sum();
+    let mut head = Vec::with_capacity(512);
+    serde_json::to_writer(&mut head, &item)?;
+    if big.is_empty() {
+        head.push(b'\n');
+        return Ok(head);
+    }
+    let mut out = Vec::with_capacity(head.len() + strings + 1);
+    let mut rest = &head[..];
+    let mut spliced = true;
+    for (i, text) in big.iter().enumerate() {
+        let mark = serde_json::to_vec(&placeholder(nonce, i))?;
+        let mut found = memchr::memmem::find_iter(rest, &mark);
+        let (Some(at), None) = (found.next(), found.next()) else {
+            spliced = false;
+            break;
+        };
+        out.extend_from_slice(&rest[..at]);
+        push_json_string(&mut out, text);
+        rest = &rest[at + mark.len()..];
+    }
+    if !spliced {
+        // Never expected: put the strings back and encode the plain way.
+        for (slot, text) in big_strings(&mut item).zip(big) {
+            *slot = text;
+        }
+        let mut plain = serde_json::to_vec(&item)?;
+        plain.push(b'\n');
+        return Ok(plain);
+    }
+    out.extend_from_slice(rest);
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// The strings of a `tools/call` result worth the fast path, in the order
+/// they are encoded.
+fn big_strings(item: &mut TxJsonRpcMessage<RoleServer>) -> impl Iterator<Item = &mut String> {
+    let content = match item {
+        JsonRpcMessage::Response(r) => match &mut r.result {
+            ServerResult::CallToolResult(result) => Some(&mut result.content),
+            _ => None,
+        },
+        _ => None,
+    };
+    content.into_iter().flatten().filter_map(|block| {
+        let s = match block {
+            ContentBlock::Text(t) => &mut t.text,
+            ContentBlock::Image(i) => &mut i.data,
+            ContentBlock::Audio(a) => &mut a.data,
+            _ => return None,
+        };
+        (s.len() >= BIG).then_some(s)
+    })
+}
+
+const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `v` that is zero (exact: no carries cross
+/// bytes).
+#[inline]
+fn zero_bytes(v: u64) -> u64 {
+    !(((v & LOWS) + LOWS) | v) & HIGHS
+}
+
+/// The high bit of each byte of `w` that JSON escapes: a control character
+/// (top three bits clear), `"` or `\\`.
+#[inline]
+fn escapes(w: u64) -> u64 {
+    zero_bytes(w & 0xe0e0_e0e0_e0e0_e0e0)
+        | zero_bytes(w ^ 0x2222_2222_2222_2222)
+        | zero_bytes(w ^ 0x5c5c_5c5c_5c5c_5c5c)
+}
+
+/// `s` as a JSON string, escaped exactly as `serde_json` escapes it: eight
+/// bytes are tested at once and copied with one store when none needs
+/// escaping (no copy calls for the short runs between newlines).
+pub fn push_json_string(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + bytes.len() / 8 + 2);
+    out.push(b'"');
+    let words = bytes.chunks_exact(8);
+    let tail = words.remainder();
+    for chunk in words {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            continue;
+        };
+        if escapes(u64::from_le_bytes(word)) == 0 {
+            out.extend_from_slice(&word);
+        } else {
+            for b in word {
+                push_byte(out, b);
+            }
+        }
+    }
+    for &b in tail {
+        push_byte(out, b);
+    }
+    out.push(b'"');
+}
+
+#[inline]
+fn push_byte(out: &mut Vec<u8>, b: u8) {
+    if b < 0x20 || b == b'"' || b == b'\\' {
+        push_escape(out, b);
+    } else {
+        out.push(b);
+    }
+}
+
+fn push_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
+
+    fn escaped(s: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        push_json_string(&mut out, s);
+        out
+    }
+
+    #[test]
+    fn strings_are_escaped_exactly_as_serde_json_does() {
+        // Every ASCII byte, alone and at every position of a word.
+        for b in 0u8..0x80 {
+            let c = char::from(b);
+            for pad in 0..17 {
+                let s = format!("{}{c}{}", "a".repeat(pad), "z".repeat(16 - pad));
+                assert_eq!(escaped(&s), serde_json::to_vec(&s).unwrap(), "byte {b:#x} at {pad}");
+            }
+        }
+        // Multi-byte characters, high bytes next to specials, long mixed text.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let alphabet = [
+            'a', '"', '\\', '\n', '\t', '\u{1}', '\u{1f}', '\u{7f}', 'é', '€', '𝄞', ' ', '\r',
+        ];
+        for len in [0, 1, 7, 8, 9, 63, 64, 65, 1000, 5000] {
+            let s: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    alphabet[usize::try_from(seed % alphabet.len() as u64).unwrap()]
+                })
+                .collect();
+            assert_eq!(escaped(&s), serde_json::to_vec(&s).unwrap(), "len {len}");
+        }
+    }
+
+    fn tool_reply(texts: &[String]) -> TxJsonRpcMessage<RoleServer> {
+        let content = texts.iter().map(|t| ContentBlock::text(t.clone())).collect();
+        let mut result = CallToolResult::success(content);
+        result.structured_content = Some(serde_json::json!({"note": "after the content"}));
+        JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id: NumberOrString::Number(7),
+            result: ServerResult::CallToolResult(result),
+        })
+    }
+
+    fn plain(item: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
+        let mut v = serde_json::to_vec(item).unwrap();
+        v.push(b'\n');
+        v
+    }
+
+    #[test]
+    fn encoded_results_are_what_serde_json_writes() {
+        let numbered: String = (1..=400)
+            .map(|i| format!("{i:>6}\tline {i} \"quoted\" \\ tab\t\n"))
+            .collect();
+        let texts = vec![numbered.clone(), "small".to_owned(), "x".repeat(BIG), numbered];
+        let item = tool_reply(&texts);
+        let want = plain(&item);
+        assert_eq!(encode(item).unwrap(), want);
+
+        // Other messages take the plain way.
+        let item: TxJsonRpcMessage<RoleServer> = JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id: NumberOrString::Number(1),
+            result: ServerResult::empty(()),
+        });
+        assert_eq!(encode(item.clone()).unwrap(), plain(&item));
+    }
+
+    #[test]
+    fn a_text_that_holds_a_placeholder_falls_back_to_the_plain_way() {
+        let nonce = 42;
+        let sneaky = format!("small {}", placeholder(nonce, 0));
+        let texts = vec![sneaky, "y".repeat(2 * BIG)];
+        let item = tool_reply(&texts);
+        let want = plain(&item);
+        assert_eq!(encode_with(item, nonce).unwrap(), want);
+    }
+}
