@@ -64,7 +64,7 @@ echo "server-filesystem read:  $r_calls"
 # poll after each reply saves.
 w_calc=$("$CLIENT" calls "$CALLS" calculator '{"expression":"1+2"}' -- "${WIELD_CMD[@]}")
 w_nopoll=$("$CLIENT" calls "$CALLS" read '{"path":"file.txt"}' -- "${WIELD_CMD[@]}" --poll-us 0)
-floor=$("$CLIENT" calls "$CALLS" read '{}' -- "$CLIENT" floor 22900)
+floor=$("$CLIENT" calls "$CALLS" read '{}' -- "$CLIENT" floor 22500)
 echo "wield calculator:        $w_calc"
 echo "wield read, no poll:     $w_nopoll"
 echo "no-work server (floor):  $floor"
