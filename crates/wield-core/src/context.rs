@@ -141,6 +141,38 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Values one stage of a call leaves for a later stage of the same call
+/// (the path guard's resolutions, for the tool), dropped with the call.
+#[derive(Clone, Default)]
+pub struct CallScratch(Arc<Mutex<Vec<Box<dyn Any + Send + Sync>>>>);
+
+impl CallScratch {
+    pub fn put<T: Any + Send + Sync>(&self, value: T) {
+        self.lock().push(Box::new(value));
+    }
+
+    /// Remove and return the first `T` that `matches` accepts.
+    pub fn take<T: Any + Send + Sync>(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        let mut items = self.lock();
+        let at = items
+            .iter()
+            .position(|v| v.downcast_ref::<T>().is_some_and(&mut matches))?;
+        items.swap_remove(at).downcast::<T>().ok().map(|b| *b)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Box<dyn Any + Send + Sync>>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for CallScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallScratch")
+            .field("items", &self.lock().len())
+            .finish()
+    }
+}
+
 /// Everything one call can see while it runs.
 #[derive(Clone)]
 pub struct Context {
@@ -156,6 +188,8 @@ pub struct Context {
     pub limits: Limits,
     pub session: Arc<Session>,
     pub services: Arc<Services>,
+    /// What earlier stages of this call left for the tool.
+    pub scratch: CallScratch,
 }
 
 impl Context {
@@ -172,6 +206,7 @@ impl Context {
             limits: Limits::default(),
             session: Arc::new(Session::new("detached", true)),
             services: Arc::new(Services::new()),
+            scratch: CallScratch::default(),
         }
     }
 
@@ -214,5 +249,31 @@ impl Context {
     /// Keep head and tail lines (command output), saving the full text when cut.
     pub fn truncate_middle(&self, text: &str, head: usize, tail: usize) -> Truncated {
         truncate::truncate_middle(text, head, tail, self.limits.max_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn scratch_values_are_taken_once_by_type_and_match() {
+        let ctx = Context::detached("/");
+        let copy = ctx.clone();
+        ctx.scratch.put(("a".to_owned(), 1));
+        ctx.scratch.put(("b".to_owned(), 2));
+        ctx.scratch.put(7u8);
+        // Clones of a call's context share its scratch.
+        assert_eq!(
+            copy.scratch.take::<(String, i32)>(|(k, _)| k == "b"),
+            Some(("b".into(), 2))
+        );
+        assert_eq!(ctx.scratch.take::<(String, i32)>(|(k, _)| k == "b"), None);
+        assert_eq!(ctx.scratch.take::<u16>(|_| true), None);
+        assert_eq!(ctx.scratch.take::<u8>(|_| true), Some(7));
+        assert_eq!(ctx.scratch.take::<(String, i32)>(|_| true), Some(("a".into(), 1)));
+        // Another call starts empty.
+        assert_eq!(Context::detached("/").scratch.take::<u8>(|_| true), None);
     }
 }

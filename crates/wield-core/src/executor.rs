@@ -54,9 +54,11 @@ impl Call {
     }
 }
 
-/// Checks a path a call declares against the roots, before it runs.
+/// Checks a path a call declares against the roots, before it runs. What
+/// it learns on the way (a resolved path) it may leave in the call's
+/// [`Context::scratch`] for the tool.
 pub trait PathGuard: Send + Sync {
-    fn check(&self, path: &str, access: Access) -> Result<(), String>;
+    fn check(&self, path: &str, access: Access, ctx: &Context) -> Result<(), String>;
 }
 
 /// Margin given to tools that enforce their own timeout.
@@ -551,7 +553,7 @@ impl Executor {
 
         if let Some(guard) = &self.path_guard {
             for p in tool.paths(&input) {
-                if let Err(msg) = guard.check(&p.path, p.access) {
+                if let Err(msg) = guard.check(&p.path, p.access, &ctx) {
                     return self.refuse(&call.id, name, msg, "denied");
                 }
             }
@@ -623,6 +625,7 @@ impl Executor {
             limits: self.limits,
             session: Arc::clone(session),
             services: Arc::clone(&self.services),
+            scratch: crate::context::CallScratch::default(),
         }
     }
 

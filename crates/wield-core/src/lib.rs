@@ -51,7 +51,7 @@ pub mod truncate;
 
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver, Decision, Resolver, ResolverChain, Scope};
 pub use config::{Config, ConfigError, ConfigKey, ConfigLoader, KeyTree};
-pub use context::{Context, Services, Session};
+pub use context::{CallScratch, Context, Services, Session};
 pub use events::{Event, EventListener, EventSink, Stream};
 pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, human_duration};
 pub use registry::{

@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wield_core::truncate::Limits;
 use wield_core::{Access as CoreAccess, Config, Context, PathGuard, PathUse, Services, ToolRef, ToolResult};
-use wield_sandbox::fs::{Access, ConfineError, Confinement};
+use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
 
@@ -151,16 +151,52 @@ fn expand_home(s: &str) -> PathBuf {
 pub struct ConfinementGuard(pub Arc<Confinement>);
 
 impl PathGuard for ConfinementGuard {
-    fn check(&self, path: &str, access: CoreAccess) -> Result<(), String> {
+    fn check(&self, path: &str, access: CoreAccess, ctx: &Context) -> Result<(), String> {
         let access = match access {
             CoreAccess::Read => Access::Read,
             CoreAccess::Write => Access::Write,
         };
         match self.0.resolve(path, access) {
             Err(e) if e.is_refusal() => Err(e.to_string()),
+            Ok(resolved) if resolved.exists() => {
+                // The tool resolves the same path next: it takes this one.
+                ctx.scratch.put(Checked {
+                    conf: Arc::clone(&self.0),
+                    path: path.to_owned(),
+                    access,
+                    resolved,
+                });
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
+}
+
+/// A resolution the path guard made for this call.
+struct Checked {
+    conf: Arc<Confinement>,
+    path: String,
+    access: Access,
+    resolved: Resolved,
+}
+
+/// Resolve `path` for this call: the path guard's resolution of the same
+/// path, for the same access in the same confinement, when it made one
+/// (saving a second walk); otherwise a fresh one.
+pub(crate) fn resolve_for_call(
+    ctx: &Context,
+    conf: &Arc<Confinement>,
+    path: &str,
+    access: Access,
+) -> Result<Resolved, ConfineError> {
+    if let Some(c) = ctx
+        .scratch
+        .take::<Checked>(|c| c.access == access && c.path == path && Arc::ptr_eq(&c.conf, conf))
+    {
+        return Ok(c.resolved);
+    }
+    conf.resolve(path, access)
 }
 
 /// The confinement a call works in: the installed service, or (for a tool

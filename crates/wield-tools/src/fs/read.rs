@@ -13,7 +13,7 @@ use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolRe
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
 use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, read_head};
-use super::{blocking, confinement, fail, human_size, mark_seen_as, parse, path_use};
+use super::{blocking, confinement, fail, human_size, mark_seen_as, parse, path_use, resolve_for_call};
 
 /// Files estimated under this many tokens are returned whole.
 const DEFAULT_SMALL_FILE_TOKENS: u64 = 2000;
@@ -121,7 +121,7 @@ impl Tool for ReadTool {
         // Resolving is a few system calls; reading a small file is cheaper
         // than handing the work to the blocking pool and back, so only large
         // files (or whatever the kernel may make slow) leave this thread.
-        let resolved = match conf.resolve(&input.path, Access::Read) {
+        let resolved = match resolve_for_call(ctx, &conf, &input.path, Access::Read) {
             Ok(r) => r,
             Err(e) => return fail(&e),
         };

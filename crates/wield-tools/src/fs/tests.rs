@@ -472,14 +472,18 @@ async fn mkdir_is_mkdir_p() {
 fn the_path_guard_refuses_only_confinement_decisions() {
     let ws = Ws::new();
     let guard = ConfinementGuard(ws.ctx.service::<Confinement>().unwrap());
-    assert!(guard.check("missing/file.txt", wield_core::Access::Read).is_ok());
-    assert!(guard.check("new/file.txt", wield_core::Access::Write).is_ok());
+    assert!(
+        guard
+            .check("missing/file.txt", wield_core::Access::Read, &ws.ctx)
+            .is_ok()
+    );
+    assert!(guard.check("new/file.txt", wield_core::Access::Write, &ws.ctx).is_ok());
     let e = guard
-        .check("../../../etc/passwd", wield_core::Access::Read)
+        .check("../../../etc/passwd", wield_core::Access::Read, &ws.ctx)
         .unwrap_err();
     assert!(e.contains("outside the read roots"), "{e}");
     let e = guard
-        .check(".wield/config.toml", wield_core::Access::Write)
+        .check(".wield/config.toml", wield_core::Access::Write, &ws.ctx)
         .unwrap_err();
     assert!(e.contains("protected"), "{e}");
 }
@@ -511,4 +515,35 @@ fn sandbox_config_builds_the_roots() {
     let bad = Config::from_table(toml::from_str("[sandbox]\nread = \"/x\"\n").unwrap()).unwrap();
     assert!(confinement_from_config(&bad, &base.join("ws")).is_err());
     let _: &Path = conf.workspace();
+}
+
+#[tokio::test]
+async fn read_uses_the_object_the_path_guard_checked() {
+    let ws = Ws::new();
+    ws.put("a.txt", "checked\n");
+    ws.put("b.txt", "swapped in\n");
+    let conf = ws.ctx.service::<Confinement>().unwrap();
+    let guard = ConfinementGuard(Arc::clone(&conf));
+    guard.check("a.txt", CoreAccess::Read, &ws.ctx).unwrap();
+    // Between the check and the tool, another file takes the name: the tool
+    // opens what the guard checked, sees it is gone from the name, and says so.
+    fs::rename(ws.p("b.txt"), ws.p("a.txt")).unwrap();
+    let r = ws.call(&read::ReadTool::new(), json!({"path": "a.txt"})).await;
+    assert!(err(&r).contains("changed while it was being opened"), "{r:?}");
+    // The resolution is used once; the next call resolves afresh.
+    let r = ws.call(&read::ReadTool::new(), json!({"path": "a.txt"})).await;
+    assert!(r.output.contains("swapped in"), "{}", r.output);
+
+    // Another path, another access or another confinement: not taken.
+    guard.check("a.txt", CoreAccess::Write, &ws.ctx).unwrap();
+    let other = ConfinementGuard(Arc::new(Confinement::builder(&ws.root).build().unwrap()));
+    other.check("a.txt", CoreAccess::Read, &ws.ctx).unwrap();
+    ws.put("c.txt", "third\n");
+    fs::rename(ws.p("c.txt"), ws.p("a.txt")).unwrap();
+    let r = ws.call(&read::ReadTool::new(), json!({"path": "a.txt"})).await;
+    assert!(r.output.contains("third"), "{}", r.output);
+
+    // Refusals still come from the guard.
+    let escape = guard.check("../outside", CoreAccess::Read, &ws.ctx).unwrap_err();
+    assert!(escape.contains("outside"), "{escape}");
 }
