@@ -168,19 +168,20 @@ fn read(
             .map_err(io_err)?;
         if data.len() as u64 <= INLINE_READ_BYTES {
             whole_file = Some(data);
+        } else {
+            file.seek(SeekFrom::Start(0)).map_err(io_err)?;
         }
     }
     let streamed_head;
     let head = match &whole_file {
         Some(data) => &data[..data.len().min(SNIFF_BYTES)],
         None => {
-            file.seek(SeekFrom::Start(0)).map_err(io_err)?;
             streamed_head = read_head(&mut file, SNIFF_BYTES).map_err(io_err)?;
             &streamed_head[..]
         }
     };
     if let Some(mime) = image_mime(head) {
-        return image(ctx, resolved.real_path(), &shown, file, &meta, mime);
+        return image(ctx, resolved.real_path(), &shown, file, whole_file, &meta, mime);
     }
     if let Some(kind) = binary_type(head) {
         return Err(ToolResult::error(format!(
@@ -326,6 +327,7 @@ fn image(
     real: &Path,
     shown: &str,
     mut file: std::fs::File,
+    whole_file: Option<Vec<u8>>,
     meta: &std::fs::Metadata,
     mime: &str,
 ) -> Result<ToolResult, ToolResult> {
@@ -337,10 +339,17 @@ fn image(
             human_size(MAX_IMAGE_BYTES)
         )));
     }
-    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.seek(SeekFrom::Start(0))
-        .and_then(|_| std::io::Read::read_to_end(&mut file, &mut data))
-        .map_err(|e| ToolResult::error(format!("{shown}: {e}")))?;
+    // A small image was read whole already; a larger one is read now.
+    let data = match whole_file {
+        Some(data) => data,
+        None => {
+            let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            file.seek(SeekFrom::Start(0))
+                .and_then(|_| file.read_to_end(&mut data))
+                .map_err(|e| ToolResult::error(format!("{shown}: {e}")))?;
+            data
+        }
+    };
     let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
     mark_seen_as(ctx, real, meta);
     Ok(

@@ -280,6 +280,17 @@ async fn binary_files_are_refused_and_images_attached() {
         .decode(att["data"].as_str().unwrap())
         .unwrap();
     assert_eq!(data, png);
+
+    // An image too large to be read whole up front is read when attached.
+    let mut big = png.to_vec();
+    big.resize(300 * 1024, 7);
+    fs::write(ws.p("big.png"), &big).unwrap();
+    let r = ws.call(&ReadTool::new(), json!({"path": "big.png"})).await;
+    assert!(r.success, "{r:?}");
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(r.metadata["attachments"][0]["data"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(data, big);
 }
 
 #[tokio::test]
