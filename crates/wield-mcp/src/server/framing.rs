@@ -9,8 +9,8 @@
 //! encoded by `serde_json`, and the strings are escaped into the
 //! placeholders' places eight bytes at a time. The output is byte for byte
 //! what `serde_json` writes (tested); the placeholder carries a per-process
-//! random nonce and must occur exactly once, or the message is encoded the
-//! plain way.
+//! random nonce and must occur exactly once after the previous one's place,
+//! or the message is encoded the plain way.
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -127,12 +127,14 @@ pub fn encode(item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>>
 }
 
 fn encode_with(mut item: TxJsonRpcMessage<RoleServer>, nonce: u64) -> serde_json::Result<Vec<u8>> {
-    let mut big: Vec<String> = Vec::new();
+    // Each big string, and its placeholder as serde_json will write it.
+    let mut big: Vec<(String, Vec<u8>)> = Vec::new();
     for slot in big_strings(&mut item) {
         let mark = placeholder(nonce, big.len());
-        big.push(std::mem::replace(slot, mark));
+        let encoded = serde_json::to_vec(&mark)?;
+        big.push((std::mem::replace(slot, mark), encoded));
     }
-    let strings: usize = big.iter().map(|s| s.len() + s.len() / 8 + 2).sum();
+    let strings: usize = big.iter().map(|(s, _)| s.len() + s.len() / 8 + 2).sum();
     let mut head = Vec::with_capacity(512);
     serde_json::to_writer(&mut head, &item)?;
     if big.is_empty() {
@@ -142,9 +144,8 @@ fn encode_with(mut item: TxJsonRpcMessage<RoleServer>, nonce: u64) -> serde_json
     let mut out = Vec::with_capacity(head.len() + strings + 1);
     let mut rest = &head[..];
     let mut spliced = true;
-    for (i, text) in big.iter().enumerate() {
-        let mark = serde_json::to_vec(&placeholder(nonce, i))?;
-        let mut found = memchr::memmem::find_iter(rest, &mark);
+    for (text, mark) in &big {
+        let mut found = memchr::memmem::find_iter(rest, mark);
         let (Some(at), None) = (found.next(), found.next()) else {
             spliced = false;
             break;
@@ -155,7 +156,7 @@ fn encode_with(mut item: TxJsonRpcMessage<RoleServer>, nonce: u64) -> serde_json
     }
     if !spliced {
         // Never expected: put the strings back and encode the plain way.
-        for (slot, text) in big_strings(&mut item).zip(big) {
+        for (slot, (text, _)) in big_strings(&mut item).zip(big) {
             *slot = text;
         }
         let mut plain = serde_json::to_vec(&item)?;
