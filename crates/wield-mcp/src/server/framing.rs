@@ -209,39 +209,40 @@ fn escapes(w: u64) -> u64 {
 }
 
 /// `s` as a JSON string, escaped exactly as `serde_json` escapes it: eight
-/// bytes are tested at once and copied with one store when none needs
-/// escaping (no copy calls for the short runs between newlines).
+/// bytes are tested at once, the first one needing an escape is found from
+/// the word's mask, and the clean run before it is copied in one piece.
 pub fn push_json_string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + bytes.len() / 8 + 2);
     out.push(b'"');
-    let words = bytes.chunks_exact(8);
-    let tail = words.remainder();
-    for chunk in words {
+    // `run` starts the bytes not yet copied; `at` is the next word tested.
+    let mut run = 0;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
         let Ok(word) = <[u8; 8]>::try_from(chunk) else {
-            continue;
+            break;
         };
-        if escapes(u64::from_le_bytes(word)) == 0 {
-            out.extend_from_slice(&word);
-        } else {
-            for b in word {
-                push_byte(out, b);
-            }
+        let mask = escapes(u64::from_le_bytes(word));
+        if mask == 0 {
+            at += 8;
+            continue;
+        }
+        // Every flagged byte needs escaping (`zero_bytes` is exact).
+        let hit = at + (mask.trailing_zeros() / 8) as usize;
+        out.extend_from_slice(&bytes[run..hit]);
+        push_escape(out, bytes[hit]);
+        run = hit + 1;
+        at = run;
+    }
+    for (hit, &b) in bytes.iter().enumerate().skip(at) {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            out.extend_from_slice(&bytes[run..hit]);
+            push_escape(out, b);
+            run = hit + 1;
         }
     }
-    for &b in tail {
-        push_byte(out, b);
-    }
+    out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
-}
-
-#[inline]
-fn push_byte(out: &mut Vec<u8>, b: u8) {
-    if b < 0x20 || b == b'"' || b == b'\\' {
-        push_escape(out, b);
-    } else {
-        out.push(b);
-    }
 }
 
 fn push_escape(out: &mut Vec<u8>, b: u8) {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
-use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, read_head};
+use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, into_text, read_head};
 use super::{blocking, confinement, fail, human_size, mark_seen_as, parse, path_use, resolve_for_call};
 
 /// Files estimated under this many tokens are returned whole.
@@ -247,9 +247,9 @@ fn show(
     let skipped = reader.skip(offset - 1)?;
     let limits = ctx.limits;
     // Numbering adds about a quarter to source text.
-    let mut out = String::with_capacity(usize::try_from(size.min(limits.max_bytes as u64)).unwrap_or(0) * 5 / 4 + 64);
+    let mut out = Vec::with_capacity(usize::try_from(size.min(limits.max_bytes as u64)).unwrap_or(0) * 5 / 4 + 64);
     let mut last = offset - 1;
-    let mut over: Option<String> = None;
+    let mut over: Option<Vec<u8>> = None;
     while limit.is_none_or(|l| last + 1 - offset < l) {
         let before = out.len();
         if !reader.push_next(&mut out, last + 1)? {
@@ -276,6 +276,7 @@ fn show(
     let at_end = reader.done()?;
     let mut result = match over {
         None => {
+            let mut out = into_text(out);
             if !at_end && limit.is_some() {
                 out.push_str(&format!(
                     "[Showing lines {offset}-{last}. The file continues: use offset={} to read more.]\n",
@@ -288,7 +289,7 @@ fn show(
             // Number the whole range and let the core cut it, so the full
             // text is saved and the notice is the standard one.
             let mut full = out;
-            full.push_str(&pending);
+            full.extend_from_slice(&pending);
             let mut n = last + 1;
             while limit.is_none_or(|l| n < l) {
                 if !reader.push_next(&mut full, n + 1)? {
@@ -296,7 +297,7 @@ fn show(
                 }
                 n += 1;
             }
-            let cut = ctx.truncate_head(&full);
+            let cut = ctx.truncate_head(&into_text(full));
             let mut text = cut.text.clone();
             if let Some((_, shown_last)) = cut.shown {
                 text.push_str(&format!("\n[Use offset={} to read on.]", shown_last + 1));
@@ -306,6 +307,7 @@ fn show(
             r
         }
         Some(_) => {
+            let mut out = into_text(out);
             out.push_str(&format!(
                 "[Showing lines {offset}-{last} ({} output limit). The file continues: use offset={} to read more.]\n",
                 human_size(limits.max_bytes as u64),

@@ -172,12 +172,13 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
-/// Where `read` takes numbered lines from.
+/// Where `read` takes numbered lines from. Lines are appended to a byte
+/// buffer as valid UTF-8 (see [`into_text`]).
 pub(crate) trait NumberedLines {
     /// Skip `n` lines; returns how many there were (fewer at the end).
     fn skip(&mut self, n: u64) -> io::Result<u64>;
     /// Append the next line to `out` as line `number`; `false` at the end.
-    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool>;
+    fn push_next(&mut self, out: &mut Vec<u8>, number: u64) -> io::Result<bool>;
     /// Whether no line is left.
     fn done(&mut self) -> io::Result<bool>;
 }
@@ -187,7 +188,7 @@ impl<R: BufRead> NumberedLines for LineReader<R> {
         self.skip_lines(n)
     }
 
-    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool> {
+    fn push_next(&mut self, out: &mut Vec<u8>, number: u64) -> io::Result<bool> {
         let mut line = std::mem::take(&mut self.line);
         let more = self.next_line(&mut line)?;
         if more {
@@ -206,48 +207,74 @@ impl<R: BufRead> NumberedLines for LineReader<R> {
 /// they are, without copying or checking each line again. Lines are cut and
 /// ended exactly as [`LineReader`] cuts and ends them.
 pub(crate) struct TextLines<'a> {
-    rest: &'a str,
+    text: &'a [u8],
+    /// Where the next line starts.
+    at: usize,
+    /// The newlines from `base` on.
+    newlines: memchr::Memchr<'a>,
+    base: usize,
     max_line: usize,
 }
 
 impl<'a> TextLines<'a> {
     pub(crate) fn new(text: &'a str, max_line: usize) -> Self {
-        Self { rest: text, max_line }
+        let text = text.as_bytes();
+        Self {
+            text,
+            at: 0,
+            newlines: memchr::memchr_iter(b'\n', text),
+            base: 0,
+            max_line,
+        }
     }
 }
 
 impl NumberedLines for TextLines<'_> {
     fn skip(&mut self, n: u64) -> io::Result<u64> {
-        let mut reader = LineReader::new(self.rest.as_bytes(), self.max_line);
+        let rest = self.text.get(self.at..).unwrap_or_default();
+        let mut reader = LineReader::new(rest, self.max_line);
         let skipped = reader.skip_lines(n)?;
-        let consumed = self.rest.len() - reader.inner.len();
-        // A newline is ASCII, so the rest starts on a character boundary.
-        self.rest = self.rest.get(consumed..).unwrap_or_default();
+        self.at += rest.len() - reader.inner.len();
+        self.base = self.at;
+        self.newlines = memchr::memchr_iter(b'\n', self.text.get(self.at..).unwrap_or_default());
         Ok(skipped)
     }
 
-    fn push_next(&mut self, out: &mut String, number: u64) -> io::Result<bool> {
-        if self.rest.is_empty() {
+    fn push_next(&mut self, out: &mut Vec<u8>, number: u64) -> io::Result<bool> {
+        let start = self.at;
+        let Some(rest) = self.text.get(start..).filter(|r| !r.is_empty()) else {
             return Ok(false);
-        }
-        let (line, rest) = match memchr::memchr(b'\n', self.rest.as_bytes()) {
-            Some(pos) => (&self.rest[..pos], &self.rest[pos + 1..]),
-            None => (self.rest, ""),
         };
-        self.rest = rest;
+        let line = match self.newlines.next() {
+            Some(pos) => {
+                self.at = self.base + pos + 1;
+                &rest[..self.base + pos - start]
+            }
+            None => {
+                self.at = self.text.len();
+                rest
+            }
+        };
         if line.len() > self.max_line {
-            push_numbered(out, number, &line.as_bytes()[..self.max_line], true);
+            push_numbered(out, number, &line[..self.max_line], true);
         } else {
+            // Valid UTF-8 already: the whole text was checked.
             push_number(out, number);
-            out.push_str(line.strip_suffix('\r').unwrap_or(line));
-            out.push('\n');
+            out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            out.push(b'\n');
         }
         Ok(true)
     }
 
     fn done(&mut self) -> io::Result<bool> {
-        Ok(self.rest.is_empty())
+        Ok(self.at >= self.text.len())
     }
+}
+
+/// The text numbered lines were appended to. Every piece appended is valid
+/// UTF-8, so the check never fails; were it to, nothing panics.
+pub(crate) fn into_text(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Read up to `n` bytes from the start of a reader.
@@ -260,38 +287,50 @@ pub(crate) fn read_head(reader: &mut impl Read, n: usize) -> io::Result<Vec<u8>>
 /// Append `line` to `out` as `read` shows it: the 1-based number right-aligned
 /// in six columns, a tab, the text (invalid UTF-8 replaced, a cut line
 /// marked) and a newline. No allocation when the line is valid UTF-8.
-pub(crate) fn push_numbered(out: &mut String, number: u64, bytes: &[u8], cut: bool) {
+pub(crate) fn push_numbered(out: &mut Vec<u8>, number: u64, bytes: &[u8], cut: bool) {
     push_number(out, number);
     match std::str::from_utf8(bytes) {
-        Ok(text) => out.push_str(text),
-        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+        Ok(_) => out.extend_from_slice(bytes),
+        Err(_) => out.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
     }
     if cut {
-        out.push_str("… [line cut]");
+        out.extend_from_slice("… [line cut]".as_bytes());
     }
-    out.push('\n');
+    out.push(b'\n');
 }
 
 /// The line number right-aligned in six columns and a tab. Digits by hand:
 /// this runs once per line shown, and the formatting machinery costs more
 /// than the rest of the line together.
-fn push_number(out: &mut String, number: u64) {
-    let mut digits = [0u8; 20];
+#[inline]
+fn push_number(out: &mut Vec<u8>, number: u64) {
+    if number < 1_000_000 {
+        // Built in a register, not byte by byte in memory: six spaces and a
+        // tab, with the digits laid over the spaces from the right.
+        let mut label = u64::from_le_bytes(*b"      \t\0");
+        let mut shift = 40;
+        let mut n = number;
+        loop {
+            label = (label & !(0xff << shift)) | ((u64::from(b'0') + n % 10) << shift);
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+            shift -= 8;
+        }
+        out.extend_from_slice(&label.to_le_bytes()[..7]);
+        return;
+    }
+    let mut digits = *b"00000000000000000000";
     let mut at = digits.len();
     let mut n = number;
-    loop {
+    while n > 0 {
         at -= 1;
         digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
-        if n == 0 {
-            break;
-        }
     }
-    for _ in (digits.len() - at)..6 {
-        out.push(' ');
-    }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
-    out.push('\t');
+    out.extend_from_slice(&digits[at..]);
+    out.push(b'\t');
 }
 
 #[cfg(test)]
@@ -301,13 +340,17 @@ mod tests {
 
     #[test]
     fn numbered_lines_look_like_cat_n() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         push_numbered(&mut out, 7, b"seven", false);
         push_numbered(&mut out, 1_234_567, b"bad \xff byte", true);
         push_numbered(&mut out, 0, b"", false);
+        push_numbered(&mut out, 999_999, b"a", false);
+        push_numbered(&mut out, 1_000_000, b"b", false);
+        push_numbered(&mut out, u64::MAX, b"c", false);
         assert_eq!(
-            out,
-            "     7\tseven\n1234567\tbad \u{fffd} byte\u{2026} [line cut]\n     0\t\n"
+            into_text(out),
+            "     7\tseven\n1234567\tbad \u{fffd} byte\u{2026} [line cut]\n     0\t\n\
+             999999\ta\n1000000\tb\n18446744073709551615\tc\n"
         );
     }
 
@@ -330,13 +373,13 @@ mod tests {
 
     fn numbered(lines: &mut impl NumberedLines, skip: u64) -> (u64, String) {
         let skipped = lines.skip(skip).unwrap();
-        let mut out = String::new();
+        let mut out = Vec::new();
         let mut n = skip;
         while lines.push_next(&mut out, n + 1).unwrap() {
             n += 1;
         }
         assert!(lines.done().unwrap());
-        (skipped, out)
+        (skipped, into_text(out))
     }
 
     #[test]
