@@ -1,9 +1,9 @@
 //! A raw JSON-RPC client for MCP servers over stdio, for `bench/mcp.sh`.
 //!
 //! No SDK and no async runtime: one JSON object per line each way, written
-//! and read with plain blocking pipes, and replies checked with substring
-//! searches rather than parsed, so the numbers are the server's and the
-//! pipe's, not a client library's.
+//! and read with plain blocking pipes, and replies kept as bytes and checked
+//! with substring searches rather than parsed, so the numbers are the
+//! server's and the pipe's, not a client library's.
 //!
 //! ```text
 //! mcp_bench cold RUNS -- CMD...               cold start to the initialize reply
@@ -27,7 +27,7 @@ struct Server {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
-    line: String,
+    line: Vec<u8>,
 }
 
 impl Server {
@@ -46,7 +46,7 @@ impl Server {
             child,
             stdin,
             stdout,
-            line: String::with_capacity(1 << 16),
+            line: Vec::with_capacity(1 << 16),
         })
     }
 
@@ -59,20 +59,20 @@ impl Server {
     }
 
     /// Read lines until the reply carrying `"id":ID`; returns it.
-    fn reply(&mut self, id: u64) -> Result<&str, String> {
+    fn reply(&mut self, id: u64) -> Result<&[u8], String> {
         let want = format!("\"id\":{id}");
         let spaced = format!("\"id\": {id}");
         loop {
             self.line.clear();
             let n = self
                 .stdout
-                .read_line(&mut self.line)
+                .read_until(b'\n', &mut self.line)
                 .map_err(|e| format!("read: {e}"))?;
             if n == 0 {
                 return Err(format!("the server closed its output waiting for id {id}"));
             }
             // Notifications carry no id; another reply would be a bug here.
-            if self.line.contains(&want) || self.line.contains(&spaced) {
+            if has(&self.line, &want) || has(&self.line, &spaced) {
                 return Ok(&self.line);
             }
         }
@@ -81,8 +81,8 @@ impl Server {
     fn initialize(&mut self) -> Result<(), String> {
         self.send(INIT)?;
         let r = self.reply(0)?;
-        if !r.contains("\"result\"") {
-            return Err(format!("initialize failed: {r}"));
+        if !has(r, "\"result\"") {
+            return Err(format!("initialize failed: {}", String::from_utf8_lossy(r)));
         }
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
     }
@@ -91,6 +91,10 @@ impl Server {
         drop(self.stdin);
         let _ = self.child.wait();
     }
+}
+
+fn has(line: &[u8], what: &str) -> bool {
+    memchr::memmem::find(line, what.as_bytes()).is_some()
 }
 
 fn cold(runs: usize, cmd: &[String]) -> Result<String, String> {
@@ -127,8 +131,11 @@ fn calls(n: u64, tool: &str, args: &str, cmd: &[String]) -> Result<String, Strin
         s.send(&msg)?;
         let r = s.reply(id)?;
         lat.push(t.elapsed().as_secs_f64() * 1e6);
-        if r.contains("\"isError\":true") || r.contains("\"isError\": true") || !r.contains("\"result\"") {
-            return Err(format!("call {id} failed: {}", &r[..r.len().min(500)]));
+        if has(r, "\"isError\":true") || has(r, "\"isError\": true") || !has(r, "\"result\"") {
+            return Err(format!(
+                "call {id} failed: {}",
+                String::from_utf8_lossy(&r[..r.len().min(500)])
+            ));
         }
         bytes = r.len();
     }
@@ -180,15 +187,15 @@ fn floor(bytes: usize) -> Result<String, String> {
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();
+        // One write per reply, newline included, as a server would.
         let reply = if req.contains("tools/call") {
             format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":{text}}}],"isError":false}}}}"#
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"isError\":false}}}}\n"
             )
         } else {
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
         };
         out.write_all(reply.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush())
             .map_err(|e| e.to_string())?;
     }

@@ -1,10 +1,9 @@
 //! Newline-delimited JSON-RPC over a byte stream pair (stdio), with the
 //! large strings of tool results written by a fast path.
 //!
-//! Reading, and the error replies to malformed input, stay with the SDK's
-//! transport. Writing is done here: each message is encoded whole into one
-//! buffer sized up front and written under a lock, so messages never
-//! interleave. In a `tools/call` result, text (and image or audio data)
+//! Lines are read and parsed by [`super::incoming`]. Each message sent is
+//! encoded whole into one buffer sized up front and written under a lock,
+//! so messages never interleave. In a `tools/call` result, text (and image or audio data)
 //! of [`BIG`] bytes or more is swapped for a placeholder, the rest is
 //! encoded by `serde_json`, and the strings are escaped into the
 //! placeholders' places eight bytes at a time. The output is byte for byte
@@ -15,17 +14,16 @@
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
-use std::task::{Context, Poll};
 
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::model::{ContentBlock, ErrorData, JsonRpcMessage, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
+
+use super::incoming::{Incoming, Lines, parse};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -36,7 +34,7 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    inner: AsyncRwTransport<RoleServer, R, ErrorReplies<W>>,
+    lines: Lines<R>,
     out: Arc<Mutex<W>>,
 }
 
@@ -46,12 +44,18 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     pub fn new(read: R, write: W) -> Self {
-        let out = Arc::new(Mutex::new(write));
         Self {
-            inner: AsyncRwTransport::new_server(read, ErrorReplies { out: Arc::clone(&out) }),
-            out,
+            lines: Lines::new(read),
+            out: Arc::new(Mutex::new(write)),
         }
     }
+}
+
+/// Write one encoded message whole, under the writer's lock.
+async fn write_message<W: AsyncWrite + Unpin>(out: &Mutex<W>, bytes: &[u8]) -> io::Result<()> {
+    let mut w = out.lock().await;
+    w.write_all(bytes).await?;
+    w.flush().await
 }
 
 impl<R, W> Transport<RoleServer> for Framed<R, W>
@@ -67,50 +71,47 @@ where
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let bytes = encode(item);
         let out = Arc::clone(&self.out);
-        async move {
-            let bytes = bytes.map_err(io::Error::other)?;
-            let mut w = out.lock().await;
-            w.write_all(&bytes).await?;
-            w.flush().await
+        async move { write_message(&out, &bytes.map_err(io::Error::other)?).await }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let line = match self.lines.next().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::error!("reading from the client: {e}");
+                    return None;
+                }
+            };
+            match parse(line) {
+                Incoming::Message(message) => return Some(*message),
+                Incoming::Skip => {}
+                Incoming::Invalid => {
+                    // Written by its own task: `receive` may be cancelled at
+                    // any await, and a reply must never be cut short.
+                    let reply = TxJsonRpcMessage::<RoleServer>::error(
+                        ErrorData::invalid_request("Invalid request", None),
+                        None,
+                    );
+                    let out = Arc::clone(&self.out);
+                    let bytes = encode(reply);
+                    tokio::spawn(async move {
+                        let written = match bytes {
+                            Ok(bytes) => write_message(&out, &bytes).await,
+                            Err(e) => Err(io::Error::other(e)),
+                        };
+                        if let Err(e) = written {
+                            tracing::debug!("writing an error reply: {e}");
+                        }
+                    });
+                }
+            }
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        self.inner.receive()
-    }
-
     async fn close(&mut self) -> Result<(), io::Error> {
-        self.inner.close().await?;
         self.out.lock().await.shutdown().await
-    }
-}
-
-/// The writer the SDK's transport gets, for the only messages it writes
-/// itself (`Invalid Request` replies to malformed input): each write is
-/// handed whole to the shared writer, under its lock.
-struct ErrorReplies<W> {
-    out: Arc<Mutex<W>>,
-}
-
-impl<W: AsyncWrite + Send + Unpin + 'static> AsyncWrite for ErrorReplies<W> {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let out = Arc::clone(&self.out);
-        let bytes = buf.to_vec();
-        tokio::spawn(async move {
-            let mut w = out.lock().await;
-            if let Err(e) = w.write_all(&bytes).await.and(w.flush().await) {
-                tracing::debug!("writing an error reply: {e}");
-            }
-        });
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 

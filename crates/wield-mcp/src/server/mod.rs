@@ -12,6 +12,7 @@
 mod approver;
 mod framing;
 mod http;
+mod incoming;
 mod listing;
 mod progress;
 mod result;

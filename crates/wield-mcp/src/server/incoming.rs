@@ -1,0 +1,328 @@
+//! Reading newline-delimited JSON-RPC messages from a client.
+//!
+//! Lines are read with a bound on their length and parsed into the SDK's
+//! message type with the SDK's rules: an empty or unparsable line is
+//! skipped, a non-standard notification is ignored, and a line that is JSON
+//! but not a valid message asks for an `Invalid Request` reply.
+//!
+//! A plain `tools/call` — `jsonrpc`, `id`, `method` and `params` holding
+//! only `name` and `arguments` — is parsed straight into its message. That
+//! is the call an agent makes over and over, and the SDK's generic parse
+//! (which buffers the whole message to find its shape, then the parameters
+//! to find `_meta`) costs more than the rest of reading it. Anything else,
+//! or anything the direct parse refuses, takes the SDK's parse, so the
+//! result is the same message either way (tested).
+
+use std::borrow::Cow;
+use std::io;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+};
+use rmcp::service::RxJsonRpcMessage;
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+/// The longest line accepted (the SDK's own default): a longer one is
+/// dropped, without being buffered, and the connection stays open.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// What one line of input holds.
+#[derive(Debug)]
+pub enum Incoming {
+    Message(Box<RxJsonRpcMessage<RoleServer>>),
+    /// Nothing to act on: an empty, unparsable or ignored line.
+    Skip,
+    /// JSON, but not a message this server understands: answer `Invalid Request`.
+    Invalid,
+}
+
+/// Lines from a reader, each at most [`MAX_LINE`] bytes. Cancel-safe: a
+/// partial line stays here for the next call.
+pub struct Lines<R> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    /// `line` holds a line already returned (cleared on the next call).
+    returned: bool,
+    /// Dropping the rest of an oversized line.
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    pub fn new(read: R) -> Self {
+        Self {
+            read: BufReader::with_capacity(64 * 1024, read),
+            line: Vec::new(),
+            returned: false,
+            discarding: false,
+        }
+    }
+
+    /// The next line, without its terminator; `None` at the end of input.
+    pub async fn next(&mut self) -> io::Result<Option<&[u8]>> {
+        if std::mem::take(&mut self.returned) {
+            self.line.clear();
+        }
+        loop {
+            let available = self.read.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(None);
+            }
+            let newline = memchr::memchr(b'\n', available);
+            let take = newline.map_or(available.len(), |at| at + 1);
+            let mut done = newline.is_some();
+            if self.discarding {
+                self.discarding = !done;
+                done = false;
+            } else if self.line.len().saturating_add(take) > MAX_LINE {
+                tracing::error!(max = MAX_LINE, "an incoming message is longer than allowed; dropped");
+                self.line.clear();
+                self.discarding = !done;
+                done = false;
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+            }
+            self.read.consume(take);
+            if done {
+                self.returned = true;
+                let line = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+                return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line)));
+            }
+        }
+    }
+}
+
+/// One line of input, parsed.
+pub fn parse(line: &[u8]) -> Incoming {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.is_empty() {
+        return Incoming::Skip;
+    }
+    if let Some(call) = plain_call(line) {
+        return Incoming::Message(Box::new(call));
+    }
+    match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+        Ok(message) => Incoming::Message(Box::new(message)),
+        Err(e) if ignored_notification(line) => {
+            tracing::trace!("ignoring a notification outside the protocol: {e}");
+            Incoming::Skip
+        }
+        Err(e) => match e.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                tracing::debug!("ignoring an unparsable message: {e}");
+                Incoming::Skip
+            }
+            serde_json::error::Category::Data | serde_json::error::Category::Io => {
+                tracing::debug!("an invalid request: {e}");
+                Incoming::Invalid
+            }
+        },
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainCall<'a> {
+    #[allow(dead_code)]
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: PlainParams,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+/// A `tools/call` with nothing but a name and arguments, parsed directly.
+fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let call: PlainCall<'_> = serde_json::from_slice(line).ok()?;
+    if call.method != "tools/call" {
+        return None;
+    }
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
+    let request: CallToolRequest = rmcp::model::Request::<CallToolRequestMethod, _>::new(params);
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        call.id,
+        ClientRequest::CallToolRequest(request),
+    )))
+}
+
+/// The SDK's compatibility rule: a notification (no `id`) with a method
+/// outside the protocol, or an unknown `notifications/…` method, is ignored
+/// rather than answered.
+fn ignored_notification(line: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return false;
+    };
+    let Some(method) = value.get("method").and_then(serde_json::Value::as_str) else {
+        return false;
+    };
+    let notification = value.get("id").is_none();
+    (notification && !standard_method(method))
+        || (method.starts_with("notifications/") && !standard_notification(method))
+}
+
+fn standard_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "server/discover"
+            | "prompts/get"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "resources/templates/list"
+            | "subscriptions/listen"
+            | "tools/call"
+            | "tools/list"
+            | "completion/complete"
+            | "elicitation/create"
+            | "logging/setLevel"
+            | "roots/list"
+            | "sampling/createMessage"
+    ) || standard_notification(method)
+}
+
+fn standard_notification(method: &str) -> bool {
+    matches!(
+        method,
+        "notifications/cancelled"
+            | "notifications/initialized"
+            | "notifications/message"
+            | "notifications/progress"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed"
+            | "notifications/resources/updated"
+            | "notifications/roots/list_changed"
+            | "notifications/subscriptions/acknowledged"
+            | "notifications/tools/list_changed"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The message as the SDK parses it, in a form that shows everything
+    /// (`_meta` is serialized from the request's extensions).
+    fn sdk(line: &str) -> String {
+        let m: RxJsonRpcMessage<RoleServer> = serde_json::from_str(line).unwrap();
+        format!("{} {m:?}", serde_json::to_string(&m).unwrap())
+    }
+
+    fn ours(line: &str) -> String {
+        match parse(line.as_bytes()) {
+            Incoming::Message(m) => format!("{} {m:?}", serde_json::to_string(&m).unwrap()),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_plain_call_is_the_message_the_sdk_parses() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"path":"a.txt"}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{"n":[1,{"x":null}]},"name":"calc"},"id":"abc","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"é\"\u0041"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
+        ] {
+            assert!(plain_call(line.as_bytes()).is_some(), "{line}");
+            assert_eq!(ours(line), sdk(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn anything_else_takes_the_sdk_parse() {
+        for line in [
+            // `_meta` carries the progress token: the SDK moves it into the request.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{},"_meta":{"progressToken":5}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","requestState":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"extra":1}"#,
+        ] {
+            assert!(plain_call(line.as_bytes()).is_none(), "{line}");
+            assert_eq!(ours(line), sdk(line), "{line}");
+        }
+    }
+
+    /// What a transport makes of `input`: the messages it yields and the
+    /// replies it writes by itself.
+    async fn drive<T: rmcp::transport::Transport<RoleServer>>(
+        make: impl FnOnce(tokio::io::ReadHalf<tokio::io::DuplexStream>, tokio::io::WriteHalf<tokio::io::DuplexStream>) -> T,
+        input: &str,
+    ) -> (Vec<String>, String) {
+        use tokio::io::AsyncReadExt;
+        let (ours, theirs) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(ours);
+        let (mut their_read, mut their_write) = tokio::io::split(theirs);
+        tokio::io::AsyncWriteExt::write_all(&mut their_write, input.as_bytes())
+            .await
+            .unwrap();
+        tokio::io::AsyncWriteExt::shutdown(&mut their_write).await.unwrap();
+        let mut transport = make(read, write);
+        let mut messages = Vec::new();
+        while let Some(m) = transport.receive().await {
+            messages.push(format!("{} {m:?}", serde_json::to_string(&m).unwrap()));
+        }
+        // Let spawned writes land, then close.
+        tokio::task::yield_now().await;
+        transport.close().await.unwrap();
+        drop(transport);
+        drop(their_write);
+        let mut written = String::new();
+        their_read.read_to_string(&mut written).await.unwrap();
+        (messages, written)
+    }
+
+    #[tokio::test]
+    async fn every_line_is_taken_as_the_sdk_transport_takes_it() {
+        let input = [
+            "",
+            "not json",
+            r#"{"jsonrpc":"2.0","id":1,"#,
+            r#"{"jsonrpc":"2.0","method":"vendor/thing"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/vendor","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\r",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"p"}}}"#,
+            "   ",
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+            "[]",
+            "trailing line without a newline",
+        ]
+        .join("\n");
+        let sdk = drive(rmcp::transport::async_rw::AsyncRwTransport::new_server, &input).await;
+        let framed = drive(super::super::framing::Framed::new, &input).await;
+        assert_eq!(framed, sdk);
+        assert_eq!(sdk.0.len(), 7, "{:#?}", sdk.0);
+        assert!(sdk.1.contains("-32600"), "{}", sdk.1);
+    }
+
+    #[tokio::test]
+    async fn lines_are_bounded_and_cut_at_newlines() {
+        let long = "x".repeat(MAX_LINE + 10);
+        let input = format!("one\r\n\n{long}\ntwo\nlast");
+        let mut lines = Lines::new(input.as_bytes());
+        assert_eq!(lines.next().await.unwrap(), Some(&b"one"[..]));
+        assert_eq!(lines.next().await.unwrap(), Some(&b""[..]));
+        // The oversized line is dropped whole; reading goes on after it.
+        assert_eq!(lines.next().await.unwrap(), Some(&b"two"[..]));
+        // A last line without a newline is not a message.
+        assert_eq!(lines.next().await.unwrap(), None);
+    }
+}
