@@ -4,8 +4,9 @@
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -81,6 +82,12 @@ impl Confinement {
     /// opened by name in the directory handle the resolution holds, without
     /// following links, and must be the very object that was resolved.
     pub fn open_resolved(&self, r: &Resolved) -> Result<File, ConfineError> {
+        self.open_resolved_with_metadata(r).map(|(file, _)| file)
+    }
+
+    /// [`Confinement::open_resolved`], with the opened file's status (taken
+    /// once, for the identity check and for the caller).
+    pub fn open_resolved_with_metadata(&self, r: &Resolved) -> Result<(File, Metadata), ConfineError> {
         let obj = r.object.as_ref().ok_or_else(|| r.not_found())?;
         match kind_of(&obj.stat) {
             Kind::File => {}
@@ -102,16 +109,20 @@ impl Confinement {
             Mode::empty(),
         )
         .map_err(|e| ConfineError::from_errno(&r.shown, e))?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| ConfineError::from_errno(&r.shown, e))?;
-        if stat.st_dev != obj.stat.st_dev || stat.st_ino != obj.stat.st_ino {
+        let file = File::from(fd);
+        let meta = file.metadata().map_err(|source| ConfineError::Io {
+            path: r.shown.clone(),
+            source,
+        })?;
+        if meta.dev() != obj.stat.st_dev || meta.ino() != obj.stat.st_ino {
             return Err(ConfineError::Changed { path: r.shown.clone() });
         }
         // The same regular file as resolved: O_NONBLOCK means nothing for
         // regular files, so it can stay (two system calls saved per read).
-        if kind_of(&stat) != Kind::File {
-            clear_nonblock(&fd, &r.shown)?;
+        if !meta.is_file() {
+            clear_nonblock(&file, &r.shown)?;
         }
-        Ok(File::from(fd))
+        Ok((file, meta))
     }
 
     /// Status of what `path` leads to (following links inside the roots).
@@ -392,7 +403,7 @@ impl Confinement {
     }
 }
 
-fn clear_nonblock(fd: &OwnedFd, shown: &str) -> Result<(), ConfineError> {
+fn clear_nonblock(fd: &impl AsFd, shown: &str) -> Result<(), ConfineError> {
     let flags = rustix::fs::fcntl_getfl(fd.as_fd()).map_err(|e| ConfineError::from_errno(shown, e))?;
     rustix::fs::fcntl_setfl(fd.as_fd(), flags - OFlags::NONBLOCK).map_err(|e| ConfineError::from_errno(shown, e))
 }

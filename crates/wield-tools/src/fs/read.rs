@@ -154,18 +154,14 @@ fn read(
         }
         Some(_) => {}
     }
-    let mut file = conf.open_resolved(&resolved).map_err(|e| fail(&e))?;
-    let meta = file.metadata().map_err(io_err)?;
+    let (mut file, meta) = conf.open_resolved_with_metadata(&resolved).map_err(|e| fail(&e))?;
     let size = meta.len();
     // A small file is read whole with one call and shown from memory; a
     // larger one (or one that grew past the bound meanwhile) is streamed.
     let mut whole_file = None;
     if size <= INLINE_READ_BYTES {
-        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
-        (&mut file)
-            .take(INLINE_READ_BYTES + 1)
-            .read_to_end(&mut data)
-            .map_err(io_err)?;
+        let data =
+            read_up_to(&mut file, usize::try_from(size).unwrap_or(0) + 1, INLINE_READ_BYTES + 1).map_err(io_err)?;
         if data.len() as u64 <= INLINE_READ_BYTES {
             whole_file = Some(data);
         } else {
@@ -221,6 +217,31 @@ fn read(
     let result = result?;
     mark_seen_as(ctx, resolved.real_path(), &meta);
     Ok(result)
+}
+
+/// At most `limit` bytes from `file`, read into a buffer of `expected` bytes
+/// first: a file of the size its status gave is read with one call and a
+/// second that finds the end.
+fn read_up_to(file: &mut std::fs::File, expected: usize, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut data = vec![0; expected];
+    let mut filled = 0;
+    loop {
+        if filled == data.len() {
+            // The file grew: read on, still bounded.
+            (&mut *file)
+                .take(limit.saturating_sub(filled as u64))
+                .read_to_end(&mut data)?;
+            return Ok(data);
+        }
+        match file.read(&mut data[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    data.truncate(filled);
+    Ok(data)
 }
 
 /// The lines `read` shows: where to start, how many, and of what.
@@ -393,4 +414,26 @@ fn not_found(conf: &Confinement, path: &str) -> String {
         msg.push_str(&format!(". Did you mean {}?", near.join(" or ")));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_file_is_read_whole_even_when_it_grew_but_never_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let text: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &text).unwrap();
+        let open = || std::fs::File::open(&path).unwrap();
+        // As stated, smaller than stated (it shrank), larger (it grew).
+        assert_eq!(read_up_to(&mut open(), 5001, 10_000).unwrap(), text);
+        assert_eq!(read_up_to(&mut open(), 9000, 10_000).unwrap(), text);
+        assert_eq!(read_up_to(&mut open(), 100, 10_000).unwrap(), text);
+        // Past the limit: exactly the limit, so the caller sees the overrun.
+        assert_eq!(read_up_to(&mut open(), 100, 4001).unwrap(), &text[..4001]);
+        assert_eq!(read_up_to(&mut open(), 1, 1).unwrap(), &text[..1]);
+    }
 }
