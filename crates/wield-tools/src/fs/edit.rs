@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind, Resolved};
 
-use super::{blocking, check_read_before_write, confinement, diff, fail, mark_seen, parse, path_use};
+use super::{blocking, check_read_before_write, confinement, diff, fail, mark_seen, parse, path_use, resolve_for_call};
 
 /// Largest file edit works on.
 const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -118,7 +118,8 @@ impl Tool for EditTool {
     async fn approval_detail(&self, input: &Value, ctx: &Context) -> Option<String> {
         let input: Input = serde_json::from_value(input.clone()).ok()?;
         let conf = confinement(ctx).ok()?;
-        let plan = plan(&conf, &input).ok()?;
+        let resolved = conf.resolve(&input.path, Access::Write).ok()?;
+        let plan = plan(&conf, &input, resolved).ok()?;
         Some(diff::unified(&plan.shown, &plan.before, &plan.after, 400))
     }
 
@@ -142,9 +143,14 @@ impl Tool for EditTool {
             Ok(c) => c,
             Err(r) => return r,
         };
+        // The object the executor's path check resolved, when it made one.
+        let resolved = match resolve_for_call(ctx, &conf, &input.path, Access::Write) {
+            Ok(r) => r,
+            Err(e) => return fail(&e),
+        };
         let ctx = ctx.clone();
         blocking(move || {
-            let plan = match plan(&conf, &input) {
+            let plan = match plan(&conf, &input, resolved) {
                 Ok(p) => p,
                 Err(r) => return r,
             };
@@ -162,8 +168,7 @@ impl Tool for EditTool {
     }
 }
 
-fn plan(conf: &Confinement, input: &Input) -> Result<Plan, ToolResult> {
-    let resolved = conf.resolve(&input.path, Access::Write).map_err(|e| fail(&e))?;
+fn plan(conf: &Confinement, input: &Input, resolved: Resolved) -> Result<Plan, ToolResult> {
     let shown = conf.display_path(resolved.real_path());
     match resolved.kind() {
         None => {

@@ -558,3 +558,29 @@ async fn read_uses_the_object_the_path_guard_checked() {
     let escape = guard.check("../outside", CoreAccess::Read, &ws.ctx).unwrap_err();
     assert!(escape.contains("outside"), "{escape}");
 }
+
+#[tokio::test]
+async fn edit_changes_the_object_the_path_guard_checked() {
+    let ws = Ws::new();
+    ws.put("a.txt", "one two\n");
+    let r = ws.call(&read::ReadTool::new(), json!({"path": "a.txt"})).await;
+    assert!(r.success, "{r:?}");
+    let conf = ws.ctx.service::<Confinement>().unwrap();
+    let guard = ConfinementGuard(Arc::clone(&conf));
+    guard.check("a.txt", CoreAccess::Write, &ws.ctx).unwrap();
+    let edit = edit::EditTool::new();
+    let r = ws
+        .call(&edit, json!({"path": "a.txt", "old_text": "one", "new_text": "three"}))
+        .await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(fs::read_to_string(ws.p("a.txt")).unwrap(), "three two\n");
+    // The guard's resolution was taken, not left for the end of the call.
+    assert!(ws.ctx.scratch.take::<Checked>(|_| true).is_none());
+    // One for a read does not serve a write.
+    guard.check("a.txt", CoreAccess::Read, &ws.ctx).unwrap();
+    let r = ws
+        .call(&edit, json!({"path": "a.txt", "old_text": "two", "new_text": "four"}))
+        .await;
+    assert!(r.success, "{r:?}");
+    assert!(ws.ctx.scratch.take::<Checked>(|c| c.access == Access::Read).is_some());
+}
