@@ -35,7 +35,11 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     lines: Lines<R>,
-    out: Arc<Mutex<W>>,
+    out: Arc<Mutex<Out<W>>>,
+    /// An `Invalid Request` reply still to be written (or finished), before
+    /// the next line is read.
+    reply: Option<Vec<u8>>,
+    replying: bool,
 }
 
 impl<R, W> Framed<R, W>
@@ -46,15 +50,83 @@ where
     pub fn new(read: R, write: W) -> Self {
         Self {
             lines: Lines::new(read),
-            out: Arc::new(Mutex::new(write)),
+            out: Arc::new(Mutex::new(Out {
+                w: write,
+                pending: Vec::new(),
+            })),
+            reply: None,
+            replying: false,
         }
+    }
+
+    /// Write the `Invalid Request` reply, if one is due. Cancel-safe: the
+    /// reply moves into the writer's pending bytes as soon as the lock is
+    /// held, and whatever is not written yet stays there.
+    async fn write_reply(&mut self) -> io::Result<()> {
+        if self.reply.is_none() && !self.replying {
+            return Ok(());
+        }
+        let mut out = self.out.lock().await;
+        if let Some(reply) = self.reply.take() {
+            out.pending.extend_from_slice(&reply);
+            self.replying = true;
+        }
+        out.drain().await?;
+        out.w.flush().await?;
+        self.replying = false;
+        Ok(())
     }
 }
 
-/// Write one encoded message whole, under the writer's lock.
-async fn write_message<W: AsyncWrite + Unpin>(out: &Mutex<W>, bytes: &[u8]) -> io::Result<()> {
-    let mut w = out.lock().await;
-    w.write_all(bytes).await?;
+/// The writer and the bytes of a message whose writing was cut short (its
+/// future dropped): they go out first, so no message is ever cut or split.
+struct Out<W> {
+    w: W,
+    pending: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin> Out<W> {
+    /// Write the pending bytes; cancel-safe (only what was written leaves).
+    async fn drain(&mut self) -> io::Result<()> {
+        while !self.pending.is_empty() {
+            let n = self.w.write(&self.pending).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.pending.drain(..n);
+        }
+        Ok(())
+    }
+}
+
+/// What is left of a message being written; kept as pending bytes if the
+/// write stops before the end.
+struct Rest<'a> {
+    bytes: &'a [u8],
+    keep: &'a mut Vec<u8>,
+}
+
+impl Drop for Rest<'_> {
+    fn drop(&mut self) {
+        self.keep.extend_from_slice(self.bytes);
+    }
+}
+
+/// Write one encoded message whole, under the writer's lock, after anything
+/// an earlier write left pending.
+async fn write_message<W: AsyncWrite + Unpin>(out: &Mutex<Out<W>>, bytes: &[u8]) -> io::Result<()> {
+    let mut out = out.lock().await;
+    out.drain().await?;
+    let Out { w, pending } = &mut *out;
+    let mut rest = Rest { bytes, keep: pending };
+    while !rest.bytes.is_empty() {
+        let n = w.write(rest.bytes).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        rest.bytes = &rest.bytes[n..];
+    }
+    drop(rest);
     w.flush().await
 }
 
@@ -76,6 +148,12 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // As the SDK's transport does: a reply to an invalid request is
+            // written before anything more is read.
+            if let Err(e) = self.write_reply().await {
+                tracing::error!("writing to the client: {e}");
+                return None;
+            }
             let line = match self.lines.next().await {
                 Ok(Some(line)) => line,
                 Ok(None) => return None,
@@ -88,30 +166,24 @@ where
                 Incoming::Message(message) => return Some(*message),
                 Incoming::Skip => {}
                 Incoming::Invalid => {
-                    // Written by its own task: `receive` may be cancelled at
-                    // any await, and a reply must never be cut short.
                     let reply = TxJsonRpcMessage::<RoleServer>::error(
                         ErrorData::invalid_request("Invalid request", None),
                         None,
                     );
-                    let out = Arc::clone(&self.out);
-                    let bytes = encode(reply);
-                    tokio::spawn(async move {
-                        let written = match bytes {
-                            Ok(bytes) => write_message(&out, &bytes).await,
-                            Err(e) => Err(io::Error::other(e)),
-                        };
-                        if let Err(e) = written {
-                            tracing::debug!("writing an error reply: {e}");
-                        }
-                    });
+                    match encode(reply) {
+                        Ok(bytes) => self.reply = Some(bytes),
+                        Err(e) => tracing::debug!("encoding an error reply: {e}"),
+                    }
                 }
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), io::Error> {
-        self.out.lock().await.shutdown().await
+        self.write_reply().await?;
+        let mut out = self.out.lock().await;
+        out.drain().await?;
+        out.w.shutdown().await
     }
 }
 
@@ -341,6 +413,62 @@ mod tests {
             result: ServerResult::empty(()),
         });
         assert_eq!(encode(item.clone()).unwrap(), plain(&item));
+    }
+
+    /// A pipe that takes four bytes, then makes the writer wait, and so on.
+    struct Trickle {
+        got: Vec<u8>,
+        wait: bool,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            self.wait = !self.wait;
+            if !self.wait {
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            let n = buf.len().min(4);
+            self.got.extend_from_slice(&buf[..n]);
+            std::task::Poll::Ready(Ok(n))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_whose_write_is_dropped_midway_is_finished_before_the_next() {
+        let out = Mutex::new(Out {
+            w: Trickle {
+                got: Vec::new(),
+                wait: false,
+            },
+            pending: Vec::new(),
+        });
+        {
+            let mut first = std::pin::pin!(write_message(&out, b"hello world\n"));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            assert!(first.as_mut().poll(&mut cx).is_pending());
+            assert!(first.as_mut().poll(&mut cx).is_pending());
+        }
+        write_message(&out, b"next\n").await.unwrap();
+        assert_eq!(out.lock().await.w.got, b"hello world\nnext\n");
     }
 
     #[test]

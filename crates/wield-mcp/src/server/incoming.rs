@@ -23,6 +23,7 @@ use rmcp::model::{
 };
 use rmcp::service::RxJsonRpcMessage;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The longest line accepted (the SDK's own default): a longer one is
@@ -130,7 +131,8 @@ struct PlainCall<'a> {
     id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    params: PlainParams,
+    #[serde(borrow)]
+    params: &'a RawValue,
 }
 
 #[derive(Deserialize)]
@@ -142,13 +144,19 @@ struct PlainParams {
 }
 
 /// A `tools/call` with nothing but a name and arguments, parsed directly.
+/// The message and its parameters must be JSON objects: a derived struct
+/// would also take an array, which the SDK refuses.
 fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    let call: PlainCall<'_> = serde_json::from_slice(line).ok()?;
-    if call.method != "tools/call" {
+    if !line.trim_ascii_start().starts_with(b"{") {
         return None;
     }
-    let mut params = CallToolRequestParams::new(call.params.name);
-    params.arguments = call.params.arguments;
+    let call: PlainCall<'_> = serde_json::from_slice(line).ok()?;
+    if call.method != "tools/call" || !call.params.get().starts_with('{') {
+        return None;
+    }
+    let plain: PlainParams = serde_json::from_str(call.params.get()).ok()?;
+    let mut params = CallToolRequestParams::new(plain.name);
+    params.arguments = plain.arguments;
     let request: CallToolRequest = rmcp::model::Request::<CallToolRequestMethod, _>::new(params);
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
         call.id,
@@ -251,9 +259,16 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","requestState":"s"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"extra":1}"#,
+            // Arrays where objects belong: the SDK refuses them.
+            r#"["2.0",1,"tools/call",["read",{"path":"x"}]]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["read",{"path":"x"}]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}"#,
         ] {
             assert!(plain_call(line.as_bytes()).is_none(), "{line}");
-            assert_eq!(ours(line), sdk(line), "{line}");
+            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line) {
+                Ok(_) => assert_eq!(ours(line), sdk(line), "{line}"),
+                Err(_) => assert!(!matches!(parse(line.as_bytes()), Incoming::Message(_)), "{line}"),
+            }
         }
     }
 
@@ -303,6 +318,8 @@ mod tests {
             "   ",
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
             "[]",
+            r#"["2.0",1,"tools/call",["read",{"path":"x"}]]"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":["read",{"path":"x"}]}"#,
             "trailing line without a newline",
         ]
         .join("\n");

@@ -223,7 +223,7 @@ fn read(
 /// first: a file of the size its status gave is read with one call and a
 /// second that finds the end.
 fn read_up_to(file: &mut std::fs::File, expected: usize, limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut data = vec![0; expected];
+    let mut data = vec![0; expected.min(usize::try_from(limit).unwrap_or(usize::MAX))];
     let mut filled = 0;
     loop {
         if filled == data.len() {
@@ -435,5 +435,6 @@ mod tests {
         // Past the limit: exactly the limit, so the caller sees the overrun.
         assert_eq!(read_up_to(&mut open(), 100, 4001).unwrap(), &text[..4001]);
         assert_eq!(read_up_to(&mut open(), 1, 1).unwrap(), &text[..1]);
+        assert_eq!(read_up_to(&mut open(), 9000, 4001).unwrap(), &text[..4001]);
     }
 }
