@@ -63,9 +63,6 @@ where
     /// reply moves into the writer's pending bytes as soon as the lock is
     /// held, and whatever is not written yet stays there.
     async fn write_reply(&mut self) -> io::Result<()> {
-        if self.reply.is_none() && !self.replying {
-            return Ok(());
-        }
         let mut out = self.out.lock().await;
         if let Some(reply) = self.reply.take() {
             out.pending.extend_from_slice(&reply);
@@ -150,7 +147,9 @@ where
         loop {
             // As the SDK's transport does: a reply to an invalid request is
             // written before anything more is read.
-            if let Err(e) = self.write_reply().await {
+            if (self.reply.is_some() || self.replying)
+                && let Err(e) = self.write_reply().await
+            {
                 tracing::error!("writing to the client: {e}");
                 return None;
             }
@@ -180,7 +179,9 @@ where
     }
 
     async fn close(&mut self) -> Result<(), io::Error> {
-        self.write_reply().await?;
+        if self.reply.is_some() || self.replying {
+            self.write_reply().await?;
+        }
         let mut out = self.out.lock().await;
         out.drain().await?;
         out.w.shutdown().await

@@ -23,7 +23,6 @@ use rmcp::model::{
 };
 use rmcp::service::RxJsonRpcMessage;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The longest line accepted (the SDK's own default): a longer one is
@@ -131,32 +130,58 @@ struct PlainCall<'a> {
     id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: &'a RawValue,
+    params: PlainParams,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `name` and `arguments`, from a JSON object only (a derived struct would
+/// also take an array, which the SDK refuses); any other key, or a key
+/// twice, is refused.
 struct PlainParams {
     name: String,
-    #[serde(default)]
     arguments: Option<JsonObject>,
 }
 
+impl<'de> Deserialize<'de> for PlainParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = PlainParams;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object with name and arguments")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PlainParams, A::Error> {
+                let (mut name, mut arguments) = (None, None);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match &*key {
+                        "name" if name.is_none() => name = Some(map.next_value::<String>()?),
+                        "arguments" if arguments.is_none() => arguments = Some(map.next_value::<Option<JsonObject>>()?),
+                        other => return Err(serde::de::Error::custom(format_args!("unexpected key {other}"))),
+                    }
+                }
+                Ok(PlainParams {
+                    name: name.ok_or_else(|| serde::de::Error::missing_field("name"))?,
+                    arguments: arguments.flatten(),
+                })
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
 /// A `tools/call` with nothing but a name and arguments, parsed directly.
-/// The message and its parameters must be JSON objects: a derived struct
-/// would also take an array, which the SDK refuses.
+/// The message must be a JSON object, as its parameters must.
 fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     if !line.trim_ascii_start().starts_with(b"{") {
         return None;
     }
     let call: PlainCall<'_> = serde_json::from_slice(line).ok()?;
-    if call.method != "tools/call" || !call.params.get().starts_with('{') {
+    if call.method != "tools/call" {
         return None;
     }
-    let plain: PlainParams = serde_json::from_str(call.params.get()).ok()?;
-    let mut params = CallToolRequestParams::new(plain.name);
-    params.arguments = plain.arguments;
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
     let request: CallToolRequest = rmcp::model::Request::<CallToolRequestMethod, _>::new(params);
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
         call.id,
