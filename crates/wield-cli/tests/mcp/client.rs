@@ -199,18 +199,16 @@ fn a_crashed_server_is_restarted_on_next_use() {
 #[test]
 fn a_streamable_http_server_with_a_token_header() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     // Workspace A serves its tools over HTTP behind a token.
     let a = Ws::new("");
     std::fs::write(a.ws().join("a.txt"), "served over http\n").unwrap();
-    let mut server = Command::new(crate::support::wield_bin())
+    let mut server = a
+        .command()
         .arg("-C")
         .arg(a.ws())
         .args(["mcp", "serve", "--http", "127.0.0.1:0", "--token", "tok-123"])
-        .env("HOME", a.dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", a.dir.path().join("home/.config"))
-        .env("TMPDIR", a.dir.path().join("tmp"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -9,22 +9,16 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{conformance, node, repo_root, run, wield_bin};
+use crate::support::{Ws, conformance, node, repo_root, run};
 
 #[test]
 fn conformance_suite_passes_with_the_expected_failures() {
-    let dir = tempfile::TempDir::new().unwrap();
-    for d in ["ws", "home/.config", "tmp"] {
-        std::fs::create_dir_all(dir.path().join(d)).unwrap();
-    }
-    let mut server = Command::new(wield_bin())
+    let ws = Ws::new("");
+    let mut server = ws
+        .command()
         .args(["-C"])
-        .arg(dir.path().join("ws"))
+        .arg(ws.ws())
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .env("HOME", dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", dir.path().join("home/.config"))
-        .env("TMPDIR", dir.path().join("tmp"))
-        .env_remove("WIELD_MCP_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

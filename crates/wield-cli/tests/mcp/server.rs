@@ -35,7 +35,7 @@ fn bash_progress_and_cancel_over_http() {
 #[test]
 fn raw_stdio_framing_and_large_results() {
     use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -47,13 +47,11 @@ fn raw_stdio_framing_and_large_results() {
         .collect();
     std::fs::write(ws.ws().join("big.txt"), &body).unwrap();
 
-    let mut child = Command::new(crate::support::wield_bin())
+    let mut child = ws
+        .command()
         .args(["-C"])
         .arg(ws.ws())
         .args(["mcp", "serve"])
-        .env("HOME", ws.dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
-        .env("TMPDIR", ws.dir.path().join("tmp"))
         .env_remove("WIELD_MCP_POLL_US")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -139,7 +139,13 @@ impl Ws {
     }
 
     pub fn wield(&self) -> assert_cmd::Command {
-        let mut c = assert_cmd::Command::cargo_bin("wield").unwrap();
+        assert_cmd::Command::from_std(self.command())
+    }
+
+    /// `wield` with this home and a clean environment, to spawn with pipes
+    /// of the test's own (a server).
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(wield_bin());
         c.current_dir(self.ws())
             .env("HOME", self.dir.path().join("home"))
             .env("XDG_CONFIG_HOME", self.dir.path().join("home/.config"))
