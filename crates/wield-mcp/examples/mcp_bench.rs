@@ -1,37 +1,132 @@
 //! A raw JSON-RPC client for MCP servers over stdio, for `bench/mcp.sh`.
 //!
-//! No SDK and no async runtime: one JSON object per line each way, written
-//! and read with plain blocking pipes, and replies kept as bytes and checked
+//! No SDK and no async runtime: one JSON object per line each way, each
+//! message written with one `write`, and replies kept as bytes and checked
 //! with substring searches rather than parsed, so the numbers are the
 //! server's and the pipe's, not a client library's.
 //!
 //! ```text
-//! mcp_bench cold RUNS -- CMD...               cold start to the initialize reply
-//! mcp_bench calls N TOOL ARGS_JSON -- CMD...  N sequential tools/call on one connection
-//! mcp_bench floor BYTES                       be a server that does no work: answer each
-//!                                             request at once, tools/call with BYTES of text
+//! mcp_bench cold RUNS -- CMD...                    cold start to the initialize reply
+//! mcp_bench calls N TOOL ARGS_JSON [WAIT] -- CMD... N sequential tools/call on one connection
+//! mcp_bench floor BYTES [WAIT]                     be a server that does no work: answer each
+//!                                                  request at once, tools/call with BYTES of text
 //! ```
+//! WAIT is how the reader waits for its input: `block` (the default) sleeps
+//! in `read`, as a client on an event loop sleeps in `epoll_wait`, so each
+//! reply also pays for waking the client up; `spin` keeps reading the
+//! non-blocking pipe, so the time measured is the server's and the pipe's
+//! alone (the client is never asleep when the reply arrives, and the server
+//! never has to wake it).
+//!
 //! `floor` is the baseline of a run: what the pipe round trip and a reply of
 //! that size cost on this machine, with a server that never leaves its loop.
 //! Prints one JSON object (times in milliseconds for `cold`, microseconds
 //! for `calls`).
 #![allow(clippy::print_stdout)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
+use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+use rustix::io::Errno;
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+
+/// How a reader waits for input that has not arrived yet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Sleep in `read`.
+    Block,
+    /// Keep reading the non-blocking pipe.
+    Spin,
+}
+
+impl Wait {
+    fn parse(word: &str) -> Result<Self, String> {
+        match word {
+            "block" => Ok(Self::Block),
+            "spin" => Ok(Self::Spin),
+            _ => Err(format!("WAIT is `block` or `spin`, not `{word}`")),
+        }
+    }
+}
+
+/// Lines from a pipe, read straight into one buffer (no copy per line).
+struct Input<F> {
+    fd: F,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl<F: AsFd> Input<F> {
+    fn new(fd: F, wait: Wait) -> Result<Self, String> {
+        if wait == Wait::Spin {
+            let flags = fcntl_getfl(&fd).map_err(|e| format!("fcntl: {e}"))?;
+            fcntl_setfl(&fd, flags | OFlags::NONBLOCK).map_err(|e| format!("fcntl: {e}"))?;
+        }
+        Ok(Self {
+            fd,
+            buf: vec![0; 1 << 20],
+            start: 0,
+            end: 0,
+        })
+    }
+
+    /// The next line, its newline included; `None` at the end of the input.
+    fn line(&mut self) -> Result<Option<&[u8]>, String> {
+        let mut scanned = self.start;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[scanned..self.end]) {
+                let line = self.start..scanned + i + 1;
+                self.start = line.end;
+                return Ok(Some(&self.buf[line]));
+            }
+            if self.start == self.end {
+                (self.start, self.end) = (0, 0);
+            } else if self.end == self.buf.len() {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+                if self.end == self.buf.len() {
+                    self.buf.resize(self.buf.len() * 2, 0);
+                }
+            }
+            scanned = self.end;
+            match rustix::io::read(&self.fd, &mut self.buf[self.end..]) {
+                Ok(0) => return Ok(None),
+                Ok(n) => self.end += n,
+                Err(Errno::AGAIN) => std::hint::spin_loop(),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+    }
+}
+
+/// Write all of `bytes` (a blocking pipe: one `write` for a message that
+/// fits in the pipe).
+fn write_all(fd: impl AsFd, mut bytes: &[u8]) -> Result<(), String> {
+    while !bytes.is_empty() {
+        match rustix::io::write(&fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(format!("write: {e}")),
+        }
+    }
+    Ok(())
+}
 
 struct Server {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    stdout: Input<ChildStdout>,
+    msg: Vec<u8>,
 }
 
 impl Server {
-    fn start(cmd: &[String]) -> Result<Self, String> {
+    fn start(cmd: &[String], wait: Wait) -> Result<Self, String> {
         let (program, args) = cmd.split_first().ok_or("no command given after --")?;
         let mut child = Command::new(program)
             .args(args)
@@ -41,21 +136,21 @@ impl Server {
             .spawn()
             .map_err(|e| format!("cannot start {program}: {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().ok_or("no stdout")?);
+        let stdout = Input::new(child.stdout.take().ok_or("no stdout")?, wait)?;
         Ok(Self {
             child,
             stdin,
             stdout,
-            line: Vec::with_capacity(1 << 16),
+            msg: Vec::with_capacity(1 << 10),
         })
     }
 
+    /// Send one message and its newline with one `write`.
     fn send(&mut self, msg: &str) -> Result<(), String> {
-        self.stdin
-            .write_all(msg.as_bytes())
-            .and_then(|()| self.stdin.write_all(b"\n"))
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| format!("write: {e}"))
+        self.msg.clear();
+        self.msg.extend_from_slice(msg.as_bytes());
+        self.msg.push(b'\n');
+        write_all(&self.stdin, &self.msg)
     }
 
     /// Read lines until the reply carrying `"id":ID`; returns it.
@@ -63,17 +158,17 @@ impl Server {
         let want = format!("\"id\":{id}");
         let spaced = format!("\"id\": {id}");
         loop {
-            self.line.clear();
-            let n = self
-                .stdout
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| format!("read: {e}"))?;
-            if n == 0 {
+            let Some(line) = self.stdout.line()? else {
                 return Err(format!("the server closed its output waiting for id {id}"));
-            }
+            };
             // Notifications carry no id; another reply would be a bug here.
-            if has(&self.line, &want) || has(&self.line, &spaced) {
-                return Ok(&self.line);
+            if has(line, &want) || has(line, &spaced) {
+                // The line ends where the input's next line starts (taken
+                // again here: a borrow returned from the loop would hold
+                // `self.stdout` for the whole loop).
+                let len = line.len();
+                let end = self.stdout.start;
+                return Ok(&self.stdout.buf[end - len..end]);
             }
         }
     }
@@ -101,7 +196,7 @@ fn cold(runs: usize, cmd: &[String]) -> Result<String, String> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let t = Instant::now();
-        let mut s = Server::start(cmd)?;
+        let mut s = Server::start(cmd, Wait::Block)?;
         s.send(INIT)?;
         s.reply(0)?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -115,9 +210,9 @@ fn cold(runs: usize, cmd: &[String]) -> Result<String, String> {
     ))
 }
 
-fn calls(n: u64, tool: &str, args: &str, cmd: &[String]) -> Result<String, String> {
+fn calls(n: u64, tool: &str, args: &str, wait: Wait, cmd: &[String]) -> Result<String, String> {
     let args: serde_json::Value = serde_json::from_str(args).map_err(|e| format!("ARGS_JSON: {e}"))?;
-    let mut s = Server::start(cmd)?;
+    let mut s = Server::start(cmd, wait)?;
     s.initialize()?;
     let mut lat = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
     let mut bytes = 0;
@@ -159,10 +254,10 @@ fn calls(n: u64, tool: &str, args: &str, cmd: &[String]) -> Result<String, Strin
     ))
 }
 
-/// A server that does no work: blocking reads and writes, one reply per
-/// request, `tools/call` answered with `bytes` of text (`initialize` with an
+/// A server that does no work: one reply per request, each written with one
+/// `write`, `tools/call` answered with `bytes` of text (`initialize` with an
 /// empty result), notifications ignored.
-fn floor(bytes: usize) -> Result<String, String> {
+fn floor(bytes: usize, wait: Wait) -> Result<(), String> {
     let line = "x".repeat(47);
     let mut text = String::new();
     while text.len() < bytes {
@@ -170,44 +265,49 @@ fn floor(bytes: usize) -> Result<String, String> {
         text.push('\n');
     }
     let text = serde_json::to_string(&text).map_err(|e| e.to_string())?;
-    let stdin = std::io::stdin();
-    let mut out = std::io::stdout().lock();
-    let mut input = stdin.lock();
-    let mut req = String::new();
-    loop {
-        req.clear();
-        if input.read_line(&mut req).map_err(|e| e.to_string())? == 0 {
-            return Ok(String::new());
-        }
-        let Some(at) = req.find("\"id\":") else {
+    let mut input = Input::new(std::io::stdin(), wait)?;
+    let out = std::io::stdout();
+    let mut reply = Vec::with_capacity(text.len() + 200);
+    while let Some(req) = input.line()? {
+        let Some(at) = memchr::memmem::find(req, b"\"id\":") else {
             continue;
         };
-        let id: String = req[at + 5..]
-            .trim_start()
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        // One write per reply, newline included, as a server would.
-        let reply = if req.contains("tools/call") {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"isError\":false}}}}\n"
-            )
+        let id = req[at + 5..]
+            .iter()
+            .skip_while(|b| b.is_ascii_whitespace())
+            .take_while(|b| b.is_ascii_digit());
+        reply.clear();
+        reply.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        reply.extend(id);
+        if has(req, "tools/call") {
+            reply.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+            reply.extend_from_slice(text.as_bytes());
+            reply.extend_from_slice(b"}],\"isError\":false}}\n");
         } else {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
-        };
-        out.write_all(reply.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())?;
+            reply.extend_from_slice(b",\"result\":{}}\n");
+        }
+        write_all(&out, &reply)?;
     }
+    Ok(())
 }
+
+const USAGE: &str =
+    "usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON [block|spin] -- CMD... | floor BYTES [block|spin]";
 
 fn main() -> std::process::ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    if let [mode, bytes] = &argv[..]
-        && mode == "floor"
-    {
-        return match bytes.parse().map_err(|e| format!("BYTES: {e}")).and_then(floor) {
-            Ok(_) => std::process::ExitCode::SUCCESS,
+    if argv.first().is_some_and(|m| m == "floor") {
+        let run = match &argv[1..] {
+            [bytes] => Ok((bytes, Wait::Block)),
+            [bytes, wait] => Wait::parse(wait).map(|w| (bytes, w)),
+            _ => Err(USAGE.to_owned()),
+        }
+        .and_then(|(bytes, wait)| {
+            let bytes = bytes.parse().map_err(|e| format!("BYTES: {e}"))?;
+            floor(bytes, wait)
+        });
+        return match run {
+            Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("mcp_bench: {e}");
                 std::process::ExitCode::from(1)
@@ -215,7 +315,7 @@ fn main() -> std::process::ExitCode {
         };
     }
     let Some(sep) = argv.iter().position(|a| a == "--") else {
-        eprintln!("usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON -- CMD... | floor BYTES");
+        eprintln!("{USAGE}");
         return std::process::ExitCode::from(2);
     };
     let (head, cmd) = (&argv[..sep], &argv[sep + 1..]);
@@ -224,11 +324,13 @@ fn main() -> std::process::ExitCode {
             .parse()
             .map_err(|e| format!("RUNS: {e}"))
             .and_then(|r| cold(r, cmd)),
-        [mode, n, tool, args] if mode == "calls" => n
-            .parse()
-            .map_err(|e| format!("N: {e}"))
-            .and_then(|n| calls(n, tool, args, cmd)),
-        _ => Err("usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON -- CMD...".into()),
+        [mode, n, tool, args, wait @ ..] if mode == "calls" && wait.len() <= 1 => {
+            let wait = wait.first().map_or(Ok(Wait::Block), |w| Wait::parse(w));
+            n.parse()
+                .map_err(|e| format!("N: {e}"))
+                .and_then(|n| calls(n, tool, args, wait?, cmd))
+        }
+        _ => Err(USAGE.to_owned()),
     };
     match out {
         Ok(json) => {
