@@ -6,7 +6,7 @@
 //! so messages never interleave. In a `tools/call` result, text (and image or audio data)
 //! of [`BIG`] bytes or more is swapped for a placeholder, the rest is
 //! encoded by `serde_json`, and the strings are escaped into the
-//! placeholders' places eight bytes at a time. The output is byte for byte
+//! placeholders' places by [`super::escape`]. The output is byte for byte
 //! what `serde_json` writes (tested); the placeholder carries a per-process
 //! random nonce and must occur exactly once after the previous one's place,
 //! or the message is encoded the plain way.
@@ -23,6 +23,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
+use super::escape::{escaped_capacity, push_json_string};
 use super::incoming::{Incoming, Lines, parse};
 
 /// Strings at least this long take the fast path.
@@ -208,7 +209,7 @@ fn encode_with(mut item: TxJsonRpcMessage<RoleServer>, nonce: u64) -> serde_json
         let encoded = serde_json::to_vec(&mark)?;
         big.push((std::mem::replace(slot, mark), encoded));
     }
-    let strings: usize = big.iter().map(|(s, _)| s.len() + s.len() / 8 + 2).sum();
+    let strings: usize = big.iter().map(|(s, _)| escaped_capacity(s.len())).sum();
     let mut head = Vec::with_capacity(512);
     serde_json::to_writer(&mut head, &item)?;
     if big.is_empty() {
@@ -263,122 +264,11 @@ fn big_strings(item: &mut TxJsonRpcMessage<RoleServer>) -> impl Iterator<Item = 
     })
 }
 
-const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `v` that is zero (exact: no carries cross
-/// bytes).
-#[inline]
-fn zero_bytes(v: u64) -> u64 {
-    !(((v & LOWS) + LOWS) | v) & HIGHS
-}
-
-/// The high bit of each byte of `w` that JSON escapes: a control character
-/// (top three bits clear), `"` or `\\`.
-#[inline]
-fn escapes(w: u64) -> u64 {
-    zero_bytes(w & 0xe0e0_e0e0_e0e0_e0e0)
-        | zero_bytes(w ^ 0x2222_2222_2222_2222)
-        | zero_bytes(w ^ 0x5c5c_5c5c_5c5c_5c5c)
-}
-
-/// `s` as a JSON string, escaped exactly as `serde_json` escapes it: eight
-/// bytes are tested at once, the first one needing an escape is found from
-/// the word's mask, and the clean run before it is copied in one piece.
-pub fn push_json_string(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + bytes.len() / 8 + 2);
-    out.push(b'"');
-    // `run` starts the bytes not yet copied; `at` is the next word tested.
-    let mut run = 0;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let mask = escapes(u64::from_le_bytes(word));
-        if mask == 0 {
-            at += 8;
-            continue;
-        }
-        // Every flagged byte needs escaping (`zero_bytes` is exact).
-        let hit = at + (mask.trailing_zeros() / 8) as usize;
-        out.extend_from_slice(&bytes[run..hit]);
-        push_escape(out, bytes[hit]);
-        run = hit + 1;
-        at = run;
-    }
-    for (hit, &b) in bytes.iter().enumerate().skip(at) {
-        if b < 0x20 || b == b'"' || b == b'\\' {
-            out.extend_from_slice(&bytes[run..hit]);
-            push_escape(out, b);
-            run = hit + 1;
-        }
-    }
-    out.extend_from_slice(&bytes[run..]);
-    out.push(b'"');
-}
-
-fn push_escape(out: &mut Vec<u8>, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match b {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        b'\n' => out.extend_from_slice(b"\\n"),
-        b'\r' => out.extend_from_slice(b"\\r"),
-        b'\t' => out.extend_from_slice(b"\\t"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        _ => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 15)],
-        ]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
-
-    fn escaped(s: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        push_json_string(&mut out, s);
-        out
-    }
-
-    #[test]
-    fn strings_are_escaped_exactly_as_serde_json_does() {
-        // Every ASCII byte, alone and at every position of a word.
-        for b in 0u8..0x80 {
-            let c = char::from(b);
-            for pad in 0..17 {
-                let s = format!("{}{c}{}", "a".repeat(pad), "z".repeat(16 - pad));
-                assert_eq!(escaped(&s), serde_json::to_vec(&s).unwrap(), "byte {b:#x} at {pad}");
-            }
-        }
-        // Multi-byte characters, high bytes next to specials, long mixed text.
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let alphabet = [
-            'a', '"', '\\', '\n', '\t', '\u{1}', '\u{1f}', '\u{7f}', 'é', '€', '𝄞', ' ', '\r',
-        ];
-        for len in [0, 1, 7, 8, 9, 63, 64, 65, 1000, 5000] {
-            let s: String = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    alphabet[usize::try_from(seed % alphabet.len() as u64).unwrap()]
-                })
-                .collect();
-            assert_eq!(escaped(&s), serde_json::to_vec(&s).unwrap(), "len {len}");
-        }
-    }
 
     fn tool_reply(texts: &[String]) -> TxJsonRpcMessage<RoleServer> {
         let content = texts.iter().map(|t| ContentBlock::text(t.clone())).collect();

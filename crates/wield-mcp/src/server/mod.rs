@@ -10,6 +10,7 @@
 //! notifications, and file services narrowed to the client's roots.
 
 mod approver;
+mod escape;
 mod framing;
 mod http;
 mod incoming;
@@ -27,7 +28,7 @@ use rmcp::ServiceExt;
 use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
 pub use approver::{ClientApprover, headless_message};
-pub use framing::push_json_string;
+pub use escape::push_json_string;
 pub use http::{HttpOptions, HttpServer, is_loopback_bind};
 pub use listing::{annotations, mcp_name, object_schema, title_from_name, to_mcp_tool};
 pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE};

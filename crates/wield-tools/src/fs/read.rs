@@ -160,8 +160,7 @@ fn read(
     // larger one (or one that grew past the bound meanwhile) is streamed.
     let mut whole_file = None;
     if size <= INLINE_READ_BYTES {
-        let data =
-            read_up_to(&mut file, usize::try_from(size).unwrap_or(0) + 1, INLINE_READ_BYTES + 1).map_err(io_err)?;
+        let data = read_up_to(&mut file, usize::try_from(size).unwrap_or(0), INLINE_READ_BYTES + 1).map_err(io_err)?;
         if data.len() as u64 <= INLINE_READ_BYTES {
             whole_file = Some(data);
         } else {
@@ -219,11 +218,20 @@ fn read(
     Ok(result)
 }
 
-/// At most `limit` bytes from `file`, read into a buffer of `expected` bytes
-/// first: a file of the size its status gave is read with one call and a
-/// second that finds the end.
-fn read_up_to(file: &mut std::fs::File, expected: usize, limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut data = vec![0; expected.min(usize::try_from(limit).unwrap_or(usize::MAX))];
+/// At most `limit` bytes from `file`, whose status gave its size as
+/// `stated`: read into a buffer one byte larger, so a file of that size is
+/// read with one call. A regular file returns less than asked only at its
+/// end, so a read that stops at the stated size needs no second call to
+/// find the end; one that stops elsewhere (the file shrank) reads on until
+/// the end shows, and one that fills the buffer (it grew) reads on to the
+/// limit.
+fn read_up_to(file: &mut std::fs::File, stated: usize, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut data = vec![
+        0;
+        stated
+            .saturating_add(1)
+            .min(usize::try_from(limit).unwrap_or(usize::MAX))
+    ];
     let mut filled = 0;
     loop {
         if filled == data.len() {
@@ -235,7 +243,12 @@ fn read_up_to(file: &mut std::fs::File, expected: usize, limit: u64) -> std::io:
         }
         match file.read(&mut data[filled..]) {
             Ok(0) => break,
-            Ok(n) => filled += n,
+            Ok(n) => {
+                filled += n;
+                if filled == stated {
+                    break;
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -428,13 +441,15 @@ mod tests {
         let text: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &text).unwrap();
         let open = || std::fs::File::open(&path).unwrap();
-        // As stated, smaller than stated (it shrank), larger (it grew).
-        assert_eq!(read_up_to(&mut open(), 5001, 10_000).unwrap(), text);
-        assert_eq!(read_up_to(&mut open(), 9000, 10_000).unwrap(), text);
-        assert_eq!(read_up_to(&mut open(), 100, 10_000).unwrap(), text);
+        // As stated, smaller than stated (it shrank), larger (it grew),
+        // empty as stated but not any more.
+        assert_eq!(read_up_to(&mut open(), 5000, 10_000).unwrap(), text);
+        assert_eq!(read_up_to(&mut open(), 8999, 10_000).unwrap(), text);
+        assert_eq!(read_up_to(&mut open(), 99, 10_000).unwrap(), text);
+        assert_eq!(read_up_to(&mut open(), 0, 10_000).unwrap(), text);
         // Past the limit: exactly the limit, so the caller sees the overrun.
-        assert_eq!(read_up_to(&mut open(), 100, 4001).unwrap(), &text[..4001]);
-        assert_eq!(read_up_to(&mut open(), 1, 1).unwrap(), &text[..1]);
-        assert_eq!(read_up_to(&mut open(), 9000, 4001).unwrap(), &text[..4001]);
+        assert_eq!(read_up_to(&mut open(), 99, 4001).unwrap(), &text[..4001]);
+        assert_eq!(read_up_to(&mut open(), 0, 1).unwrap(), &text[..1]);
+        assert_eq!(read_up_to(&mut open(), 8999, 4001).unwrap(), &text[..4001]);
     }
 }

@@ -210,20 +210,14 @@ pub(crate) struct TextLines<'a> {
     text: &'a [u8],
     /// Where the next line starts.
     at: usize,
-    /// The newlines from `base` on.
-    newlines: memchr::Memchr<'a>,
-    base: usize,
     max_line: usize,
 }
 
 impl<'a> TextLines<'a> {
     pub(crate) fn new(text: &'a str, max_line: usize) -> Self {
-        let text = text.as_bytes();
         Self {
-            text,
+            text: text.as_bytes(),
             at: 0,
-            newlines: memchr::memchr_iter(b'\n', text),
-            base: 0,
             max_line,
         }
     }
@@ -235,8 +229,6 @@ impl NumberedLines for TextLines<'_> {
         let mut reader = LineReader::new(rest, self.max_line);
         let skipped = reader.skip_lines(n)?;
         self.at += rest.len() - reader.inner.len();
-        self.base = self.at;
-        self.newlines = memchr::memchr_iter(b'\n', self.text.get(self.at..).unwrap_or_default());
         Ok(skipped)
     }
 
@@ -245,10 +237,14 @@ impl NumberedLines for TextLines<'_> {
         let Some(rest) = self.text.get(start..).filter(|r| !r.is_empty()) else {
             return Ok(false);
         };
-        let line = match self.newlines.next() {
+        if let Some(taken) = push_short_line(out, number, rest, self.max_line) {
+            self.at = start + taken;
+            return Ok(true);
+        }
+        let line = match memchr::memchr(b'\n', rest) {
             Some(pos) => {
-                self.at = self.base + pos + 1;
-                &rest[..self.base + pos - start]
+                self.at = start + pos + 1;
+                &rest[..pos]
             }
             None => {
                 self.at = self.text.len();
@@ -269,6 +265,72 @@ impl NumberedLines for TextLines<'_> {
     fn done(&mut self) -> io::Result<bool> {
         Ok(self.at >= self.text.len())
     }
+}
+
+/// Lines up to this long (and ending in a newline) take the fast copy.
+const SHORT_LINE: usize = 128;
+/// What [`push_short_line`] may store into spare capacity: the label, words
+/// of the line starting up to `SHORT_LINE` (so a newline up to
+/// `SHORT_LINE + 7`), and the newline's word after it.
+const SHORT_ROOM: usize = 7 + SHORT_LINE + 7 + 8;
+
+/// The common line (numbered below 1,000,000, shorter than [`SHORT_LINE`]
+/// and than the cut, ended by a newline before the end of the text), as
+/// [`push_number`] and a copy would append it, in one pass: eight bytes are
+/// stored at a time while they are searched for the newline, then the end
+/// is set after the line. Returns how many bytes of `rest` the line took
+/// (its newline included), or `None`, having appended nothing, for a line
+/// the general way must show.
+fn push_short_line(out: &mut Vec<u8>, number: u64, rest: &[u8], max_line: usize) -> Option<usize> {
+    const NEWLINES: u64 = u64::from_le_bytes([b'\n'; 8]);
+    let label = short_label(number)?;
+    out.reserve(SHORT_ROOM);
+    let spare = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+    let store = |at: usize, word: [u8; 8]| {
+        debug_assert!(at + 8 <= SHORT_ROOM);
+        // SAFETY: `spare` points at `out`'s spare capacity, of at least
+        // SHORT_ROOM bytes; `at` is at most 7 + SHORT_LINE + 7 (the words
+        // below start at most SHORT_LINE into the line, and the newline is
+        // within the last one), so the eight bytes stay within it. An
+        // unaligned store of plain bytes.
+        unsafe { spare.add(at).cast::<[u8; 8]>().write_unaligned(word) }
+    };
+    store(0, label);
+    let mut i = 0;
+    while i <= SHORT_LINE {
+        let word: [u8; 8] = rest.get(i..i + 8)?.try_into().ok()?;
+        store(7 + i, word);
+        let found = zero_bytes(u64::from_le_bytes(word) ^ NEWLINES);
+        if found != 0 {
+            let newline = i + (found.trailing_zeros() / 8) as usize;
+            if newline > max_line {
+                return None;
+            }
+            let end = if newline > 0 && rest[newline - 1] == b'\r' {
+                newline - 1
+            } else {
+                newline
+            };
+            store(7 + end, [b'\n', 0, 0, 0, 0, 0, 0, 0]);
+            // SAFETY: the label (7 bytes), the line's `end` bytes and the
+            // newline after them were all stored above, within the spare
+            // capacity. They are valid UTF-8: an ASCII label, then bytes of
+            // a `str` cut before a newline (or a `\r` before it), an ASCII
+            // boundary.
+            unsafe { out.set_len(out.len() + 7 + end + 1) };
+            return Some(newline + 1);
+        }
+        i += 8;
+    }
+    None
+}
+
+/// The high bit of each byte of `v` that is zero (exact: no carries cross
+/// bytes).
+#[inline]
+fn zero_bytes(v: u64) -> u64 {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((v & LOWS) + LOWS) | v) & !LOWS
 }
 
 /// The text numbered lines were appended to. Every piece appended is valid
@@ -304,21 +366,8 @@ pub(crate) fn push_numbered(out: &mut Vec<u8>, number: u64, bytes: &[u8], cut: b
 /// than the rest of the line together.
 #[inline]
 fn push_number(out: &mut Vec<u8>, number: u64) {
-    if number < 1_000_000 {
-        // Built in a register, not byte by byte in memory: six spaces and a
-        // tab, with the digits laid over the spaces from the right.
-        let mut label = u64::from_le_bytes(*b"      \t\0");
-        let mut shift = 40;
-        let mut n = number;
-        loop {
-            label = (label & !(0xff << shift)) | ((u64::from(b'0') + n % 10) << shift);
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-            shift -= 8;
-        }
-        out.extend_from_slice(&label.to_le_bytes()[..7]);
+    if let Some(label) = short_label(number) {
+        out.extend_from_slice(&label[..7]);
         return;
     }
     let mut digits = *b"00000000000000000000";
@@ -331,6 +380,29 @@ fn push_number(out: &mut Vec<u8>, number: u64) {
     }
     out.extend_from_slice(&digits[at..]);
     out.push(b'\t');
+}
+
+/// The label of a line numbered below 1,000,000: the number right-aligned
+/// in six columns and a tab, in the first seven bytes of a word. Built in a
+/// register, not byte by byte in memory: six spaces and a tab, with the
+/// digits laid over the spaces from the right.
+#[inline]
+fn short_label(number: u64) -> Option<[u8; 8]> {
+    if number >= 1_000_000 {
+        return None;
+    }
+    let mut label = u64::from_le_bytes(*b"      \t\0");
+    let mut shift = 40;
+    let mut n = number;
+    loop {
+        label = (label & !(0xff << shift)) | ((u64::from(b'0') + n % 10) << shift);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+        shift -= 8;
+    }
+    Some(label.to_le_bytes())
 }
 
 #[cfg(test)]
@@ -375,6 +447,58 @@ mod tests {
         let skipped = lines.skip(skip).unwrap();
         let mut out = Vec::new();
         let mut n = skip;
+        while lines.push_next(&mut out, n + 1).unwrap() {
+            n += 1;
+        }
+        assert!(lines.done().unwrap());
+        (skipped, into_text(out))
+    }
+
+    #[test]
+    fn the_fast_copy_shows_what_the_line_reader_shows() {
+        // Lines of every length around the word size and the fast copy's
+        // bound, with and without `\r`, multi-byte characters, cut or not,
+        // numbered across 999,999, and a last line with and without a
+        // newline.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut text = String::new();
+        for len in (0..40).chain(120..140).chain([200, 300]) {
+            for _ in 0..3 {
+                for _ in 0..len {
+                    text.push(['a', 'é', '\t', ' ', '"'][usize::try_from(next(5)).unwrap()]);
+                }
+                text.push_str(["\n", "\r\n", "\n\n"][usize::try_from(next(3)).unwrap()]);
+            }
+        }
+        for tail in ["", "end", "no newline at all, and longer than a word"] {
+            let text = format!("{text}{tail}");
+            for max_line in [10, 130, 8192] {
+                for skip in [0, 7, 999_990] {
+                    let mut a = LineReader::new(io::BufReader::with_capacity(64, text.as_bytes()), max_line);
+                    let mut b = TextLines::new(&text, max_line);
+                    let (a_skipped, a_text) = numbered_from(&mut a, 7.min(skip), skip);
+                    let (b_skipped, b_text) = numbered_from(&mut b, 7.min(skip), skip);
+                    assert_eq!(
+                        (a_skipped, &a_text),
+                        (b_skipped, &b_text),
+                        "cut at {max_line}, from {skip}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Skip `skip` lines, then number the rest from `first + 1`.
+    fn numbered_from(lines: &mut impl NumberedLines, skip: u64, first: u64) -> (u64, String) {
+        let skipped = lines.skip(skip).unwrap();
+        let mut out = b"before".to_vec();
+        let mut n = first;
         while lines.push_next(&mut out, n + 1).unwrap() {
             n += 1;
         }
