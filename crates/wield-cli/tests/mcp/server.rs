@@ -2,7 +2,16 @@
 
 use crate::support::python_scenarios;
 
-const CORE: &[&str] = &["tools", "denied", "elicit", "escapes", "roots", "cancel_sleep"];
+const CORE: &[&str] = &[
+    "tools",
+    "denied",
+    "elicit",
+    "policy",
+    "hooks_and_timeouts",
+    "escapes",
+    "roots",
+    "cancel_sleep",
+];
 
 #[test]
 fn python_sdk_over_stdio() {

@@ -626,6 +626,28 @@ mod tests {
     }
 
     #[test]
+    fn every_profile_can_load_what_it_defers() {
+        for profile in [Profile::Minimal, Profile::Messaging, Profile::Coding] {
+            let p = PolicyBuilder::new()
+                .profile(profile)
+                .deferred(list("[tools] deferred", &["read"]))
+                .build_from(tools());
+            assert_eq!(p.deferred(), vec!["read"], "{profile:?}");
+            assert_eq!(p.get("load_tools").unwrap().status, Status::In, "{profile:?}");
+            // Nothing deferred: nothing to load.
+            let p = PolicyBuilder::new().profile(profile).build_from(tools());
+            assert_eq!(p.get("load_tools").unwrap().status, Status::Out, "{profile:?}");
+        }
+        // An explicit rule still removes it.
+        let p = PolicyBuilder::new()
+            .profile(Profile::Coding)
+            .deferred(list("[tools] deferred", &["read"]))
+            .disabled(list("[tools] disabled", &["load_tools"]))
+            .build_from(tools());
+        assert_eq!(p.get("load_tools").unwrap().status, Status::Out);
+    }
+
+    #[test]
     fn config_layers_and_unknown_names() {
         let table: toml::Table = toml::from_str(
             r#"

@@ -159,9 +159,13 @@ async def tools(fx: Fixture) -> None:
             expect(bool(t.title), f"{t.name} has no title")
             expect(t.annotations is not None and t.annotations.read_only_hint is not None, f"{t.name}: {t.annotations}")
         read = next(t for t in listed if t.name == "read")
-        expect(read.annotations.read_only_hint is True and read.annotations.destructive_hint is False, str(read.annotations))
+        a = read.annotations
+        expect(a.read_only_hint is True and a.destructive_hint is False, str(a))
+        expect(a.idempotent_hint is True and a.open_world_hint is False, str(a))
         write = next(t for t in listed if t.name == "write")
-        expect(write.annotations.read_only_hint is False, str(write.annotations))
+        a = write.annotations
+        expect(a.read_only_hint is False and a.destructive_hint is True, str(a))
+        expect(a.idempotent_hint is False and a.open_world_hint is False, str(a))
 
         r = await call(s, "calculator", {"expression": "2 + 3 * 4"})
         expect(not r.is_error and text_of(r).strip() == "14", f"calculator: {r}")
@@ -227,6 +231,10 @@ async def elicit(fx: Fixture) -> None:
         expect(not r.is_error and "first" in text_of(r), f"accepted: {r}")
         expect(len(asked) == 1 and "debug_echo" in asked[0] and "first" in asked[0], f"prompt: {asked}")
         expect(asked[0].count("debug_echo") == 1, f"prompt repeats the tool: {asked}")
+        # Accepted once, approved once: the same call asks again.
+        answers.append(types.ElicitResult(action="accept", content={}))
+        r = await call(s, "debug_echo", {"command": "first"})
+        expect(not r.is_error and len(asked) == 2 and "first" in asked[1], f"approve once held on: {asked}")
 
         answers.append(types.ElicitResult(action="decline", content={"reason": "use the read tool instead"}))
         r = await call(s, "debug_echo", {"command": "second"})
@@ -247,6 +255,74 @@ async def elicit(fx: Fixture) -> None:
         # Pre-approved tools never ask.
         r = await call(s, "read", {"path": "a.txt"})
         expect(not r.is_error and len(asked) == n, "read asked for approval")
+
+
+async def policy(fx: Fixture) -> None:
+    """tools/list is what the whole policy pipeline leaves; deferred tools appear once loaded."""
+    fx.config('[tools]\ndisabled = ["ls"]\ndeferred = ["glob"]\n')
+    changed = anyio.Event()
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with fx.session(["--profile", "coding", "--exclude-tools", "grep"], message_handler=on_message) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        for gone in ["grep", "ls", "glob"]:
+            expect(gone not in names, f"{gone} listed: {sorted(names)}")
+        for kept in ["read", "write", "bash", "load_tools"]:
+            expect(kept in names, f"{kept} missing: {sorted(names)}")
+        # A hidden tool is not callable either.
+        r = await call(s, "grep", {"pattern": "needle"})
+        expect(r.is_error and "not available" in text_of(r), f"hidden grep: {r}")
+        r = await call(s, "glob", {"pattern": "*.txt"})
+        expect(r.is_error, f"deferred glob before load_tools: {r}")
+        r = await call(s, "load_tools", {"tools": ["glob"]})
+        expect(not r.is_error, f"load_tools: {r}")
+        with anyio.fail_after(5):
+            await changed.wait()
+        names = {t.name for t in (await s.list_tools()).tools}
+        expect("glob" in names and "grep" not in names, f"after load_tools: {sorted(names)}")
+        r = await call(s, "glob", {"pattern": "**/*.txt"})
+        expect(not r.is_error and "b.txt" in text_of(r), f"loaded glob: {r}")
+    # The minimal profile leaves read-only file tools only.
+    async with fx.session(["--profile", "minimal"]) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        expect("read" in names and "write" not in names and "bash" not in names, f"minimal: {sorted(names)}")
+
+
+async def hooks_and_timeouts(fx: Fixture) -> None:
+    """User hooks and per-call timeouts apply to MCP calls as to `wield call`."""
+    log = fx.base / "hook.json"
+    fx.config(
+        f"""[hooks.guard]
+event = "pre"
+matcher = "^write$"
+files = "*.lock"
+command = "echo 'lock files are generated' >&2; exit 2"
+
+[hooks.mark]
+event = "post"
+matcher = "^calculator$"
+command = 'cat > "{log}"'
+
+[bash]
+timeout = "1s"
+"""
+    )
+    async with fx.session(["--yes"]) as s:
+        r = await call(s, "write", {"path": "deps.lock", "content": "x"})
+        expect(r.is_error and "lock files are generated" in text_of(r), f"pre hook: {r}")
+        expect(not (fx.ws / "deps.lock").exists(), "a blocked write wrote")
+        r = await call(s, "calculator", {"expression": "6*7"})
+        expect(not r.is_error, f"calculator: {r}")
+        seen = json.loads(log.read_text())
+        expect(seen["hook_event"] == "post" and seen["tool"]["name"] == "calculator", f"post hook input: {seen}")
+        expect("42" in json.dumps(seen["tool"].get("output")), f"post hook output: {seen}")
+        started = time.time()
+        r = await call(s, "bash", {"command": "sleep 20"})
+        expect(r.is_error and "timed out after 1s" in text_of(r), f"bash timeout: {r}")
+        expect(time.time() - started < 10, "the timeout did not cut the call short")
 
 
 async def escapes(fx: Fixture) -> None:
@@ -552,6 +628,8 @@ SCENARIOS = {
         tools,
         denied,
         elicit,
+        policy,
+        hooks_and_timeouts,
         escapes,
         roots,
         cancel_sleep,
