@@ -1,10 +1,11 @@
 //! wield's MCP client: external servers as `mcp__NAME__*` tools.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Ws, everything_config, python_scenarios};
+use crate::support::{Ws, everything_config, python, python_scenarios, repo_root};
 
 #[test]
 fn server_everything_tools_work_through_wield_call() {
@@ -262,4 +263,65 @@ fn a_streamable_http_server_with_a_token_header() {
     assert_eq!(v["servers"][0]["state"], "failed", "{v}");
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// A server on the official Python SDK (`tests/peers/server.py` of
+/// wield-mcp), started from a relative script path in its configured `cwd`
+/// with its configured `env`: its working directory and environment, its
+/// structured content, and its sampling and elicitation requests, which
+/// `wield call` (no front-end that offers them) refuses.
+#[test]
+fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
+    let config = format!(
+        "[approval]\nauto_approve = [\"$standard\", \"mcp__peer__*\"]\n\n\
+         [mcp.servers.peer]\ncommand = {:?}\nargs = [\"peer.py\"]\ncwd = \"servers/peer\"\n\
+         env = {{ PEER_VALUE = \"from-config\" }}\ntimeout = \"30s\"\n",
+        python().display().to_string()
+    );
+    let ws = Ws::new(&config);
+    let dir = ws.ws().join("servers/peer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        repo_root().join("crates/wield-mcp/tests/peers/server.py"),
+        dir.join("peer.py"),
+    )
+    .unwrap();
+    let call = |tool: &str, args: &str| -> Value {
+        let out = ws.wield().args(["call", "--json", tool, args]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+
+    // The script is found only from `cwd`; `env` reaches the server.
+    let v = call("mcp__peer__where", "{}");
+    assert_eq!(v["success"], true, "{v}");
+    let seen: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        Path::new(seen["cwd"].as_str().unwrap()),
+        dir.canonicalize().unwrap(),
+        "{seen}"
+    );
+    assert_eq!(seen["value"], "from-config", "{seen}");
+
+    // Structured content the text leaves out follows the text.
+    let v = call("mcp__peer__weather", r#"{"city":"Oslo"}"#);
+    assert_eq!(v["success"], true, "{v}");
+    let output = v["output"].as_str().unwrap();
+    assert!(output.starts_with("Mild in Oslo.\n"), "{output}");
+    let data: Value = serde_json::from_str(&output["Mild in Oslo.\n".len()..]).unwrap();
+    assert_eq!(data["temperature"], 21, "{output}");
+    assert_eq!(v["metadata"]["structured_content"]["city"], "Oslo", "{v}");
+
+    // Requests to the client's model or user get a clear refusal.
+    let v = call("mcp__peer__ask_model", r#"{"prompt":"hi"}"#);
+    let output = v["output"].as_str().unwrap();
+    assert!(
+        output.contains("client error") && output.contains("sampling is not supported"),
+        "{v}"
+    );
+    let v = call("mcp__peer__ask_user", r#"{"question":"name?"}"#);
+    let output = v["output"].as_str().unwrap();
+    assert!(
+        output.contains("client error") && output.contains("elicitation is not supported"),
+        "{v}"
+    );
 }

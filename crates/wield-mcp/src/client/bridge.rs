@@ -172,7 +172,8 @@ impl Tool for McpTool {
 /// joined with newlines; images and audio as attachments (with a line in
 /// the text saying so); embedded text resources inline, binary ones as
 /// attachments; resource links as lines; structured content as JSON text
-/// when there is no text, else in metadata.
+/// after the text unless the text already holds it (the SDKs write the
+/// same JSON as text for older clients), and always in the metadata.
 pub fn map_result(result: CallToolResult) -> ToolResult {
     let mut text: Vec<String> = Vec::new();
     let mut attachments: Vec<Value> = Vec::new();
@@ -209,11 +210,16 @@ pub fn map_result(result: CallToolResult) -> ToolResult {
     let mut output = text.join("\n");
     let mut extra: Vec<(&str, Value)> = Vec::new();
     if let Some(structured) = result.structured_content {
-        if output.trim().is_empty() {
-            output = serde_json::to_string_pretty(&structured).unwrap_or_default();
-        } else {
-            extra.push(("structured_content", structured));
+        if !text_holds(&text, &output, &structured) {
+            let json = serde_json::to_string_pretty(&structured).unwrap_or_default();
+            if output.trim().is_empty() {
+                output = json;
+            } else {
+                output.push('\n');
+                output.push_str(&json);
+            }
         }
+        extra.push(("structured_content", structured));
     }
     let mut r = if result.is_error == Some(true) {
         let message = if output.trim().is_empty() {
@@ -232,6 +238,23 @@ pub fn map_result(result: CallToolResult) -> ToolResult {
         r = r.with_meta(k, v);
     }
     r
+}
+
+/// Whether the text of a result already says what its structured content
+/// says: a text block (or all of them) is that JSON, or the content is the
+/// `{"result": …}` wrapper SDKs put around a plain return value and the
+/// text is that value.
+fn text_holds(blocks: &[String], joined: &str, structured: &Value) -> bool {
+    let same = |text: &str, v: &Value| {
+        v.as_str().is_some_and(|s| s == text) || serde_json::from_str::<Value>(text).is_ok_and(|t| &t == v)
+    };
+    if blocks.iter().any(|t| same(t, structured)) || same(joined, structured) {
+        return true;
+    }
+    match structured.as_object() {
+        Some(o) if o.len() == 1 => o.get("result").is_some_and(|v| same(joined, v)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -274,5 +297,31 @@ mod tests {
 
         let r = map_result(result(json!({"content": [], "structuredContent": {"sum": 3}})));
         assert!(r.output.contains("\"sum\": 3"));
+        assert_eq!(r.metadata["structured_content"], json!({"sum": 3}));
+    }
+
+    #[test]
+    fn structured_content_is_text_unless_the_text_holds_it() {
+        // A summary that leaves the data out: the data follows it.
+        let r = map_result(result(json!({
+            "content": [{"type": "text", "text": "Mild in Oslo."}],
+            "structuredContent": {"temperature": 21}
+        })));
+        assert_eq!(r.output, "Mild in Oslo.\n{\n  \"temperature\": 21\n}");
+        // The same JSON as text (what SDKs send older clients): once.
+        let r = map_result(result(json!({
+            "content": [{"type": "text", "text": "{\"temperature\":21}"}],
+            "structuredContent": {"temperature": 21}
+        })));
+        assert_eq!(r.output, "{\"temperature\":21}");
+        // A plain return value and its `result` wrapper: once.
+        for (text, value) in [("hello", json!("hello")), ("42", json!(42))] {
+            let r = map_result(result(json!({
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": {"result": value}
+            })));
+            assert_eq!(r.output, text);
+            assert_eq!(r.metadata["structured_content"]["result"], value);
+        }
     }
 }

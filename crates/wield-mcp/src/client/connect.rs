@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorCode, Implementation,
+    ElicitResult, ElicitationCapability, ErrorCode, Implementation, SamplingCapability,
 };
 use rmcp::service::{ClientInitializeError, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -25,41 +25,110 @@ use super::config::{ServerConfig, Transport};
 const STDERR_LINES: usize = 20;
 const STDERR_LINE_BYTES: usize = 400;
 
-/// wield as an MCP client. It offers no sampling and no elicitation (no
-/// front-end provides them), and answers such requests with an error that
-/// says so.
-pub struct BridgeClient;
+/// What a front-end offers the external servers it bridges: its model
+/// (`sampling/createMessage`) and its user (`elicitation/create`). Each is
+/// advertised to servers only when the front-end says it answers it; the
+/// default answers are the "not supported" errors a server gets without a
+/// front-end.
+#[async_trait::async_trait]
+pub trait FrontEnd: Send + Sync {
+    /// Whether [`FrontEnd::create_message`] answers (advertised as the
+    /// `sampling` capability).
+    fn samples(&self) -> bool {
+        false
+    }
+
+    /// Whether [`FrontEnd::elicit`] answers (advertised as the
+    /// `elicitation` capability).
+    fn elicits(&self) -> bool {
+        false
+    }
+
+    /// A completion from the front-end's model for the server `server`.
+    async fn create_message(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let _ = (server, params);
+        Err(no_sampling())
+    }
+
+    /// The front-end's user's answer to the server `server`.
+    async fn elicit(&self, server: &str, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        let _ = (server, params);
+        Err(no_elicitation())
+    }
+}
+
+fn no_sampling() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "sampling is not supported: wield does not offer its model to MCP servers",
+        None,
+    )
+}
+
+fn no_elicitation() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "elicitation is not supported: wield cannot ask its user for input on behalf of an MCP server",
+        None,
+    )
+}
+
+/// wield as an MCP client of one server. Sampling and elicitation requests
+/// go to the front-end when there is one that answers them, and are refused
+/// with an error that says so otherwise.
+pub struct BridgeClient {
+    server: String,
+    front: Option<Arc<dyn FrontEnd>>,
+}
+
+impl BridgeClient {
+    #[must_use]
+    pub fn new(server: impl Into<String>, front: Option<Arc<dyn FrontEnd>>) -> Self {
+        Self {
+            server: server.into(),
+            front,
+        }
+    }
+}
 
 impl ClientHandler for BridgeClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("wield", env!("CARGO_PKG_VERSION")),
-        )
+        let mut capabilities = ClientCapabilities::default();
+        if let Some(front) = &self.front {
+            if front.samples() {
+                capabilities.sampling = Some(SamplingCapability::default());
+            }
+            if front.elicits() {
+                capabilities.elicitation = Some(ElicitationCapability::default());
+            }
+        }
+        ClientConfig::new(capabilities, Implementation::new("wield", env!("CARGO_PKG_VERSION")))
     }
 
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "sampling is not supported: wield does not offer its model to MCP servers",
-            None,
-        ))
+        match &self.front {
+            Some(front) if front.samples() => front.create_message(&self.server, params).await,
+            _ => Err(no_sampling()),
+        }
     }
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "elicitation is not supported: wield cannot ask its user for input on behalf of an MCP server",
-            None,
-        ))
+        match &self.front {
+            Some(front) if front.elicits() => front.elicit(&self.server, request).await,
+            _ => Err(no_elicitation()),
+        }
     }
 }
 
@@ -137,7 +206,8 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Start (or reach) the server and complete the MCP handshake. No timeout
 /// here: the caller bounds the whole start.
-pub async fn connect(config: &ServerConfig) -> Result<Connection, String> {
+pub async fn connect(config: &ServerConfig, front: Option<Arc<dyn FrontEnd>>) -> Result<Connection, String> {
+    let client = BridgeClient::new(config.name.clone(), front);
     match &config.transport {
         Transport::Stdio {
             command,
@@ -161,7 +231,7 @@ pub async fn connect(config: &ServerConfig) -> Result<Connection, String> {
                         _ => format!("cannot start `{command}`: {e}"),
                     })?;
             let stderr = StderrTail::spawn(stderr);
-            match BridgeClient.serve(process).await {
+            match client.serve(process).await {
                 Ok(service) => Ok(Connection { service, stderr }),
                 Err(e) => {
                     // Give the reader a moment to collect what the server
@@ -189,7 +259,7 @@ pub async fn connect(config: &ServerConfig) -> Result<Connection, String> {
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
             );
-            let service = BridgeClient.serve(transport).await.map_err(|e| {
+            let service = client.serve(transport).await.map_err(|e| {
                 if e.is_authorization_required() {
                     format!(
                         "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"

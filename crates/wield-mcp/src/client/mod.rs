@@ -9,6 +9,11 @@
 //!
 //! Tools are named `mcp__NAME__tool` ([`bridge::tool_name`]); a call that
 //! finds its server gone (crashed, closed) starts it again first.
+//!
+//! A server may ask its client for a completion (sampling) or for its user's
+//! input (elicitation). wield refuses both with a "not supported" error
+//! unless the front-end hands [`McpClients::with_front_end`] a [`FrontEnd`]
+//! that answers them.
 
 mod bridge;
 mod config;
@@ -23,7 +28,7 @@ use wield_core::{Registry, ToolRef};
 
 pub use bridge::{McpTool, map_result, tool_name};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
-pub use connect::BridgeClient;
+pub use connect::{BridgeClient, FrontEnd};
 
 use connect::{Connection, connect};
 
@@ -74,6 +79,7 @@ pub(crate) struct ServerEntry {
     pub(crate) config: ServerConfig,
     status: Mutex<(ServerState, usize, Option<String>)>,
     conn: tokio::sync::Mutex<Option<Connection>>,
+    front: Option<Arc<dyn FrontEnd>>,
 }
 
 impl ServerEntry {
@@ -89,7 +95,7 @@ impl ServerEntry {
 
     async fn start(&self) -> Result<Connection, String> {
         let name = &self.config.name;
-        match tokio::time::timeout(self.config.timeout, connect(&self.config)).await {
+        match tokio::time::timeout(self.config.timeout, connect(&self.config, self.front.clone())).await {
             Ok(Ok(c)) => Ok(c),
             Ok(Err(e)) => Err(format!("MCP server `{name}` failed to start: {e}")),
             Err(_) => Err(format!(
@@ -141,7 +147,15 @@ pub struct McpClients {
 }
 
 impl McpClients {
+    /// The servers of `configs`, with no front-end: sampling and
+    /// elicitation requests are refused.
     pub fn new(configs: Vec<ServerConfig>) -> Arc<Self> {
+        Self::with_front_end(configs, None)
+    }
+
+    /// The servers of `configs`, whose sampling and elicitation requests go
+    /// to `front` (when it answers them).
+    pub fn with_front_end(configs: Vec<ServerConfig>, front: Option<Arc<dyn FrontEnd>>) -> Arc<Self> {
         let servers = configs
             .into_iter()
             .map(|config| {
@@ -154,6 +168,7 @@ impl McpClients {
                     config,
                     status: Mutex::new((state, 0, None)),
                     conn: tokio::sync::Mutex::new(None),
+                    front: front.clone(),
                 })
             })
             .collect();

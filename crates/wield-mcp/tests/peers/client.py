@@ -602,8 +602,15 @@ async def everything_restart(fx: Fixture) -> None:
         async with streamable_http_client(url) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
-                names = {t.name for t in (await s.list_tools()).tools}
+                listed = {t.name: t for t in (await s.list_tools()).tools}
+                names = set(listed)
                 expect("mcp__everything__echo" in names, f"bridged tools: {sorted(names)}")
+                # The server's open-world hint passes through; its read-only
+                # hint is not trusted (a bridged tool may change anything).
+                a = listed["mcp__everything__echo"].annotations
+                expect(a.open_world_hint is False and a.read_only_hint is False, f"echo: {a}")
+                a = listed["mcp__everything__gzip-file-as-resource"].annotations
+                expect(a.open_world_hint is True, f"gzip-file-as-resource: {a}")
                 r = await call(s, "mcp__everything__echo", {"message": "one"})
                 expect(not r.is_error and "one" in text_of(r), f"echo: {r}")
                 wield_pid = server.proc.pid

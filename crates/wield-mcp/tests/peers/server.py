@@ -1,0 +1,64 @@
+"""An MCP server on the official Python SDK, for wield's client (stdio).
+
+Tools that show what wield's client gives a server and how it answers one:
+- `where`: the server's working directory and the PEER_VALUE variable, as JSON;
+- `weather`: a text summary plus structured content that the text does not hold;
+- `ask_model`: asks the client's model for a completion (sampling);
+- `ask_user`: asks the client's user for input (form elicitation).
+
+`ask_model` and `ask_user` return what the client answered, or the error it
+sent, as text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("peer")
+
+
+@server.tool()
+def where() -> str:
+    """The server's working directory and environment."""
+    return json.dumps({"cwd": os.getcwd(), "value": os.environ.get("PEER_VALUE")})
+
+
+@server.tool()
+def weather(city: str) -> types.CallToolResult:
+    """Weather for a city."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Mild in {city}.")],
+        structured_content={"city": city, "temperature": 21, "conditions": "mild"},
+    )
+
+
+@server.tool()
+async def ask_model(prompt: str, ctx: Context) -> str:
+    """Ask the client's model."""
+    try:
+        result = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            max_tokens=50,
+        )
+    except Exception as e:  # noqa: BLE001 - the error is the answer under test
+        return f"client error: {e}"
+    return f"model said: {result.content.text}"
+
+
+@server.tool()
+async def ask_user(question: str, ctx: Context) -> str:
+    """Ask the client's user."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    try:
+        result = await ctx.session.elicit_form(question, schema)
+    except Exception as e:  # noqa: BLE001 - the error is the answer under test
+        return f"client error: {e}"
+    return f"user {result.action}: {json.dumps(result.content)}"
+
+
+if __name__ == "__main__":
+    server.run()
