@@ -167,6 +167,16 @@ pub enum McpCommand {
         /// Most HTTP sessions open at once.
         #[arg(long, default_value_t = 256, value_name = "N")]
         max_sessions: usize,
+        /// A host name HTTP clients may reach the server by, besides its address and the
+        /// loopback names (repeat it, or separate names with commas). Every other Host or
+        /// Origin is refused, against DNS rebinding.
+        #[arg(
+            long = "allow-host",
+            env = "WIELD_MCP_ALLOW_HOSTS",
+            value_delimiter = ',',
+            value_name = "NAME"
+        )]
+        allow_hosts: Vec<String>,
         /// Over stdio, keep reading the input for this many microseconds after each reply
         /// before sleeping (0: sleep at once). Saves the wake-up of a sleeping CPU when the
         /// client sends its next request right away, for at most that much CPU per reply.

@@ -18,10 +18,15 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             http,
             token,
             max_sessions,
+            allow_hosts,
             poll_us,
         } => {
+            let mut options = HttpOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+            options.token = token;
+            options.max_sessions = max_sessions;
+            options.allowed_hosts = allow_hosts;
             let poll = std::time::Duration::from_micros(poll_us);
-            serve(global, http.as_deref(), token, max_sessions, poll).await
+            serve(global, http.as_deref(), options, poll).await
         }
         McpCommand::List { json } => list(global, json).await,
     }
@@ -50,8 +55,7 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
 async fn serve(
     global: &GlobalArgs,
     http: Option<&str>,
-    token: Option<String>,
-    max_sessions: usize,
+    mut options: HttpOptions,
     poll: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let addr = http.map(parse_addr).transpose()?;
@@ -92,9 +96,7 @@ async fn serve(
         server.serve_stdio(poll).await?;
         return Ok(ExitCode::SUCCESS);
     };
-    let mut options = HttpOptions::new(addr);
-    options.token = token;
-    options.max_sessions = max_sessions;
+    options.addr = addr;
     let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
     let local = running.local_addr();
     eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C stops)");

@@ -4,13 +4,18 @@
 //!   (`--token` or `WIELD_MCP_TOKEN`); when a token is set, every request must
 //!   carry `Authorization: Bearer TOKEN`.
 //! - DNS rebinding: the `Host` header must name the address the server is
-//!   bound to (`localhost`, `127.0.0.1`, `[::1]` for loopback) and a browser
-//!   `Origin`, when present, must be one of those too; anything else is a
-//!   403.
+//!   bound to (`localhost`, `127.0.0.1`, `[::1]` for loopback) or a name
+//!   given with [`HttpOptions::allowed_hosts`], and a browser `Origin`, when
+//!   present, must be one of those too; anything else is a 403. On every
+//!   interface (`0.0.0.0`, `[::]`) the server has no one address to name, so
+//!   the Host may also be an IP address (a page that rebinds a name of its
+//!   own sends that name, never an address) or this machine's host name,
+//!   and an Origin must be loopback, allowed, or the Host itself.
 //! - Memory per session is bounded: request bodies are capped, each session
 //!   holds a few small channels, idle sessions close after
 //!   [`SESSION_IDLE`], and at most [`HttpOptions::max_sessions`] sessions are
-//!   open at once (a new one beyond that is refused until one closes).
+//!   open at once (a new one beyond that is refused with 503 Service
+//!   Unavailable until one closes).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -42,6 +47,9 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Sessions open at once.
     pub max_sessions: usize,
+    /// Host names accepted besides the bound address and loopback names
+    /// (`mcp.example.internal`), for clients that reach the server by name.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl HttpOptions {
@@ -50,6 +58,7 @@ impl HttpOptions {
             addr,
             token: None,
             max_sessions: 256,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -95,24 +104,129 @@ impl Drop for SessionSlot {
     }
 }
 
-fn hosts_and_origins(addr: &SocketAddr) -> (Vec<String>, Vec<String>) {
-    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+fn hosts_and_origins(addr: &SocketAddr, allowed: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut hosts: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
     let mut origins = vec![
         "http://localhost:*".to_owned(),
         "http://127.0.0.1:*".to_owned(),
         "http://[::1]:*".to_owned(),
     ];
     let ip = addr.ip();
+    let mut extra: Vec<String> = allowed.to_vec();
     if !ip.is_loopback() {
-        let shown = match ip {
-            IpAddr::V4(v4) => v4.to_string(),
-            IpAddr::V6(v6) => format!("[{v6}]"),
+        extra.insert(0, ip.to_string());
+    }
+    for host in extra {
+        let shown = match host.parse::<IpAddr>() {
+            Ok(IpAddr::V6(v6)) => format!("[{v6}]"),
+            _ => host.clone(),
         };
-        hosts.push(ip.to_string());
         origins.push(format!("http://{shown}:*"));
         origins.push(format!("https://{shown}:*"));
+        hosts.push(host);
     }
     (hosts, origins)
+}
+
+/// The host part of a `Host` header or of an origin's authority:
+/// `example.com:8080` → `example.com`, `[::1]:8080` → `::1`.
+fn host_part(authority: &str) -> &str {
+    let a = authority.trim();
+    if let Some(rest) = a.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    a.rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(a, |(host, _)| host)
+}
+
+/// What a server listening on every interface accepts as `Host` and
+/// `Origin` (see the module documentation).
+struct AnyInterface {
+    names: Vec<String>,
+}
+
+impl AnyInterface {
+    fn new(allowed: &[String]) -> Self {
+        let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
+        names.extend(allowed.iter().map(|h| h.to_ascii_lowercase()));
+        if let Ok(hostname) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            let hostname = hostname.trim().to_ascii_lowercase();
+            if !hostname.is_empty() {
+                names.push(hostname);
+            }
+        }
+        Self { names }
+    }
+
+    fn named(&self, host: &str) -> bool {
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(host))
+    }
+
+    /// `Err` with the reason when the request may come from a rebound name
+    /// or a foreign page.
+    fn check(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), &'static str> {
+        let host = host.map(host_part).ok_or("the request has no Host header")?;
+        if !(host.parse::<IpAddr>().is_ok() || self.named(host)) {
+            return Err("the Host header names neither an address nor an allowed name of this server");
+        }
+        if let Some(origin) = origin {
+            let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+            let from = host_part(authority.split('/').next().unwrap_or_default());
+            let loopback = LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(from));
+            if !(loopback || from.eq_ignore_ascii_case(host) || self.named(from)) {
+                return Err("the Origin is neither this server nor an allowed name");
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn any_interface_guard(State(guard): State<Arc<AnyInterface>>, request: Request, next: Next) -> Response {
+    let checked = {
+        let headers = request.headers();
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        guard.check(host, origin)
+    };
+    match checked {
+        Ok(()) => next.run(request).await,
+        Err(why) => (
+            StatusCode::FORBIDDEN,
+            format!("Forbidden: {why} (allow a name with --allow-host)\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// The open-session count and its limit, checked before a new session's
+/// request reaches the SDK so a client that finds the server full gets a
+/// 503 it can retry rather than a 500.
+#[derive(Clone)]
+struct Capacity {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+async fn session_capacity(State(cap): State<Capacity>, request: Request, next: Next) -> Response {
+    let opens_session = request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens_session && cap.open.load(Ordering::Acquire) >= cap.max {
+        let mut response = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Service Unavailable: too many open MCP sessions (the limit is {}, --max-sessions); close one and retry\n",
+                cap.max
+            ),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return response;
+    }
+    next.run(request).await
 }
 
 pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<HttpServer, McpError> {
@@ -130,16 +244,15 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let local_addr = listener.local_addr().map_err(|e| McpError::Transport(e.to_string()))?;
 
     let shutdown = CancellationToken::new();
-    let (hosts, origins) = hosts_and_origins(&local_addr);
+    let (hosts, origins) = hosts_and_origins(&local_addr, &options.allowed_hosts);
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(MAX_BODY)
         .with_allowed_origins(origins)
         .enforce_origin_validation();
-    config = if local_addr.ip().is_unspecified() {
-        // Listening on every interface: the Host could be any name of this
-        // machine. The bearer token (required here) is what keeps other
-        // sites out, as a page cannot know it.
+    let any_interface = local_addr.ip().is_unspecified();
+    config = if any_interface {
+        // No one address to name: `any_interface_guard` checks instead.
         config.disable_allowed_hosts().disable_allowed_origins()
     } else {
         config.with_allowed_hosts(hosts)
@@ -154,6 +267,10 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 
     let open = Arc::new(AtomicUsize::new(0));
     let max = options.max_sessions.max(1);
+    let capacity = Capacity {
+        open: Arc::clone(&open),
+        max,
+    };
     let factory = move || {
         if open.fetch_add(1, Ordering::AcqRel) >= max {
             open.fetch_sub(1, Ordering::AcqRel);
@@ -167,7 +284,12 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 
     let mut router = Router::new()
         .route_service("/mcp", service)
-        .layer(middleware::from_fn(session_delete_ok));
+        .layer(middleware::from_fn(session_delete_ok))
+        .layer(middleware::from_fn_with_state(capacity, session_capacity));
+    if any_interface {
+        let guard = Arc::new(AnyInterface::new(&options.allowed_hosts));
+        router = router.layer(middleware::from_fn_with_state(guard, any_interface_guard));
+    }
     if let Some(token) = token {
         router = router.layer(middleware::from_fn_with_state(Arc::new(token), require_token));
     }
@@ -242,10 +364,53 @@ mod tests {
 
     #[test]
     fn loopback_hosts_only_by_default() {
-        let (hosts, origins) = hosts_and_origins(&"127.0.0.1:1".parse().unwrap());
+        let (hosts, origins) = hosts_and_origins(&"127.0.0.1:1".parse().unwrap(), &[]);
         assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
         assert_eq!(origins.len(), 3);
-        let (hosts, _) = hosts_and_origins(&"10.1.2.3:1".parse().unwrap());
+        let (hosts, _) = hosts_and_origins(&"10.1.2.3:1".parse().unwrap(), &[]);
         assert!(hosts.contains(&"10.1.2.3".to_owned()));
+        let (hosts, origins) = hosts_and_origins(&"127.0.0.1:1".parse().unwrap(), &["mcp.internal".to_owned()]);
+        assert!(hosts.contains(&"mcp.internal".to_owned()));
+        assert!(origins.contains(&"https://mcp.internal:*".to_owned()));
+    }
+
+    #[test]
+    fn host_parts() {
+        assert_eq!(host_part("example.com:8080"), "example.com");
+        assert_eq!(host_part("example.com"), "example.com");
+        assert_eq!(host_part("[::1]:8080"), "::1");
+        assert_eq!(host_part("[fe80::1]"), "fe80::1");
+        assert_eq!(host_part("10.0.0.2:80"), "10.0.0.2");
+    }
+
+    #[test]
+    fn any_interface_accepts_addresses_and_known_names_only() {
+        let guard = AnyInterface::new(&["MCP.internal".to_owned()]);
+        // Addresses (a rebinding page sends its own name, never an address),
+        // loopback and allowed names.
+        for host in ["10.0.0.2:8765", "[fd00::2]:8765", "localhost:8765", "mcp.internal:8765"] {
+            assert_eq!(guard.check(Some(host), None), Ok(()), "{host}");
+        }
+        for host in [
+            "evil.example.com:8765",
+            "10.0.0.2.evil.example:8765",
+            "localhost.evil:1",
+        ] {
+            assert!(guard.check(Some(host), None).is_err(), "{host}");
+        }
+        assert!(guard.check(None, None).is_err());
+        // An Origin must be loopback, allowed, or the Host itself.
+        let ok = [
+            ("10.0.0.2:8765", "http://10.0.0.2:8765"),
+            ("10.0.0.2:8765", "http://localhost:3000"),
+            ("10.0.0.2:8765", "https://mcp.internal"),
+            ("[fd00::2]:8765", "http://[fd00::2]:8765"),
+        ];
+        for (host, origin) in ok {
+            assert_eq!(guard.check(Some(host), Some(origin)), Ok(()), "{host} {origin}");
+        }
+        for origin in ["http://evil.example.com", "http://10.0.0.3:8765", "null"] {
+            assert!(guard.check(Some("10.0.0.2:8765"), Some(origin)).is_err(), "{origin}");
+        }
     }
 }

@@ -98,9 +98,16 @@ class Fixture:
 class HttpServer:
     """`wield mcp serve --http 127.0.0.1:0`; yields the /mcp URL."""
 
-    def __init__(self, fx: Fixture, flags: list[str], extra: list[str] | None = None, env: dict | None = None):
+    def __init__(
+        self,
+        fx: Fixture,
+        flags: list[str],
+        extra: list[str] | None = None,
+        env: dict | None = None,
+        bind: str = "127.0.0.1:0",
+    ):
         self.fx = fx
-        self.cmd = [fx.wield, *fx.args(flags), "--http", "127.0.0.1:0", *(extra or [])]
+        self.cmd = [fx.wield, *fx.args(flags), "--http", bind, *(extra or [])]
         self.env = fx.env(env)
         self.proc: subprocess.Popen | None = None
 
@@ -490,6 +497,33 @@ def post(url: str, headers: dict[str, str] | None = None) -> int:
         return e.code
 
 
+def rpc(url: str, body: dict, session: str | None = None) -> tuple[int, str, str | None]:
+    """One JSON-RPC POST: (status, body text, the Mcp-Session-Id header)."""
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        h["Mcp-Session-Id"] = session
+        h["Mcp-Protocol-Version"] = "2025-11-25"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status, resp.read().decode(), resp.headers.get("Mcp-Session-Id")
+
+
+def open_and_call(url: str) -> None:
+    """A raw streamable-HTTP session that stays open after reading a.txt."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    status, _, session = rpc(url, init)
+    expect(status == 200 and session, f"initialize: {status} {session}")
+    rpc(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    call_read = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}}
+    status, text, _ = rpc(url, call_read, session)
+    expect(status == 200 and "the needle is here" in text, f"call in a raw session: {status} {text[:200]}")
+
+
 async def http_security(fx: Fixture) -> None:
     """Bearer token, Host and Origin checks."""
     with HttpServer(fx, [], ["--token", "s3cret"]) as url:
@@ -505,6 +539,25 @@ async def http_security(fx: Fixture) -> None:
         expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted")
         expect(post(url, {"Origin": "http://evil.example.com"}) == 403, "foreign Origin accepted")
         expect(post(url, {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200, "localhost refused")
+    with HttpServer(fx, [], ["--allow-host", "mcp.internal,other.internal"]) as url:
+        port = url.split(":")[2].split("/")[0]
+        expect(post(url, {"Host": f"mcp.internal:{port}"}) == 200, "--allow-host name refused")
+        expect(post(url, {"Origin": "https://other.internal"}) == 200, "--allow-host origin refused")
+        expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted with --allow-host")
+    # On every interface: addresses and allowed names as Host, nothing else;
+    # an Origin must be loopback, allowed, or the Host itself.
+    with HttpServer(fx, [], ["--token", "t0k", "--allow-host", "mcp.internal"], bind="0.0.0.0:0") as url:
+        port = url.split(":")[2].split("/")[0]
+        auth = {"Authorization": "Bearer t0k"}
+        expect(post(url, auth) == 200, "0.0.0.0: 127.0.0.1 refused")
+        expect(post(url, {**auth, "Host": f"10.9.8.7:{port}"}) == 200, "0.0.0.0: an address as Host refused")
+        expect(post(url, {**auth, "Host": f"mcp.internal:{port}"}) == 200, "0.0.0.0: an allowed name refused")
+        expect(post(url, {**auth, "Host": f"evil.example.com:{port}"}) == 403, "0.0.0.0: rebinding Host accepted")
+        same = {**auth, "Host": f"10.9.8.7:{port}", "Origin": f"http://10.9.8.7:{port}"}
+        expect(post(url, same) == 200, "0.0.0.0: same-origin request refused")
+        foreign = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://evil.example.com"}
+        expect(post(url, foreign) == 403, "0.0.0.0: foreign Origin accepted")
+        expect(post(url, {"Host": f"10.9.8.7:{port}"}) == 401, "0.0.0.0: no token accepted")
     # A non-loopback address without a token is refused at start.
     p = subprocess.run(
         [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"], env=fx.env(), capture_output=True, text=True, timeout=20
@@ -550,11 +603,12 @@ async def http_sessions(fx: Fixture) -> None:
             tg.start_soon(hold)
             tg.start_soon(hold)
             await opened.wait()
-            expect(post(url) >= 500, "a third session was accepted beyond --max-sessions 2")
+            expect(post(url) == 503, "a third session was not refused with 503 beyond --max-sessions 2")
             release.set()
 
-    # Memory per session is bounded: 200 more open sessions cost the server
-    # well under 256 KiB each (about 60 KiB measured).
+    # Memory per session is bounded: 200 more open sessions, each of which
+    # has made a call (so its executor and session state exist), cost the
+    # server well under 256 KiB each.
     server = HttpServer(fx, ["--yes"], ["--max-sessions", "300"])
     with server as url:
         assert server.proc is not None
@@ -564,10 +618,10 @@ async def http_sessions(fx: Fixture) -> None:
                 return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
         for _ in range(10):
-            post(url)
+            open_and_call(url)
         before = rss_kib()
-        for i in range(200):
-            expect(post(url) == 200, f"session {i} refused")
+        for _ in range(200):
+            open_and_call(url)
         grown = rss_kib() - before
         expect(grown < 200 * 256, f"200 sessions grew the server by {grown} KiB")
 
