@@ -16,6 +16,28 @@ fn server_everything_tools_work_through_wield_call() {
     for t in ["mcp__everything__echo", "mcp__everything__get-sum"] {
         assert!(list.contains(t), "{t} missing:\n{list}");
     }
+    // The server's description and schema pass through.
+    let out = ws
+        .wield()
+        .args(["tools", "schema", "--format", "mcp"])
+        .output()
+        .unwrap();
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = tools
+        .as_array()
+        .or_else(|| tools["tools"].as_array())
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .cloned()
+        .unwrap_or_else(|| panic!("echo missing from {tools}"));
+    assert_eq!(echo["description"], "Echoes back the input string", "{echo}");
+    assert_eq!(echo["inputSchema"]["properties"]["message"]["type"], "string", "{echo}");
+    assert_eq!(
+        echo["inputSchema"]["required"],
+        serde_json::json!(["message"]),
+        "{echo}"
+    );
 
     let out = ws
         .wield()

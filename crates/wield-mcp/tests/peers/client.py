@@ -365,6 +365,8 @@ async def escapes(fx: Fixture) -> None:
 
 
 def roots_callback(paths: list[Path]):
+    """Answers roots/list with `paths` as they are when asked (the caller may change the list)."""
+
     async def list_roots(ctx):
         return types.ListRootsResult(roots=[types.Root(uri=p.as_uri()) for p in paths])
 
@@ -385,6 +387,20 @@ async def roots(fx: Fixture) -> None:
         expect(not r.is_error and (fx.ws / "sub/by-bash.txt").exists(), f"bash inside the client's root: {r}")
         r = await call(s, "bash", {"command": "echo x > top-by-bash.txt"})
         expect(r.is_error and not (fx.ws / "top-by-bash.txt").exists(), f"bash outside the client's root: {r}")
+    # The client's roots change: the next call sees the new ones.
+    client_roots = [fx.ws / "sub"]
+    async with fx.session(["--yes"], list_roots_callback=roots_callback(client_roots)) as s:
+        r = await call(s, "write", {"path": "top.txt", "content": "x"})
+        expect(r.is_error and not (fx.ws / "top.txt").exists(), f"write outside the client's root: {r}")
+        client_roots[:] = [fx.ws]
+        await s.send_roots_list_changed()
+        deadline = time.time() + 5
+        while True:
+            r = await call(s, "write", {"path": "top.txt", "content": "x"})
+            if not r.is_error or time.time() > deadline:
+                break
+            await anyio.sleep(0.05)
+        expect(not r.is_error and (fx.ws / "top.txt").exists(), f"write after the roots widened to the workspace: {r}")
     # Roots outside the configured ones do not widen anything.
     async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.base / "outside", fx.base])) as s:
         r = await call(s, "write", {"path": str(fx.base / "outside/new.txt"), "content": "x"})
