@@ -177,6 +177,9 @@ pub enum McpCommand {
             value_name = "NAME"
         )]
         allow_hosts: Vec<String>,
+        /// Close an HTTP session after this long without a request (`90s`, `5m`).
+        #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_arg)]
+        session_idle: std::time::Duration,
         /// Over stdio, keep reading the input for this many microseconds after each reply
         /// before sleeping (0: sleep at once). Saves the wake-up of a sleeping CPU when the
         /// client sends its next request right away, for at most that much CPU per reply.
@@ -213,4 +216,10 @@ pub enum PatchCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A duration on the command line: `30s`, `5m`, `1h`, `250ms`.
+fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    wield_core::config::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a duration (examples: 30s, 5m, 250ms)"))
 }

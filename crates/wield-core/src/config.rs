@@ -205,7 +205,8 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         "h" => n * 3600.0,
         _ => return None,
     };
-    Some(Duration::from_secs_f64(secs))
+    // Past what a Duration holds is not a duration (and must not panic).
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 /// Serde helper: a duration as seconds or a string with a unit.
@@ -219,8 +220,9 @@ pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
     }
     match Raw::deserialize(d)? {
         Raw::Int(n) => Ok(Duration::from_secs(n)),
-        Raw::Float(f) if f.is_finite() && f >= 0.0 => Ok(Duration::from_secs_f64(f)),
-        Raw::Float(f) => Err(serde::de::Error::custom(format!("invalid duration {f}"))),
+        Raw::Float(f) => {
+            Duration::try_from_secs_f64(f).map_err(|_| serde::de::Error::custom(format!("invalid duration {f}")))
+        }
         Raw::Text(s) => parse_duration(&s)
             .ok_or_else(|| serde::de::Error::custom(format!("invalid duration {s:?}: use e.g. 30, \"30s\", \"2m\""))),
     }
@@ -576,5 +578,17 @@ mod tests {
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("x"), None);
+        // Too long for a Duration, or not a number: refused, never a panic.
+        assert_eq!(parse_duration("99999999999999999999999999h"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        #[derive(Debug, Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "de_duration")]
+            d: Duration,
+        }
+        assert!(toml::from_str::<T>("d = 1e300").is_err());
+        assert!(toml::from_str::<T>("d = -2.5").is_err());
+        assert!(toml::from_str::<T>("d = nan").is_err());
+        assert_eq!(toml::from_str::<T>("d = 1.5").unwrap().d, Duration::from_millis(1500));
     }
 }

@@ -19,12 +19,14 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             token,
             max_sessions,
             allow_hosts,
+            session_idle,
             poll_us,
         } => {
             let mut options = HttpOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
             options.token = token;
             options.max_sessions = max_sessions;
             options.allowed_hosts = allow_hosts;
+            options.session_idle = session_idle;
             let poll = std::time::Duration::from_micros(poll_us);
             serve(global, http.as_deref(), options, poll).await
         }

@@ -66,12 +66,12 @@ impl fmt::Display for Selector {
 
 const MINIMAL: &[Selector] = &[
     Selector::ReadOnlyIn("fs"),
-    // Every profile can load what it defers; the loader is offered only
-    // while some tool is deferred.
-    Selector::Name("load_tools"),
     Selector::Name("web_fetch"),
     Selector::Name("system_info"),
     Selector::Group("system"),
+    // Every profile can load what it defers; the loader is offered only
+    // while some tool is deferred.
+    Selector::Name("load_tools"),
 ];
 
 const MESSAGING: &[Selector] = &[

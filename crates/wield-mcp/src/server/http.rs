@@ -13,7 +13,7 @@
 //!   and an Origin must be loopback, allowed, or the Host itself.
 //! - Memory per session is bounded: request bodies are capped, each session
 //!   holds a few small channels, idle sessions close after
-//!   [`SESSION_IDLE`], and at most [`HttpOptions::max_sessions`] sessions are
+//!   [`HttpOptions::session_idle`] ([`SESSION_IDLE`] by default), and at most [`HttpOptions::max_sessions`] sessions are
 //!   open at once (a new one beyond that is refused with 503 Service
 //!   Unavailable until one closes).
 
@@ -35,7 +35,8 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use crate::McpError;
 
-/// An idle session (no request for this long) is closed.
+/// An idle session (no request for this long) is closed, unless
+/// [`HttpOptions::session_idle`] says otherwise.
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -50,6 +51,9 @@ pub struct HttpOptions {
     /// Host names accepted besides the bound address and loopback names
     /// (`mcp.example.internal`), for clients that reach the server by name.
     pub allowed_hosts: Vec<String>,
+    /// A session with no request for this long is closed (its slot, state
+    /// and background processes go with it).
+    pub session_idle: Duration,
 }
 
 impl HttpOptions {
@@ -59,6 +63,7 @@ impl HttpOptions {
             token: None,
             max_sessions: 256,
             allowed_hosts: Vec::new(),
+            session_idle: SESSION_IDLE,
         }
     }
 }
@@ -259,7 +264,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     };
     let mut manager = LocalSessionManager::default();
     let mut session_config = SessionConfig::default();
-    session_config.keep_alive = Some(SESSION_IDLE);
+    session_config.keep_alive = Some(options.session_idle.max(Duration::from_millis(100)));
     // Finished request streams are kept for clients that resume them; a
     // short time bounds what a busy session holds.
     session_config.completed_cache_ttl = Duration::from_secs(10);

@@ -524,7 +524,7 @@ def rpc(url: str, body: dict, session: str | None = None) -> tuple[int, str, str
         return resp.status, resp.read().decode(), resp.headers.get("Mcp-Session-Id")
 
 
-def open_and_call(url: str) -> None:
+def open_and_call(url: str) -> str:
     """A raw streamable-HTTP session that stays open after reading a.txt."""
     init = {
         "jsonrpc": "2.0",
@@ -538,6 +538,7 @@ def open_and_call(url: str) -> None:
     call_read = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}}
     status, text, _ = rpc(url, call_read, session)
     expect(status == 200 and "the needle is here" in text, f"call in a raw session: {status} {text[:200]}")
+    return session
 
 
 async def http_security(fx: Fixture) -> None:
@@ -621,6 +622,19 @@ async def http_sessions(fx: Fixture) -> None:
             await opened.wait()
             expect(post(url) == 503, "a third session was not refused with 503 beyond --max-sessions 2")
             release.set()
+
+    # An idle session closes and frees its slot.
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "1", "--session-idle", "1s"]) as url:
+        session = open_and_call(url)
+        expect(post(url) == 503, "a second session was accepted beyond --max-sessions 1")
+        time.sleep(2.5)
+        again = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "calculator", "arguments": {"expression": "1"}}}
+        try:
+            status = rpc(url, again, session)[0]
+        except urllib.error.HTTPError as e:
+            status = e.code
+        expect(status == 404, f"an idle session answered after --session-idle: {status}")
+        expect(post(url) == 200, "the idle session's slot was not freed")
 
     # Memory per session is bounded: 200 more open sessions, each of which
     # has made a call (so its executor and session state exist), cost the
