@@ -2,7 +2,6 @@
 //! failure paths (a panicking tool, a slow tool) through the real binary.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -42,7 +41,7 @@ impl Tool for Sleep {
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         let secs = input.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
         tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs_f64(secs.max(0.0))) => ToolResult::ok(format!("slept {secs}s")),
+            () = tokio::time::sleep(wield_core::config::seconds(secs).unwrap_or_default()) => ToolResult::ok(format!("slept {secs}s")),
             () = ctx.cancel.cancelled() => ToolResult::error("cancelled"),
         }
     }

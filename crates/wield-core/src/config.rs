@@ -188,6 +188,19 @@ const CORE_KEYS: &[&str] = &[
     "mcp.servers.*.timeout",
 ];
 
+/// The longest duration a number of seconds becomes: longer ones (a model
+/// may send `1e300`) are cut to it rather than overflow.
+pub const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// A positive, finite number of seconds as a duration, at most [`LONGEST`];
+/// `None` for zero, negative or non-finite numbers.
+pub fn seconds(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs <= 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).map_or(LONGEST, |d| d.min(LONGEST)))
+}
+
 /// Accepts `30`, `"30s"`, `"500ms"`, `"2m"`, `"1h"`.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let t = text.trim();
@@ -578,6 +591,11 @@ mod tests {
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("x"), None);
+        assert_eq!(seconds(1.5), Some(Duration::from_millis(1500)));
+        assert_eq!(seconds(1e300), Some(LONGEST));
+        assert_eq!(seconds(f64::INFINITY), None);
+        assert_eq!(seconds(-1.0), None);
+        assert_eq!(seconds(0.0), None);
         // Too long for a Duration, or not a number: refused, never a panic.
         assert_eq!(parse_duration("99999999999999999999999999h"), None);
         assert_eq!(parse_duration("-1s"), None);

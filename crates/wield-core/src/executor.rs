@@ -716,16 +716,13 @@ fn kind_of(v: &Value) -> &'static str {
 /// the tool's configured `timeout`.
 fn call_timeout(input: &Value, config: &toml::Table) -> Option<Duration> {
     let from_input = match input.get("timeout") {
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .filter(|f| f.is_finite() && *f > 0.0)
-            .map(Duration::from_secs_f64),
+        Some(Value::Number(n)) => n.as_f64().and_then(crate::config::seconds),
         Some(Value::String(s)) => parse_duration(s),
         _ => None,
     };
     from_input.or_else(|| match config.get("timeout") {
         Some(toml::Value::Integer(n)) => u64::try_from(*n).ok().map(Duration::from_secs),
-        Some(toml::Value::Float(f)) if f.is_finite() && *f > 0.0 => Some(Duration::from_secs_f64(*f)),
+        Some(toml::Value::Float(f)) => crate::config::seconds(*f),
         Some(toml::Value::String(s)) => parse_duration(s),
         _ => None,
     })

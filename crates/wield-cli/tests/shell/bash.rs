@@ -80,6 +80,24 @@ fn the_timeout_is_capped_by_max_timeout() {
         &args,
     );
     assert!(output(&v).ends_with("timed out after 500ms"), "{v}");
+
+    // A timeout too long for any clock is the longest allowed, not a crash.
+    for huge in [json!(1e300), json!(f64::MAX), json!(1.8e19)] {
+        let args = json!({"command": "sleep 5", "timeout": huge});
+        let (code, v) = ws.call(
+            &[
+                "-y",
+                "--set",
+                "sandbox.enabled=false",
+                "--set",
+                "bash.max_timeout=\"500ms\"",
+            ],
+            "bash",
+            &args,
+        );
+        assert_eq!(code, 1, "{huge}: {v}");
+        assert!(output(&v).ends_with("timed out after 500ms"), "{huge}: {v}");
+    }
 }
 
 #[test]

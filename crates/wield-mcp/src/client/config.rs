@@ -251,7 +251,7 @@ fn check_name(name: &str) -> Result<(), McpError> {
 fn parse_timeout(v: &toml::Value) -> Option<Duration> {
     let d = match v {
         toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_secs),
-        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Some(Duration::from_secs_f64(*f)),
+        toml::Value::Float(f) => wield_core::config::seconds(*f),
         toml::Value::String(s) => wield_core::config::parse_duration(s),
         _ => None,
     }?;

@@ -83,7 +83,7 @@ fn invalid(key: &str, what: &str, found: &toml::Value) -> SetupError {
 fn duration(key: &str, v: &toml::Value) -> Result<Duration, SetupError> {
     let d = match v {
         toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_secs),
-        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Some(Duration::from_secs_f64(*f)),
+        toml::Value::Float(f) => wield_core::config::seconds(*f),
         toml::Value::String(s) => parse_duration(s),
         _ => None,
     };
@@ -151,10 +151,7 @@ impl ShellSettings {
     /// The timeout for a call: the call's own, else `bash.timeout`, at most
     /// `bash.max_timeout`.
     pub fn timeout_for(&self, requested: Option<f64>) -> Duration {
-        let asked = requested
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64)
-            .unwrap_or(self.timeout);
+        let asked = requested.and_then(wield_core::config::seconds).unwrap_or(self.timeout);
         asked.min(self.max_timeout)
     }
 }

@@ -50,6 +50,8 @@ fn timeouts_default_and_cap() {
     assert_eq!(s.timeout_for(None), Duration::from_secs(30));
     assert_eq!(s.timeout_for(Some(2.5)), Duration::from_millis(2500));
     assert_eq!(s.timeout_for(Some(1e9)), s.max_timeout);
+    assert_eq!(s.timeout_for(Some(1e300)), s.max_timeout);
+    assert_eq!(s.timeout_for(Some(f64::MAX)), s.max_timeout);
     assert_eq!(s.timeout_for(Some(-1.0)), Duration::from_secs(30));
 }
 
