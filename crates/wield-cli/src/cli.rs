@@ -177,7 +177,8 @@ pub enum McpCommand {
             value_name = "NAME"
         )]
         allow_hosts: Vec<String>,
-        /// Close an HTTP session after this long without a request (`90s`, `5m`).
+        /// Close an HTTP session after this long with no request being answered (`90s`, `5m`);
+        /// a call still running keeps its session open.
         #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_arg)]
         session_idle: std::time::Duration,
         /// Over stdio, keep reading the input for this many microseconds after each reply

@@ -333,6 +333,11 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
     assert_eq!(data["temperature"], 21, "{output}");
     assert_eq!(v["metadata"]["structured_content"]["city"], "Oslo", "{v}");
 
+    // A list the SDK sends as one block per item and as structured content
+    // is shown once.
+    let v = call("mcp__peer__primes", r#"{"below":12}"#);
+    assert_eq!(v["output"], "2\n3\n5\n7\n11", "{v}");
+
     // Requests to the client's model or user get a clear refusal.
     let v = call("mcp__peer__ask_model", r#"{"prompt":"hi"}"#);
     let output = v["output"].as_str().unwrap();

@@ -241,18 +241,25 @@ pub fn map_result(result: CallToolResult) -> ToolResult {
 }
 
 /// Whether the text of a result already says what its structured content
-/// says: a text block (or all of them) is that JSON, or the content is the
-/// `{"result": …}` wrapper SDKs put around a plain return value and the
-/// text is that value.
+/// says: a text block (or all of them) is that JSON, a list is sent as one
+/// block per item, or the content is the `{"result": …}` wrapper SDKs put
+/// around a plain return value and the text says that value.
 fn text_holds(blocks: &[String], joined: &str, structured: &Value) -> bool {
     let same = |text: &str, v: &Value| {
         v.as_str().is_some_and(|s| s == text) || serde_json::from_str::<Value>(text).is_ok_and(|t| &t == v)
     };
-    if blocks.iter().any(|t| same(t, structured)) || same(joined, structured) {
+    let says = |v: &Value| {
+        blocks.iter().any(|t| same(t, v))
+            || same(joined, v)
+            || v.as_array().is_some_and(|items| {
+                !items.is_empty() && items.len() == blocks.len() && items.iter().zip(blocks).all(|(i, t)| same(t, i))
+            })
+    };
+    if says(structured) {
         return true;
     }
     match structured.as_object() {
-        Some(o) if o.len() == 1 => o.get("result").is_some_and(|v| same(joined, v)),
+        Some(o) if o.len() == 1 => o.get("result").is_some_and(says),
         _ => false,
     }
 }
@@ -314,6 +321,24 @@ mod tests {
             "structuredContent": {"temperature": 21}
         })));
         assert_eq!(r.output, "{\"temperature\":21}");
+        // A list sent one item per block, with and without the wrapper: once.
+        for structured in [json!({"result": [2, "three", 5]}), json!([2, "three", 5])] {
+            let r = map_result(result(json!({
+                "content": [
+                    {"type": "text", "text": "2"},
+                    {"type": "text", "text": "three"},
+                    {"type": "text", "text": "5"}
+                ],
+                "structuredContent": structured
+            })));
+            assert_eq!(r.output, "2\nthree\n5");
+        }
+        // Blocks that say something else: the data follows.
+        let r = map_result(result(json!({
+            "content": [{"type": "text", "text": "2"}, {"type": "text", "text": "3"}],
+            "structuredContent": {"result": [2, 4]}
+        })));
+        assert!(r.output.starts_with("2\n3\n{"), "{}", r.output);
         // A plain return value and its `result` wrapper: once.
         for (text, value) in [("hello", json!("hello")), ("42", json!(42))] {
             let r = map_result(result(json!({

@@ -12,10 +12,12 @@
 //!   own sends that name, never an address) or this machine's host name,
 //!   and an Origin must be loopback, allowed, or the Host itself.
 //! - Memory per session is bounded: request bodies are capped, each session
-//!   holds a few small channels, idle sessions close after
-//!   [`HttpOptions::session_idle`] ([`SESSION_IDLE`] by default), and at most [`HttpOptions::max_sessions`] sessions are
-//!   open at once (a new one beyond that is refused with 503 Service
-//!   Unavailable until one closes).
+//!   holds a few small channels, a session with nothing being answered
+//!   closes after [`HttpOptions::session_idle`] ([`SESSION_IDLE`] by
+//!   default; a long call keeps it open), and at most
+//!   [`HttpOptions::max_sessions`] sessions are open at once (a new one
+//!   beyond that is refused with 503 Service Unavailable until one closes).
+//!   See [`super::http_sessions`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -33,6 +35,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http_sessions::{Activities, FULL, session_capacity, spawn_reaper, track_activity};
 use crate::McpError;
 
 /// An idle session (no request for this long) is closed, unless
@@ -48,11 +51,12 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Sessions open at once.
     pub max_sessions: usize,
-    /// Host names accepted besides the bound address and loopback names
-    /// (`mcp.example.internal`), for clients that reach the server by name.
+    /// Host names or addresses accepted besides the bound address and
+    /// loopback names (`mcp.example.internal`), for clients that reach the
+    /// server by name: bare, as [`allowed_host`] accepts them.
     pub allowed_hosts: Vec<String>,
-    /// A session with no request for this long is closed (its slot, state
-    /// and background processes go with it).
+    /// A session with nothing being answered for this long is closed (its
+    /// slot, state and background processes go with it).
     pub session_idle: Duration,
 }
 
@@ -111,28 +115,29 @@ impl Drop for SessionSlot {
 
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-fn hosts_and_origins(addr: &SocketAddr, allowed: &[String]) -> (Vec<String>, Vec<String>) {
-    let mut hosts: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
-    let mut origins = vec![
-        "http://localhost:*".to_owned(),
-        "http://127.0.0.1:*".to_owned(),
-        "http://[::1]:*".to_owned(),
-    ];
-    let ip = addr.ip();
-    let mut extra: Vec<String> = allowed.to_vec();
-    if !ip.is_loopback() {
-        extra.insert(0, ip.to_string());
+/// An `--allow-host` entry as the guard compares it: a bare host name or
+/// address (`mcp.internal`, `10.0.0.2`, `fd00::2`), lowercased; `Err` says
+/// what is wrong with anything else.
+pub fn allowed_host(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let bare = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')).unwrap_or(t);
+    if bare.is_empty() {
+        return Err("an allowed host cannot be empty".into());
     }
-    for host in extra {
-        let shown = match host.parse::<IpAddr>() {
-            Ok(IpAddr::V6(v6)) => format!("[{v6}]"),
-            _ => host.clone(),
-        };
-        origins.push(format!("http://{shown}:*"));
-        origins.push(format!("https://{shown}:*"));
-        hosts.push(host);
+    if bare.parse::<IpAddr>().is_ok() {
+        return Ok(bare.to_ascii_lowercase());
     }
-    (hosts, origins)
+    let name_ok = bare.len() <= 253
+        && bare
+            .split('.')
+            .all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if name_ok {
+        Ok(bare.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "`{t}` is not a host name or address (give the name alone: no scheme, port or path)"
+        ))
+    }
 }
 
 /// The host part of a `Host` header or of an origin's authority:
@@ -147,41 +152,49 @@ fn host_part(authority: &str) -> &str {
         .map_or(a, |(host, _)| host)
 }
 
-/// What a server listening on every interface accepts as `Host` and
-/// `Origin` (see the module documentation).
-struct AnyInterface {
+/// What the server accepts as `Host` and `Origin` (see the module
+/// documentation): checked before anything else a request reaches.
+struct HostGuard {
     names: Vec<String>,
+    /// Listening on every interface: any address is a name of this server.
+    any_address: bool,
 }
 
-impl AnyInterface {
-    fn new(allowed: &[String]) -> Self {
+impl HostGuard {
+    fn new(bound: &SocketAddr, allowed: &[String]) -> Self {
         let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
         names.extend(allowed.iter().map(|h| h.to_ascii_lowercase()));
-        if let Ok(hostname) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
-            let hostname = hostname.trim().to_ascii_lowercase();
-            if !hostname.is_empty() {
-                names.push(hostname);
+        let ip = bound.ip();
+        let any_address = ip.is_unspecified();
+        if any_address {
+            if let Ok(hostname) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+                let hostname = hostname.trim().to_ascii_lowercase();
+                if !hostname.is_empty() {
+                    names.push(hostname);
+                }
             }
+        } else if !ip.is_loopback() {
+            names.push(ip.to_string());
         }
-        Self { names }
+        names.retain(|n| !n.is_empty());
+        Self { names, any_address }
     }
 
     fn named(&self, host: &str) -> bool {
-        self.names.iter().any(|n| n.eq_ignore_ascii_case(host))
+        !host.is_empty() && self.names.iter().any(|n| n.eq_ignore_ascii_case(host))
     }
 
     /// `Err` with the reason when the request may come from a rebound name
     /// or a foreign page.
     fn check(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), &'static str> {
         let host = host.map(host_part).ok_or("the request has no Host header")?;
-        if !(host.parse::<IpAddr>().is_ok() || self.named(host)) {
-            return Err("the Host header names neither an address nor an allowed name of this server");
+        if !(self.named(host) || (self.any_address && host.parse::<IpAddr>().is_ok())) {
+            return Err("the Host header names neither this server's address nor an allowed name");
         }
         if let Some(origin) = origin {
             let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
             let from = host_part(authority.split('/').next().unwrap_or_default());
-            let loopback = LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(from));
-            if !(loopback || from.eq_ignore_ascii_case(host) || self.named(from)) {
+            if !(self.named(from) || (!from.is_empty() && from.eq_ignore_ascii_case(host))) {
                 return Err("the Origin is neither this server nor an allowed name");
             }
         }
@@ -189,7 +202,7 @@ impl AnyInterface {
     }
 }
 
-async fn any_interface_guard(State(guard): State<Arc<AnyInterface>>, request: Request, next: Next) -> Response {
+async fn host_guard(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
     let checked = {
         let headers = request.headers();
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
@@ -206,34 +219,6 @@ async fn any_interface_guard(State(guard): State<Arc<AnyInterface>>, request: Re
     }
 }
 
-/// The open-session count and its limit, checked before a new session's
-/// request reaches the SDK so a client that finds the server full gets a
-/// 503 it can retry rather than a 500.
-#[derive(Clone)]
-struct Capacity {
-    open: Arc<AtomicUsize>,
-    max: usize,
-}
-
-async fn session_capacity(State(cap): State<Capacity>, request: Request, next: Next) -> Response {
-    let opens_session = request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
-    if opens_session && cap.open.load(Ordering::Acquire) >= cap.max {
-        let mut response = (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "Service Unavailable: too many open MCP sessions (the limit is {}, --max-sessions); close one and retry\n",
-                cap.max
-            ),
-        )
-            .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return response;
-    }
-    next.run(request).await
-}
-
 pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<HttpServer, McpError> {
     let token = options.token.filter(|t| !t.is_empty());
     if !is_loopback_bind(&options.addr) && token.is_none() {
@@ -243,58 +228,63 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
             options.addr
         )));
     }
+    let allowed = options
+        .allowed_hosts
+        .iter()
+        .map(|h| allowed_host(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| McpError::Config(format!("--allow-host: {e}")))?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| McpError::Config(format!("cannot listen on {}: {e}", options.addr)))?;
     let local_addr = listener.local_addr().map_err(|e| McpError::Transport(e.to_string()))?;
 
     let shutdown = CancellationToken::new();
-    let (hosts, origins) = hosts_and_origins(&local_addr, &options.allowed_hosts);
-    let mut config = StreamableHttpServerConfig::default()
+    // Host and Origin are checked by `host_guard`, before the token and the
+    // session limit, and idle sessions are closed by the activity tracker,
+    // which unlike the SDK's keep-alive sees a long call as busy.
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(MAX_BODY)
-        .with_allowed_origins(origins)
-        .enforce_origin_validation();
-    let any_interface = local_addr.ip().is_unspecified();
-    config = if any_interface {
-        // No one address to name: `any_interface_guard` checks instead.
-        config.disable_allowed_hosts().disable_allowed_origins()
-    } else {
-        config.with_allowed_hosts(hosts)
-    };
-    let mut manager = LocalSessionManager::default();
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     let mut session_config = SessionConfig::default();
-    session_config.keep_alive = Some(options.session_idle.max(Duration::from_millis(100)));
+    session_config.keep_alive = None;
     // Finished request streams are kept for clients that resume them; a
     // short time bounds what a busy session holds.
     session_config.completed_cache_ttl = Duration::from_secs(10);
+    let mut manager = LocalSessionManager::default();
     manager.session_config = session_config;
+    let manager = Arc::new(manager);
 
     let open = Arc::new(AtomicUsize::new(0));
     let max = options.max_sessions.max(1);
-    let capacity = Capacity {
-        open: Arc::clone(&open),
-        max,
-    };
     let factory = move || {
         if open.fetch_add(1, Ordering::AcqRel) >= max {
             open.fetch_sub(1, Ordering::AcqRel);
             return Err(std::io::Error::other(format!(
-                "too many open MCP sessions (the limit is {max}); close one and retry"
+                "{FULL} (the limit is {max}); close one and retry"
             )));
         }
         Ok(server.session().with_slot(SessionSlot(Arc::clone(&open))))
     };
-    let service = StreamableHttpService::new(factory, Arc::new(manager), config);
+    let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
+    let activities = Activities::new();
+    spawn_reaper(
+        Arc::clone(&activities),
+        manager,
+        options.session_idle.max(Duration::from_millis(100)),
+        shutdown.clone(),
+    );
 
+    // Layers run outside in: token, Host/Origin, session limit, activity.
+    let guard = Arc::new(HostGuard::new(&local_addr, &allowed));
     let mut router = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn(session_delete_ok))
-        .layer(middleware::from_fn_with_state(capacity, session_capacity));
-    if any_interface {
-        let guard = Arc::new(AnyInterface::new(&options.allowed_hosts));
-        router = router.layer(middleware::from_fn_with_state(guard, any_interface_guard));
-    }
+        .layer(middleware::from_fn_with_state(activities, track_activity))
+        .layer(middleware::from_fn_with_state(max, session_capacity))
+        .layer(middleware::from_fn_with_state(guard, host_guard));
     if let Some(token) = token {
         router = router.layer(middleware::from_fn_with_state(Arc::new(token), require_token));
     }
@@ -368,15 +358,37 @@ mod tests {
     }
 
     #[test]
-    fn loopback_hosts_only_by_default() {
-        let (hosts, origins) = hosts_and_origins(&"127.0.0.1:1".parse().unwrap(), &[]);
-        assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
-        assert_eq!(origins.len(), 3);
-        let (hosts, _) = hosts_and_origins(&"10.1.2.3:1".parse().unwrap(), &[]);
-        assert!(hosts.contains(&"10.1.2.3".to_owned()));
-        let (hosts, origins) = hosts_and_origins(&"127.0.0.1:1".parse().unwrap(), &["mcp.internal".to_owned()]);
-        assert!(hosts.contains(&"mcp.internal".to_owned()));
-        assert!(origins.contains(&"https://mcp.internal:*".to_owned()));
+    fn a_specific_address_accepts_its_own_names_only() {
+        let loopback = HostGuard::new(&"127.0.0.1:1".parse().unwrap(), &[]);
+        for host in ["localhost:1", "127.0.0.1:1", "[::1]:1", "LOCALHOST"] {
+            assert_eq!(loopback.check(Some(host), None), Ok(()), "{host}");
+        }
+        for host in ["evil.example.com:1", "10.1.2.3:1", "", ":1"] {
+            assert!(loopback.check(Some(host), None).is_err(), "{host}");
+        }
+        assert!(
+            loopback
+                .check(Some("localhost:1"), Some("http://evil.example.com"))
+                .is_err()
+        );
+        assert_eq!(loopback.check(Some("localhost:1"), Some("http://127.0.0.1:9")), Ok(()));
+
+        let lan = HostGuard::new(&"10.1.2.3:1".parse().unwrap(), &["mcp.internal".to_owned()]);
+        for host in ["10.1.2.3:1", "mcp.internal:1", "localhost:1"] {
+            assert_eq!(lan.check(Some(host), None), Ok(()), "{host}");
+        }
+        assert!(lan.check(Some("10.1.2.4:1"), None).is_err(), "another address");
+        assert_eq!(lan.check(Some("10.1.2.3:1"), Some("https://mcp.internal")), Ok(()));
+    }
+
+    #[test]
+    fn allowed_hosts_are_bare_names_or_addresses() {
+        assert_eq!(allowed_host("MCP.Internal").unwrap(), "mcp.internal");
+        assert_eq!(allowed_host("[fd00::2]").unwrap(), "fd00::2");
+        assert_eq!(allowed_host("10.0.0.2").unwrap(), "10.0.0.2");
+        for bad in ["", " ", "mcp.internal:8443", "http://mcp.internal", "a/b", "a..b", "[]"] {
+            assert!(allowed_host(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
@@ -390,7 +402,7 @@ mod tests {
 
     #[test]
     fn any_interface_accepts_addresses_and_known_names_only() {
-        let guard = AnyInterface::new(&["MCP.internal".to_owned()]);
+        let guard = HostGuard::new(&"0.0.0.0:8765".parse().unwrap(), &["mcp.internal".to_owned()]);
         // Addresses (a rebinding page sends its own name, never an address),
         // loopback and allowed names.
         for host in ["10.0.0.2:8765", "[fd00::2]:8765", "localhost:8765", "mcp.internal:8765"] {
@@ -400,6 +412,7 @@ mod tests {
             "evil.example.com:8765",
             "10.0.0.2.evil.example:8765",
             "localhost.evil:1",
+            ":8765",
         ] {
             assert!(guard.check(Some(host), None).is_err(), "{host}");
         }

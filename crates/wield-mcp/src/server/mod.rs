@@ -13,6 +13,7 @@ mod approver;
 mod escape;
 mod framing;
 mod http;
+mod http_sessions;
 mod incoming;
 mod listing;
 mod progress;
@@ -29,7 +30,7 @@ use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
 pub use approver::{ClientApprover, headless_message};
 pub use escape::push_json_string;
-pub use http::{HttpOptions, HttpServer, is_loopback_bind};
+pub use http::{HttpOptions, HttpServer, allowed_host, is_loopback_bind};
 pub use listing::{annotations, mcp_name, object_schema, title_from_name, to_mcp_tool};
 pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE};
 pub use result::{META_KEY, to_call_tool_result};

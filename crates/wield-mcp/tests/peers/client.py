@@ -635,6 +635,24 @@ async def http_sessions(fx: Fixture) -> None:
             status = e.code
         expect(status == 404, f"an idle session answered after --session-idle: {status}")
         expect(post(url) == 200, "the idle session's slot was not freed")
+    # A call that runs longer than the idle time keeps its session open.
+    with HttpServer(fx, ["--yes"], ["--session-idle", "1s"]) as url:
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                r = await call(s, "bash", {"command": "sleep 2.5; echo still here"})
+                expect(not r.is_error and "still here" in text_of(r), f"a long call in a short-idle session: {r}")
+                r = await call(s, "calculator", {"expression": "2+2"})
+                expect(not r.is_error and "4" in text_of(r), f"the session after the long call: {r}")
+    # --allow-host takes bare names only.
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "127.0.0.1:0", "--allow-host", "mcp.internal:8443"],
+        env=fx.env(),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    expect(p.returncode == 2 and "--allow-host" in p.stderr and "port" in p.stderr, f"bad --allow-host: {p.returncode} {p.stderr}")
 
     # Memory per session is bounded: 200 more open sessions, each of which
     # has made a call (so its executor and session state exist), cost the

@@ -3,6 +3,8 @@
 Tools that show what wield's client gives a server and how it answers one:
 - `where`: the server's working directory and the PEER_VALUE variable, as JSON;
 - `weather`: a text summary plus structured content that the text does not hold;
+- `primes`: a list, which the SDK sends as one text block per item and as
+  structured content `{"result": [...]}`;
 - `ask_model`: asks the client's model for a completion (sampling);
 - `ask_user`: asks the client's user for input (form elicitation).
 
@@ -34,6 +36,12 @@ def weather(city: str) -> types.CallToolResult:
         content=[types.TextContent(type="text", text=f"Mild in {city}.")],
         structured_content={"city": city, "temperature": 21, "conditions": "mild"},
     )
+
+
+@server.tool()
+def primes(below: int) -> list[int]:
+    """The primes below a bound."""
+    return [n for n in range(2, below) if all(n % d for d in range(2, n))]
 
 
 @server.tool()

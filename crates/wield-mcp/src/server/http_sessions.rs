@@ -1,0 +1,249 @@
+//! How many HTTP sessions are open, and which of them are idle.
+//!
+//! - **Capacity**: a request that would open a session past the limit gets
+//!   a 503 (with `Retry-After`) rather than the SDK's server error.
+//! - **Idleness**: a session is idle when no request of its own is being
+//!   answered (a tool call streaming its reply counts as busy, however long
+//!   it runs) and none has been for the idle time; then it is closed. The
+//!   SDK's own keep-alive cannot tell a silent long call from an idle client,
+//!   so it is off and this tracker decides.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio_util::sync::CancellationToken;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the session factory's refusal says; the SDK answers it with a 500,
+/// which [`session_capacity`] turns into a 503.
+pub(crate) const FULL: &str = "too many open MCP sessions";
+
+/// The most of a 500 answer read to tell a full server from another error.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// A request that would open a session when every place is taken gets a 503
+/// with `Retry-After` (a client may retry) instead of the SDK's 500. The
+/// factory's own count decides, so concurrent requests cannot overshoot.
+pub(crate) async fn session_capacity(State(max): State<usize>, request: Request, next: Next) -> Response {
+    let opens_session = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
+    let response = next.run(request).await;
+    if !opens_session || response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, ERROR_BODY_LIMIT).await.unwrap_or_default();
+    if !String::from_utf8_lossy(&bytes).contains(FULL) {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("Service Unavailable: {FULL} (the limit is {max}, --max-sessions); close one and retry\n"),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+#[derive(Debug)]
+struct Activity {
+    /// Requests of the session being answered (their reply bodies not yet
+    /// finished or dropped).
+    busy: usize,
+    /// When the last one started or finished.
+    last: Instant,
+}
+
+/// The activity of every open session, by session id.
+pub(crate) struct Activities {
+    sessions: Mutex<HashMap<Arc<str>, Activity>>,
+}
+
+impl Activities {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Activity>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A request of session `id` starts, if the session is known (ids the
+    /// server never issued are not tracked, so they cannot grow the map).
+    fn begin(self: &Arc<Self>, id: &str) -> Option<Busy> {
+        let mut sessions = self.lock();
+        let key = sessions.get_key_value(id).map(|(k, _)| Arc::clone(k))?;
+        if let Some(a) = sessions.get_mut(&key) {
+            a.busy += 1;
+            a.last = Instant::now();
+        }
+        Some(Busy {
+            activities: Arc::clone(self),
+            id: key,
+        })
+    }
+
+    /// The server issued session `id`; it is busy with its first reply.
+    fn opened(self: &Arc<Self>, id: &str) -> Busy {
+        let id: Arc<str> = Arc::from(id);
+        self.lock().insert(
+            Arc::clone(&id),
+            Activity {
+                busy: 1,
+                last: Instant::now(),
+            },
+        );
+        Busy {
+            activities: Arc::clone(self),
+            id,
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// The sessions idle for `idle` or longer, now forgotten.
+    fn take_idle(&self, idle: Duration) -> Vec<Arc<str>> {
+        let mut sessions = self.lock();
+        let gone: Vec<Arc<str>> = sessions
+            .iter()
+            .filter(|(_, a)| a.busy == 0 && a.last.elapsed() >= idle)
+            .map(|(id, _)| Arc::clone(id))
+            .collect();
+        for id in &gone {
+            sessions.remove(id);
+        }
+        gone
+    }
+
+    #[cfg(test)]
+    fn busy(&self, id: &str) -> Option<usize> {
+        self.lock().get(id).map(|a| a.busy)
+    }
+}
+
+/// A request being answered; the session is busy until this is dropped
+/// (when the reply's body ends or the client goes away).
+struct Busy {
+    activities: Arc<Activities>,
+    id: Arc<str>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(a) = self.activities.lock().get_mut(&self.id) {
+            a.busy = a.busy.saturating_sub(1);
+            a.last = Instant::now();
+        }
+    }
+}
+
+pub(crate) async fn track_activity(
+    State(activities): State<Arc<Activities>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let asked = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let deleting = request.method() == Method::DELETE;
+    let busy = asked.as_deref().and_then(|id| activities.begin(id));
+    let response = next.run(request).await;
+    if deleting && response.status().is_success() {
+        if let Some(id) = &asked {
+            activities.forget(id);
+        }
+        return response;
+    }
+    let busy = match (busy, asked) {
+        (Some(b), _) => Some(b),
+        // A new session: its id comes back in the reply.
+        (None, None) => response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(|id| activities.opened(id)),
+        (None, Some(_)) => None,
+    };
+    match busy {
+        Some(busy) => hold_until_sent(response, busy),
+        None => response,
+    }
+}
+
+/// The response, its body keeping `busy` alive until it is sent in full or
+/// dropped: a streamed tool result keeps its session busy while it runs.
+fn hold_until_sent(response: Response, busy: Busy) -> Response {
+    let (parts, body) = response.into_parts();
+    let stream = body.into_data_stream().map(move |chunk| {
+        let _held = &busy;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Close sessions idle for `idle` until `stop` is cancelled.
+pub(crate) fn spawn_reaper(
+    activities: Arc<Activities>,
+    manager: Arc<LocalSessionManager>,
+    idle: Duration,
+    stop: CancellationToken,
+) {
+    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            for id in activities.take_idle(idle) {
+                tracing::debug!("closing idle MCP session {id}");
+                let _ = manager.close_session(&id).await;
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_session_is_idle_only_when_nothing_of_it_is_being_answered() {
+        let activities = Activities::new();
+        assert!(activities.begin("never-issued").is_none());
+        assert!(activities.busy("never-issued").is_none());
+
+        let first = activities.opened("s1");
+        assert_eq!(activities.busy("s1"), Some(1));
+        let call = activities.begin("s1").unwrap();
+        drop(first);
+        assert_eq!(activities.busy("s1"), Some(1));
+        // A long call: never idle while it runs, whatever the idle time.
+        assert!(activities.take_idle(Duration::ZERO).is_empty());
+        drop(call);
+        assert_eq!(activities.busy("s1"), Some(0));
+        assert!(activities.take_idle(Duration::from_secs(60)).is_empty());
+        assert_eq!(&*activities.take_idle(Duration::ZERO)[0], "s1");
+        assert!(activities.busy("s1").is_none());
+    }
+}
