@@ -42,6 +42,15 @@ pub struct Runtime {
 
 impl Runtime {
     pub async fn load(global: &GlobalArgs) -> anyhow::Result<Self> {
+        Self::load_with_front_end(global, None).await
+    }
+
+    /// As [`Runtime::load`], with `front` answering the sampling and
+    /// elicitation requests of the external MCP servers.
+    pub async fn load_with_front_end(
+        global: &GlobalArgs,
+        front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
+    ) -> anyhow::Result<Self> {
         let workspace = match &global.dir {
             Some(d) => d.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -81,8 +90,9 @@ impl Runtime {
         // External MCP servers are async registry sources: all start at once,
         // each within its timeout; one that fails is a warning (its tools are
         // absent, `wield mcp list` and `wield tools debug` say why).
-        let mcp = wield_mcp::McpClients::new(
+        let mcp = wield_mcp::McpClients::with_front_end(
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(|e| usage(e.to_string()))?,
+            front,
         );
         if !mcp.is_empty() {
             mcp.add_sources(&mut registry);

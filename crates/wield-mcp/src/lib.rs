@@ -15,7 +15,10 @@
 //! **Client** ([`client`]): servers configured under `[mcp.servers.NAME]`
 //! become registry sources whose tools are named `mcp__NAME__tool`. They
 //! start in parallel with a timeout; one that fails is a warning, never an
-//! error, and one that crashes later is restarted on its next use.
+//! error, and one that crashes later is restarted on its next use. Their
+//! sampling and elicitation requests go to a [`client::FrontEnd`] when the
+//! front-end gives one ([`ForwardToClient`] passes them on to the client of
+//! a stdio session) and are refused as not supported otherwise.
 
 mod error;
 
@@ -25,6 +28,6 @@ pub mod server;
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;
 pub use server::{
-    ApprovalMode, DEFAULT_POLL_US, ExecutorFactory, HttpOptions, HttpServer, McpServer, SessionParts, ToolCatalog,
-    push_json_string,
+    ApprovalMode, DEFAULT_POLL_US, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer, SessionParts,
+    ToolCatalog, push_json_string,
 };

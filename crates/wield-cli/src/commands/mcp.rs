@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wield_core::Registered;
-use wield_mcp::{ApprovalMode, HttpOptions, McpClients, McpServer, SessionParts};
+use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, SessionParts};
 
 use crate::app::{Runtime, usage};
 use crate::cli::{GlobalArgs, McpCommand};
@@ -61,7 +61,12 @@ async fn serve(
     poll: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let addr = http.map(parse_addr).transpose()?;
-    let rt = Runtime::load(global).await?;
+    // Over stdio there is one client: the servers wield bridges may ask it
+    // for completions and for its user's input. Over HTTP, with many
+    // clients, such requests are refused.
+    let forward = addr.is_none().then(|| Arc::new(ForwardToClient::new()));
+    let front = forward.clone().map(|f| f as Arc<dyn wield_mcp::client::FrontEnd>);
+    let rt = Runtime::load_with_front_end(global, front).await?;
     let make = rt.executor_factory()?;
     let factory: Arc<wield_mcp::ExecutorFactory> =
         Arc::new(move |parts: SessionParts| make(parts.approver, parts.services, parts.events));
@@ -88,7 +93,11 @@ async fn serve(
     } else {
         ApprovalMode::AskClient
     };
-    let server = McpServer::builder(factory, catalog)
+    let mut builder = McpServer::builder(factory, catalog);
+    if let Some(forward) = forward {
+        builder = builder.forward_to_client(forward);
+    }
+    let server = builder
         .services(rt.services.clone())
         .approval(approval)
         .workspace(&rt.workspace)

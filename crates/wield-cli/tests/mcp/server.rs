@@ -23,6 +23,13 @@ fn python_sdk_over_http() {
     python_scenarios("http", CORE);
 }
 
+/// A bridged server's sampling and elicitation requests reach the client of
+/// a stdio session (and are refused when it offers neither).
+#[test]
+fn bridged_servers_ask_the_stdio_client() {
+    python_scenarios("stdio", &["bridged_requests"]);
+}
+
 #[test]
 fn http_token_host_origin_and_sessions() {
     python_scenarios("http", &["http_security", "http_sessions"]);

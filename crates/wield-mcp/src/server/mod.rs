@@ -11,6 +11,7 @@
 
 mod approver;
 mod escape;
+mod forward;
 mod framing;
 mod http;
 mod http_sessions;
@@ -30,6 +31,7 @@ use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
 pub use approver::{ClientApprover, headless_message};
 pub use escape::push_json_string;
+pub use forward::ForwardToClient;
 pub use http::{HttpOptions, HttpServer, allowed_host, is_loopback_bind};
 pub use listing::{annotations, mcp_name, object_schema, title_from_name, to_mcp_tool};
 pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE};
@@ -76,6 +78,7 @@ pub(crate) struct Inner {
     pub(crate) version: String,
     pub(crate) instructions: Option<String>,
     pub(crate) sessions: AtomicU64,
+    pub(crate) forward: Option<Arc<ForwardToClient>>,
 }
 
 /// Serves wield's tools to MCP clients. Cheap to clone.
@@ -91,9 +94,19 @@ pub struct McpServerBuilder {
     approval: ApprovalMode,
     version: String,
     instructions: Option<String>,
+    forward: Option<Arc<ForwardToClient>>,
 }
 
 impl McpServerBuilder {
+    /// Forward the sampling and elicitation requests of bridged servers to
+    /// the client of a stdio session (give the same forwarder to
+    /// [`crate::McpClients::with_front_end`]).
+    #[must_use]
+    pub fn forward_to_client(mut self, forward: Arc<ForwardToClient>) -> Self {
+        self.forward = Some(forward);
+        self
+    }
+
     /// The front-end's services; the file confinement in them is narrowed per
     /// session to the client's roots.
     #[must_use]
@@ -145,6 +158,7 @@ impl McpServerBuilder {
                 version: self.version,
                 instructions: self.instructions,
                 sessions: AtomicU64::new(0),
+                forward: self.forward,
             }),
         }
     }
@@ -159,6 +173,7 @@ impl McpServer {
             approval: ApprovalMode::AskClient,
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
+            forward: None,
         }
     }
 
@@ -192,6 +207,9 @@ impl McpServer {
             .serve(framing::Framed::new(reader, writer))
             .await
             .map_err(|e| McpError::Start(e.to_string()))?;
+        if let Some(forward) = &self.inner.forward {
+            forward.connect(running.peer().clone());
+        }
         running
             .waiting()
             .await

@@ -731,6 +731,39 @@ async def everything_restart(fx: Fixture) -> None:
                 expect(len(kids2) == 1 and kids2 != kids, f"restarted process: {kids} -> {kids2}")
 
 
+async def bridged_requests(fx: Fixture) -> None:
+    """Over stdio, a bridged server's sampling and elicitation reach this client."""
+    peer = Path(__file__).resolve().parent / "server.py"
+    fx.config(
+        f'[mcp.servers.peer]\ncommand = "{sys.executable}"\nargs = ["{peer}"]\ntimeout = "30s"\n'
+        '[approval]\nauto_approve = ["$standard", "mcp__peer__*"]\n'
+    )
+    asked: list[str] = []
+
+    async def on_elicit(ctx, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "Ada"})
+
+    async def on_sample(ctx, params):
+        asked.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="forty-two"), model="client-model"
+        )
+
+    async with fx.session(elicitation_callback=on_elicit, sampling_callback=on_sample) as s:
+        r = await call(s, "mcp__peer__ask_user", {"question": "Your name?"})
+        expect(not r.is_error and text_of(r) == 'user accept: {"answer": "Ada"}', f"ask_user: {r}")
+        r = await call(s, "mcp__peer__ask_model", {"prompt": "six times seven?"})
+        expect(not r.is_error and text_of(r) == "model said: forty-two", f"ask_model: {r}")
+        expect(asked == ["Your name?", "six times seven?"], f"asked: {asked}")
+    # A client that offers neither: the server hears so.
+    async with fx.session() as s:
+        r = await call(s, "mcp__peer__ask_user", {"question": "Your name?"})
+        expect("client error" in text_of(r) and "not supported" in text_of(r), f"ask_user, no elicitation: {r}")
+        r = await call(s, "mcp__peer__ask_model", {"prompt": "hi"})
+        expect("client error" in text_of(r) and "not supported" in text_of(r), f"ask_model, no sampling: {r}")
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -747,6 +780,7 @@ SCENARIOS = {
         http_security,
         http_sessions,
         everything_restart,
+        bridged_requests,
     ]
 }
 
