@@ -22,13 +22,16 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             session_idle,
             poll_us,
         } => {
-            let mut options = HttpOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
-            options.token = token;
-            options.max_sessions = max_sessions;
-            options.allowed_hosts = allow_hosts;
-            options.session_idle = session_idle;
+            let http = http.as_deref().map(parse_addr).transpose()?.map(|addr| {
+                let mut options = HttpOptions::new(addr);
+                options.token = token;
+                options.max_sessions = max_sessions;
+                options.allowed_hosts = allow_hosts;
+                options.session_idle = session_idle;
+                options
+            });
             let poll = std::time::Duration::from_micros(poll_us);
-            serve(global, http.as_deref(), options, poll).await
+            serve(global, http, poll).await
         }
         McpCommand::List { json } => list(global, json).await,
     }
@@ -54,17 +57,11 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-async fn serve(
-    global: &GlobalArgs,
-    http: Option<&str>,
-    mut options: HttpOptions,
-    poll: std::time::Duration,
-) -> anyhow::Result<ExitCode> {
-    let addr = http.map(parse_addr).transpose()?;
+async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::Duration) -> anyhow::Result<ExitCode> {
     // Over stdio there is one client: the servers wield bridges may ask it
     // for completions and for its user's input. Over HTTP, with many
     // clients, such requests are refused.
-    let forward = addr.is_none().then(|| Arc::new(ForwardToClient::new()));
+    let forward = http.is_none().then(|| Arc::new(ForwardToClient::new()));
     let front = forward.clone().map(|f| f as Arc<dyn wield_mcp::client::FrontEnd>);
     let rt = Runtime::load_with_front_end(global, front).await?;
     let make = rt.executor_factory()?;
@@ -103,11 +100,10 @@ async fn serve(
         .workspace(&rt.workspace)
         .build();
 
-    let Some(addr) = addr else {
+    let Some(options) = http else {
         server.serve_stdio(poll).await?;
         return Ok(ExitCode::SUCCESS);
     };
-    options.addr = addr;
     let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
     let local = running.local_addr();
     eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C stops)");

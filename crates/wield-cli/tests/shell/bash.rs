@@ -67,34 +67,21 @@ fn timeout_kills_background_jobs_and_double_forked_processes() {
 #[test]
 fn the_timeout_is_capped_by_max_timeout() {
     let ws = Ws::new();
+    let flags = [
+        "-y",
+        "--set",
+        "sandbox.enabled=false",
+        "--set",
+        "bash.max_timeout=\"500ms\"",
+    ];
     let args = json!({"command": "sleep 5", "timeout": 60});
-    let (_, v) = ws.call(
-        &[
-            "-y",
-            "--set",
-            "sandbox.enabled=false",
-            "--set",
-            "bash.max_timeout=\"500ms\"",
-        ],
-        "bash",
-        &args,
-    );
+    let (_, v) = ws.call(&flags, "bash", &args);
     assert!(output(&v).ends_with("timed out after 500ms"), "{v}");
 
     // A timeout too long for any clock is the longest allowed, not a crash.
     for huge in [json!(1e300), json!(f64::MAX), json!(1.8e19)] {
         let args = json!({"command": "sleep 5", "timeout": huge});
-        let (code, v) = ws.call(
-            &[
-                "-y",
-                "--set",
-                "sandbox.enabled=false",
-                "--set",
-                "bash.max_timeout=\"500ms\"",
-            ],
-            "bash",
-            &args,
-        );
+        let (code, v) = ws.call(&flags, "bash", &args);
         assert_eq!(code, 1, "{huge}: {v}");
         assert!(output(&v).ends_with("timed out after 500ms"), "{huge}: {v}");
     }

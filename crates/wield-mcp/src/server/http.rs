@@ -161,27 +161,28 @@ struct HostGuard {
 }
 
 impl HostGuard {
+    /// `allowed` as [`allowed_host`] gives them. No name is empty, so an
+    /// empty Host or Origin never matches one.
     fn new(bound: &SocketAddr, allowed: &[String]) -> Self {
         let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
-        names.extend(allowed.iter().map(|h| h.to_ascii_lowercase()));
+        names.extend_from_slice(allowed);
         let ip = bound.ip();
         let any_address = ip.is_unspecified();
         if any_address {
             if let Ok(hostname) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
-                let hostname = hostname.trim().to_ascii_lowercase();
+                let hostname = hostname.trim();
                 if !hostname.is_empty() {
-                    names.push(hostname);
+                    names.push(hostname.to_owned());
                 }
             }
         } else if !ip.is_loopback() {
             names.push(ip.to_string());
         }
-        names.retain(|n| !n.is_empty());
         Self { names, any_address }
     }
 
     fn named(&self, host: &str) -> bool {
-        !host.is_empty() && self.names.iter().any(|n| n.eq_ignore_ascii_case(host))
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(host))
     }
 
     /// `Err` with the reason when the request may come from a rebound name
@@ -194,7 +195,8 @@ impl HostGuard {
         if let Some(origin) = origin {
             let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
             let from = host_part(authority.split('/').next().unwrap_or_default());
-            if !(self.named(from) || (!from.is_empty() && from.eq_ignore_ascii_case(host))) {
+            // `host` passed the check above, so it is not empty.
+            if !(self.named(from) || from.eq_ignore_ascii_case(host)) {
                 return Err("the Origin is neither this server nor an allowed name");
             }
         }
