@@ -40,9 +40,50 @@ pub struct Runtime {
     pub policy: Arc<ToolPolicy>,
 }
 
+/// Which configured MCP servers a command starts (all of them are still
+/// known to `wield mcp list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Servers<'a> {
+    All,
+    /// Commands that use no bridged tool (`wield sandbox check`, a call of
+    /// a built-in tool): nothing waits for a slow server.
+    None,
+    /// The one server a call of `mcp__NAME__tool` needs.
+    Only(&'a str),
+}
+
+impl<'a> Servers<'a> {
+    /// What a call of `tool` needs: its own server for a bridged tool,
+    /// every server for `load_tools` (deferred tools are bridged ones too),
+    /// none for the rest.
+    pub fn for_tool(tool: &'a str) -> Self {
+        if tool == "load_tools" {
+            return Self::All;
+        }
+        // Server names never contain `__`.
+        match tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, _)) => Self::Only(server),
+            None => Self::None,
+        }
+    }
+
+    fn starts(self, server: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::None => false,
+            Self::Only(name) => name == server,
+        }
+    }
+}
+
 impl Runtime {
     pub async fn load(global: &GlobalArgs) -> anyhow::Result<Self> {
-        Self::load_with_front_end(global, None).await
+        Self::load_with(global, None, Servers::All).await
+    }
+
+    /// As [`Runtime::load`], starting only the MCP servers `servers` names.
+    pub async fn load_servers(global: &GlobalArgs, servers: Servers<'_>) -> anyhow::Result<Self> {
+        Self::load_with(global, None, servers).await
     }
 
     /// As [`Runtime::load`], with `front` answering the sampling and
@@ -50,6 +91,14 @@ impl Runtime {
     pub async fn load_with_front_end(
         global: &GlobalArgs,
         front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
+    ) -> anyhow::Result<Self> {
+        Self::load_with(global, front, Servers::All).await
+    }
+
+    async fn load_with(
+        global: &GlobalArgs,
+        front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
+        servers: Servers<'_>,
     ) -> anyhow::Result<Self> {
         let workspace = match &global.dir {
             Some(d) => d.clone(),
@@ -95,7 +144,7 @@ impl Runtime {
             front,
         );
         if !mcp.is_empty() {
-            mcp.add_sources(&mut registry);
+            mcp.add_sources(&mut registry, |name| servers.starts(name));
             for warning in registry.load_sources().await {
                 tracing::warn!("{}", warning.message);
             }

@@ -110,7 +110,10 @@ pub fn tools() -> Vec<ToolRef> {
                 "Sleeps (for testing).",
                 json!({"type":"object","properties":{"seconds":{"type":"number"},"timeout":{"type":"number"}}}),
             ),
-            traits: read_only,
+            traits: ToolTraits {
+                capabilities: vec![wield_core::TIMEOUT_ARGUMENT.into()],
+                ..read_only
+            },
         }),
         Arc::new(Echo {
             spec: ToolSpec::new(

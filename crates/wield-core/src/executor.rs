@@ -33,7 +33,7 @@ use crate::names::closest_n;
 use crate::policy::{AllVisible, Visibility};
 use crate::registry::{Registered, Registry};
 use crate::schema::{fill_nullable, validation_message};
-use crate::tool::{Access, HANDLES_TIMEOUT, ToolResult};
+use crate::tool::{Access, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, ToolRef, ToolResult};
 use crate::truncate::{Limits, truncate_head};
 
 /// One call requested by a model (or a person).
@@ -478,7 +478,7 @@ impl Executor {
             }
         }
 
-        let ctx = self.context(&call.id, name, &input, session, cancel);
+        let ctx = self.context(&call.id, tool, &input, session, cancel);
         if let Err(msg) = tool.pre(&input, &ctx).await {
             return self.refuse(&call.id, name, msg, "refused");
         }
@@ -597,26 +597,44 @@ impl Executor {
         let mut all = callable.clone();
         all.truncate(40);
         msg.push_str(&format!(" Available tools: {}.", all.join(", ")));
+        // The tool may belong to a source that failed (an MCP server that
+        // did not start): say so, or the model keeps guessing names.
+        let failed: Vec<String> = self
+            .registry
+            .warnings()
+            .iter()
+            .map(|w| format!("{}: {}", w.source, crate::tool::one_line(&w.message, 300)))
+            .collect();
+        if !failed.is_empty() {
+            msg.push_str(&format!(
+                " Tool sources that failed to load (their tools are missing): {}.",
+                failed.join("; ")
+            ));
+        }
         msg
     }
 
     fn context(
         &self,
         call_id: &str,
-        tool: &str,
+        tool: &ToolRef,
         input: &Value,
         session: &Arc<Session>,
         cancel: &CancellationToken,
     ) -> Context {
+        let name = tool.spec().name.as_str();
         let config = self
             .tool_configs
-            .get(tool)
+            .get(name)
             .cloned()
             .unwrap_or_else(|| Arc::new(toml::Table::new()));
-        let timeout = call_timeout(input, &config).unwrap_or(self.default_timeout);
+        let own = tool.traits().has_capability(TIMEOUT_ARGUMENT);
+        let timeout = call_timeout(own.then_some(input), &config)
+            .or_else(|| tool.default_timeout())
+            .unwrap_or(self.default_timeout);
         Context {
             call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
+            tool: name.to_owned(),
             cwd: self.workspace.clone(),
             timeout,
             cancel: cancel.child_token(),
@@ -712,10 +730,11 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// The call's own `timeout` argument (seconds or a duration string), else
-/// the tool's configured `timeout`.
-fn call_timeout(input: &Value, config: &toml::Table) -> Option<Duration> {
-    let from_input = match input.get("timeout") {
+/// The call's own `timeout` argument (seconds or a duration string) when
+/// the tool takes one as its time limit, else the tool's configured
+/// `timeout`.
+fn call_timeout(input: Option<&Value>, config: &toml::Table) -> Option<Duration> {
+    let from_input = match input.and_then(|i| i.get("timeout")) {
         Some(Value::Number(n)) => n.as_f64().and_then(crate::config::seconds),
         Some(Value::String(s)) => parse_duration(s),
         _ => None,

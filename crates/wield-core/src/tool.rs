@@ -16,6 +16,12 @@ pub const AUTO_APPROVE_IF_SANDBOXED: &str = "auto_approve_if_sandboxed";
 /// so the executor only stops it after a grace margin.
 pub const HANDLES_TIMEOUT: &str = "handles_timeout";
 
+/// Capability: the tool's `timeout` argument (seconds, or a duration like
+/// `"2m"`) is the call's time limit. Only tools that declare it: the
+/// arguments of other tools (a bridged MCP tool's `timeout`, in whatever
+/// unit its server chose) are theirs alone.
+pub const TIMEOUT_ARGUMENT: &str = "timeout_argument";
+
 /// What the model sees of a tool.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ToolSpec {
@@ -208,6 +214,12 @@ pub trait Tool: Send + Sync {
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult;
+
+    /// The time limit of a call that sets none, before `executor.timeout`
+    /// (a bridged MCP server's own `timeout`).
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
 
     /// Post-processing after execution, in call order.
     async fn post(&self, _input: &Value, _result: &mut ToolResult, _ctx: &Context) {}

@@ -90,7 +90,7 @@ async fn start(servers: &[(&str, PathBuf, PathBuf)], dir: &Path, front: Arc<dyn 
         .collect();
     let clients = McpClients::with_front_end(configs, Some(front));
     let mut registry = Registry::new();
-    clients.add_sources(&mut registry);
+    clients.add_sources(&mut registry, |_| true);
     let warnings = registry.load_sources().await;
     assert!(warnings.is_empty(), "{warnings:?}");
     registry

@@ -199,7 +199,11 @@ impl Parser {
         Ok(v)
     }
 
+    // Signs (`---1`) and powers (`2^2^2`) recurse too: each level counts.
     fn unary(&mut self, depth: usize) -> Result<f64, CalcError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error("expression nested too deeply"));
+        }
         match self.peek() {
             Some('-') => {
                 self.pos += 1;
@@ -392,6 +396,18 @@ mod tests {
         assert!(evaluate("").is_err());
         assert!(evaluate("sqrt(-1)").is_err());
         assert!(evaluate(&"(".repeat(10_000)).is_err());
+        // Chains of signs and powers recurse as deeply as parentheses: an
+        // error, not a stack overflow that aborts the process.
+        for deep in [
+            format!("{}1", "-".repeat(100_000)),
+            format!("{}1", "+".repeat(100_000)),
+            format!("{}2", "2^".repeat(100_000)),
+            format!("{}1", "-(".repeat(50_000)),
+        ] {
+            let e = evaluate(&deep).unwrap_err();
+            assert!(e.message.contains("nested too deeply"), "{e:?}");
+        }
+        assert_eq!(evaluate(&format!("{}1", "-".repeat(100))).unwrap(), 1.0);
     }
 
     #[test]

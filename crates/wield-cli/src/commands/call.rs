@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wield_core::{Call, Session};
 
-use crate::app::{Runtime, usage};
+use crate::app::{Runtime, Servers, usage};
 use crate::cli::{CallArgs, GlobalArgs};
 
 pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
@@ -44,7 +44,7 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode
 /// printed as `wield call` prints it; shared by commands that are a tool
 /// under another name (`wield patch apply`).
 pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: bool) -> anyhow::Result<ExitCode> {
-    let rt = Runtime::load(global).await?;
+    let rt = Runtime::load_servers(global, Servers::for_tool(&tool)).await?;
     let executor = rt.executor()?;
     // A person drives `wield call`: model-honesty checks (read-before-write) are off.
     let session = Arc::new(Session::new("call", false));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wield_core::Registered;
-use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, SessionParts};
+use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts};
 
 use crate::app::{Runtime, usage};
 use crate::cli::{GlobalArgs, McpCommand};
@@ -120,10 +120,16 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
 async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     let rt = Runtime::load(global).await?;
     let status = rt.services.get::<McpClients>().map(|m| m.status()).unwrap_or_default();
+    // A health check: 1 when an enabled server could not be started.
+    let code = if status.iter().any(|s| s.state == ServerState::Failed) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    };
     let mut out = std::io::stdout().lock();
     if as_json {
         writeln!(out, "{}", serde_json::to_string_pretty(&json!({ "servers": status }))?)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     if status.is_empty() {
         writeln!(
@@ -161,7 +167,7 @@ async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
             "\n(d: deferred; the tools are listed by name and loaded on demand)"
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use wield_sandbox::process::sandbox::{BwrapStatus, SANDBOX_EXEC_SUBCOMMAND, prob
 use wield_sandbox::process::{Backend, sandbox_exec_main};
 use wield_tools::shell::ShellService;
 
-use crate::app::Runtime;
+use crate::app::{Runtime, Servers};
 use crate::cli::{GlobalArgs, SandboxCommand};
 
 /// `wield __sandbox-exec ...`: restrict this process, then exec the
@@ -29,7 +29,7 @@ pub async fn run(global: &GlobalArgs, cmd: SandboxCommand) -> anyhow::Result<Exi
 }
 
 async fn check(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let rt = Runtime::load(global).await?;
+    let rt = Runtime::load_servers(global, Servers::None).await?;
     let probe = tokio::task::spawn_blocking(probe).await?;
     let configured = match rt.services.get::<ShellService>() {
         Some(svc) => svc.plan().map(|p| p.map(|p| p.backend())),

@@ -121,14 +121,26 @@ fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
 fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     let config = format!(
         "{}\n[mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
-         [mcp.servers.hangs]\ncommand = \"sleep\"\nargs = [\"30\"]\ntimeout = \"1s\"\n\n\
+         [mcp.servers.hangs]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 300 & echo $! > grandchild.pid; wait\"]\ntimeout = \"1s\"\n\n\
          [mcp.servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n\n\
          [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
         everything_config()
     );
     let ws = Ws::new(&config);
 
+    // Every server starts at once: the hanging one costs its own 1 s, the
+    // others report at once, and the working one's tools are all there.
     let start = Instant::now();
+    let out = ws.wield().args(["tools", "list"]).output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "a hanging server blocked start-up: {:?}",
+        start.elapsed()
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mcp__everything__echo"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot open the database"), "{stderr}");
     let out = ws
         .wield()
         .args([
@@ -139,18 +151,31 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
         ])
         .output()
         .unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "a hanging server blocked start-up: {:?}",
-        start.elapsed()
-    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["success"], true, "{v}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("cannot open the database"), "{stderr}");
 
+    // A server that does not finish starting is killed with everything it
+    // started (here the shell's `sleep`), not just the process wield ran.
+    let pid = std::fs::read_to_string(ws.ws().join("grandchild.pid")).unwrap();
+    let proc_dir = Path::new("/proc").join(pid.trim());
+    let gone = |dir: &Path| {
+        std::fs::read_to_string(dir.join("stat")).map_or(true, |s| {
+            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone(&proc_dir) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        gone(&proc_dir),
+        "the hanging server's child {} outlived wield",
+        pid.trim()
+    );
+
+    // `mcp list` exits 1 when an enabled server could not be started.
     let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = |name: &str| {
         v["servers"]
@@ -192,6 +217,59 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
         "{text}"
     );
     assert!(!text.contains("mcp__broken__"), "{text}");
+}
+
+/// Commands that use no bridged tool start no server, so a slow one
+/// delays nothing; a call of a bridged tool starts only its own server.
+#[test]
+fn commands_start_only_the_servers_they_need() {
+    let ws = Ws::new(
+        "[mcp.servers.slow]\ncommand = \"sleep\"\nargs = [\"30\"]\ntimeout = \"6s\"\n\n\
+         [mcp.servers.other]\ncommand = \"sleep\"\nargs = [\"30\"]\ntimeout = \"6s\"\n",
+    );
+    for args in [
+        &["call", "calculator", r#"{"expression":"6*7"}"#][..],
+        &["sandbox", "check"],
+        &["approvals", "list"],
+    ] {
+        let start = Instant::now();
+        let out = ws.wield().args(args).output().unwrap();
+        assert!(out.status.code().is_some_and(|c| c < 2), "{args:?}: {out:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "{args:?} waited for the servers: {:?}",
+            start.elapsed()
+        );
+    }
+    let start = Instant::now();
+    let out = ws
+        .wield()
+        .args(["-y", "patch", "apply", "-"])
+        .write_stdin("*** Begin Patch\n*** Add File: new.txt\n+hi\n*** End Patch\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "patch apply waited: {:?}",
+        start.elapsed()
+    );
+
+    // A bridged call waits for its own server only (6 s, not 12 s).
+    let start = Instant::now();
+    let out = ws.wield().args(["call", "mcp__slow__x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: unknown tool"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        error.contains("mcp:slow: MCP server `slow` did not complete its start"),
+        "{error}"
+    );
+    assert!(!stderr.contains("`other`"), "{stderr}");
+    assert!(start.elapsed() < Duration::from_secs(11), "{:?}", start.elapsed());
 }
 
 #[test]
@@ -313,6 +391,34 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
     };
 
+    // Without `cwd` a server runs in the workspace, wherever wield was
+    // started from.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = ws
+        .wield()
+        .current_dir(elsewhere.path())
+        .arg("-C")
+        .arg(ws.ws())
+        .args([
+            "-y",
+            "--set",
+            &format!("mcp.servers.abs.command={:?}", python().display().to_string()),
+            "--set",
+            &format!("mcp.servers.abs.args=[{:?}]", dir.join("peer.py").display().to_string()),
+            "call",
+            "--json",
+            "mcp__abs__where",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        Path::new(seen["cwd"].as_str().unwrap()),
+        ws.ws().canonicalize().unwrap(),
+        "{seen}"
+    );
+
     // The script is found only from `cwd`; `env` reaches the server.
     let v = call("mcp__peer__where", "{}");
     assert_eq!(v["success"], true, "{v}");
@@ -337,6 +443,35 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
     // is shown once.
     let v = call("mcp__peer__primes", r#"{"below":12}"#);
     assert_eq!(v["output"], "2\n3\n5\n7\n11", "{v}");
+
+    // `read.file` and `read_file` both stay reachable: the name that needed
+    // no change keeps it, the other gets a hash of its original name.
+    let out = ws.wield().args(["tools", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    let hashed: Vec<&str> = list
+        .split_whitespace()
+        .filter(|w| w.starts_with("mcp__peer__read_file_"))
+        .collect();
+    assert_eq!(hashed.len(), 1, "{list}");
+    assert_eq!(call("mcp__peer__read_file", "{}")["output"], "underscored");
+    assert_eq!(call(hashed[0], "{}")["output"], "dotted");
+
+    // A tool's own `timeout` argument is passed to it and is not wield's
+    // time limit; the server's `timeout` (30 s) is, not `executor.timeout`.
+    let out = ws
+        .wield()
+        .args([
+            "--set",
+            "executor.timeout=1",
+            "call",
+            "--json",
+            "mcp__peer__pause",
+            r#"{"seconds":1.5,"timeout":1}"#,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["output"], "slept 1.5s (timeout argument 1 ms)", "{v}");
 
     // Requests to the client's model or user get a clear refusal.
     let v = call("mcp__peer__ask_model", r#"{"prompt":"hi"}"#);

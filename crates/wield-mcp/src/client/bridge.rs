@@ -17,8 +17,42 @@ const MAX_NAME: usize = 64;
 /// name replaced by `_`, and cut (with a short hash of the original, to stay
 /// unique) when longer than 64 characters.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    let clean: String = tool
-        .chars()
+    let full = format!("mcp__{server}__{}", clean(tool));
+    if full.len() <= MAX_NAME {
+        full
+    } else {
+        hashed(server, tool)
+    }
+}
+
+/// The names of all of one server's tools: [`tool_name`] each, except that a
+/// tool whose name had to change and then meets another tool's name (`a.b`
+/// and `a_b`, or two names in another script) gets a short hash of its
+/// original name, so every tool stays reachable. A name that needed no
+/// change keeps it.
+pub fn tool_names<'a>(server: &str, tools: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let tools: Vec<&str> = tools.into_iter().collect();
+    let plain: Vec<String> = tools.iter().map(|t| tool_name(server, t)).collect();
+    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for n in &plain {
+        *uses.entry(n.as_str()).or_default() += 1;
+    }
+    tools
+        .iter()
+        .zip(&plain)
+        .map(|(tool, name)| {
+            let changed = *name != format!("mcp__{server}__{tool}");
+            if changed && uses.get(name.as_str()).copied().unwrap_or(0) > 1 {
+                hashed(server, tool)
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
+}
+
+fn clean(tool: &str) -> String {
+    tool.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -26,22 +60,22 @@ pub fn tool_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    let full = format!("mcp__{server}__{clean}");
-    if full.len() <= MAX_NAME {
-        return full;
-    }
-    // FNV-1a: a stable, dependency-free hash; uniqueness among one server's
-    // tools is all that is needed.
+        .collect()
+}
+
+/// `mcp__SERVER__TOOL` cut to leave room for `_` and eight hex digits of an
+/// FNV-1a hash of the original name (stable, dependency-free; it only has
+/// to tell one server's tools apart).
+fn hashed(server: &str, tool: &str) -> String {
     let mut h: u32 = 0x811c_9dc5;
     for b in tool.bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
     let suffix = format!("_{h:08x}");
-    let mut cut = full;
-    cut.truncate(MAX_NAME - suffix.len());
-    cut + &suffix
+    let mut name = format!("mcp__{server}__{}", clean(tool));
+    name.truncate(MAX_NAME - suffix.len());
+    name + &suffix
 }
 
 pub struct McpTool {
@@ -54,8 +88,8 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool) -> Self {
-        let name = tool_name(&server.config.name, &tool.name);
+    /// `tool` of `server`, named `name` (from [`tool_names`]).
+    pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
         let schema = Value::Object((*tool.input_schema).clone());
         let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
         let title = tool
@@ -74,6 +108,9 @@ impl McpTool {
             // MCP's default for openWorldHint is true.
             open_world: hints.and_then(|a| a.open_world_hint).unwrap_or(true),
             groups: vec!["mcp".into()],
+            // It stops the call itself (and tells the server) when the
+            // limit is reached.
+            capabilities: vec![wield_core::HANDLES_TIMEOUT.into()],
             ..ToolTraits::default()
         };
         // Only decides whether a call that may have reached a server that
@@ -87,10 +124,6 @@ impl McpTool {
             retry_safe,
         }
     }
-
-    pub fn spec_name(&self) -> &str {
-        &self.spec.name
-    }
 }
 
 #[async_trait]
@@ -103,6 +136,11 @@ impl Tool for McpTool {
         &self.traits
     }
 
+    /// The server's `timeout`, unless the tool's own config sets one.
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        Some(self.server.config.timeout)
+    }
+
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         let server = &self.server.config.name;
         let arguments = match input {
@@ -112,7 +150,7 @@ impl Tool for McpTool {
                 return ToolResult::error(format!("the arguments must be a JSON object, got {other}"));
             }
         };
-        let limit = self.server.config.timeout.min(ctx.timeout);
+        let limit = ctx.timeout;
         // A call that could not be sent (the server died since its last
         // use and the connection has not noticed yet) is retried once on a
         // restarted server; one that may have reached the server is
@@ -242,8 +280,9 @@ pub fn map_result(result: CallToolResult) -> ToolResult {
 
 /// Whether the text of a result already says what its structured content
 /// says: a text block (or all of them) is that JSON, a list is sent as one
-/// block per item, or the content is the `{"result": …}` wrapper SDKs put
-/// around a plain return value and the text says that value.
+/// block per item, or the content is an object of one field whose value the
+/// text says (the `{"result": …}` wrapper SDKs put around a plain return
+/// value, the filesystem server's `{"content": …}`).
 fn text_holds(blocks: &[String], joined: &str, structured: &Value) -> bool {
     let same = |text: &str, v: &Value| {
         v.as_str().is_some_and(|s| s == text) || serde_json::from_str::<Value>(text).is_ok_and(|t| &t == v)
@@ -258,8 +297,10 @@ fn text_holds(blocks: &[String], joined: &str, structured: &Value) -> bool {
     if says(structured) {
         return true;
     }
+    // `{"result": 42}`, `{"content": "the file's text"}`: one field that
+    // the text already says.
     match structured.as_object() {
-        Some(o) if o.len() == 1 => o.get("result").is_some_and(says),
+        Some(o) if o.len() == 1 => o.values().next().is_some_and(says),
         _ => false,
     }
 }
@@ -276,6 +317,23 @@ mod tests {
         let long = tool_name("srv", &"x".repeat(100));
         assert_eq!(long.len(), MAX_NAME);
         assert_ne!(long, tool_name("srv", &format!("{}y", "x".repeat(99))));
+    }
+
+    #[test]
+    fn names_that_meet_after_cleaning_stay_apart() {
+        let names = tool_names("s", ["read.file", "read_file", "日本", "中文", "ok"]);
+        assert_eq!(names[1], "mcp__s__read_file", "an unchanged name keeps it");
+        assert!(names[0].starts_with("mcp__s__read_file_") && names[0].len() == "mcp__s__read_file".len() + 9);
+        assert_eq!(names[4], "mcp__s__ok");
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), 5, "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        );
+        // Without a collision a cleaned name stays short.
+        assert_eq!(tool_names("s", ["read.file"]), ["mcp__s__read_file"]);
     }
 
     fn result(v: Value) -> CallToolResult {
@@ -348,5 +406,12 @@ mod tests {
             assert_eq!(r.output, text);
             assert_eq!(r.metadata["structured_content"]["result"], value);
         }
+        // Any one-field object whose value is the text (the filesystem
+        // server's reads): once.
+        let r = map_result(result(json!({
+            "content": [{"type": "text", "text": "hello\n"}],
+            "structuredContent": {"content": "hello\n"}
+        })));
+        assert_eq!(r.output, "hello\n");
     }
 }

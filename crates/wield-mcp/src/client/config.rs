@@ -5,7 +5,7 @@
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-everything"]
 //! env = { DEBUG = "1" }          # added to wield's environment
-//! cwd = "tools"                  # relative to the workspace
+//! cwd = "tools"                  # relative to the workspace (the default)
 //! timeout = "20s"                # start-up and each call (default 30 s)
 //!
 //! [mcp.servers.docs]
@@ -36,7 +36,8 @@ pub enum Transport {
         command: String,
         args: Vec<String>,
         env: BTreeMap<String, String>,
-        cwd: Option<PathBuf>,
+        /// `cwd`, else the workspace.
+        cwd: PathBuf,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -163,10 +164,15 @@ impl ServerConfig {
                         other.type_str()
                     )))?,
                 };
-                let cwd = string("cwd")?.map(|c| {
-                    let p = PathBuf::from(c);
-                    if p.is_absolute() { p } else { workspace.join(p) }
-                });
+                // Relative arguments (`args = ["data"]`) mean the same
+                // whatever directory wield was started from.
+                let cwd = match string("cwd")? {
+                    Some(c) => {
+                        let p = PathBuf::from(c);
+                        if p.is_absolute() { p } else { workspace.join(p) }
+                    }
+                    None => workspace.to_path_buf(),
+                };
                 Transport::Stdio {
                     command,
                     args,
@@ -231,19 +237,23 @@ impl ServerConfig {
 }
 
 /// Server names become part of tool names (`mcp__NAME__tool`), so they must
-/// be API-safe and must not contain the `__` separator.
+/// be API-safe and must not contain the `__` separator, nor touch it: a
+/// server `ev_` would make `mcp__ev___x`, which another server's rule
+/// `mcp__ev__*` matches.
 fn check_name(name: &str) -> Result<(), McpError> {
     let ok = !name.is_empty()
         && name.len() <= 32
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        && !name.contains("__");
+        && !name.contains("__")
+        && !name.starts_with('_')
+        && !name.ends_with('_');
     if ok {
         Ok(())
     } else {
         Err(McpError::Config(format!(
-            "MCP server name `{name}` must be 1-32 letters, digits, `_` or `-` (without `__`): it becomes part of tool names like mcp__{name}__tool"
+            "MCP server name `{name}` must be 1-32 letters, digits, `_` or `-` (no `__`, no `_` at either end): it becomes part of tool names like mcp__{name}__tool"
         )))
     }
 }
@@ -299,8 +309,13 @@ mod tests {
             panic!()
         };
         assert_eq!(args, &["-y", "x"]);
-        assert_eq!(cwd.as_deref(), Some(Path::new("/ws/sub")));
+        assert_eq!(cwd, Path::new("/ws/sub"));
         assert_eq!(s.transport.summary(), "npx -y x");
+        let s = parse("command = \"npx\"").unwrap();
+        let Transport::Stdio { cwd, .. } = &s.transport else {
+            panic!()
+        };
+        assert_eq!(cwd, Path::new("/ws"), "the workspace is the default cwd");
 
         let s = parse("url = \"http://127.0.0.1:1/mcp\"\ndeferred = true\nheaders = { A = \"b\" }").unwrap();
         assert!(s.deferred);
@@ -322,6 +337,10 @@ mod tests {
         let t = toml::Table::new();
         assert!(ServerConfig::parse("a__b", &t, Path::new("/")).is_err());
         assert!(ServerConfig::parse("a.b", &t, Path::new("/")).is_err());
+        for bad in ["ev_", "_ev"] {
+            let e = ServerConfig::parse(bad, &t, Path::new("/")).unwrap_err().to_string();
+            assert!(e.contains("either end"), "{e}");
+        }
     }
 
     #[test]

@@ -177,8 +177,25 @@ impl StderrTail {
     }
 }
 
+/// The process group of a local server: the server and whatever it starts
+/// (`npx`, `uvx` and shell wrappers start the real server as a child).
+/// Dropping it kills the whole group at once, so nothing is left behind
+/// when a start times out, a connection is given up or wield exits. It is
+/// dropped before the SDK's handle on the leader, which is not reaped before
+/// then unless it exited by itself; a group's id is not reused while any
+/// member lives.
+struct ProcessGroup(rustix::process::Pid);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process_group(self.0, rustix::process::Signal::KILL);
+    }
+}
+
 /// A live connection to a server.
 pub struct Connection {
+    // Declared (so dropped) before the service, which owns the leader.
+    _group: Option<ProcessGroup>,
     service: RunningService<RoleClient, BridgeClient>,
     pub stderr: Arc<StderrTail>,
 }
@@ -215,11 +232,18 @@ pub async fn connect(config: &ServerConfig, front: Option<Arc<dyn FrontEnd>>) ->
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env).kill_on_drop(true);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
+            if !cwd.is_dir() {
+                return Err(format!(
+                    "cannot start `{command}`: its working directory {} does not exist (check `cwd`)",
+                    cwd.display()
+                ));
             }
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(env)
+                .current_dir(cwd)
+                .process_group(0)
+                .kill_on_drop(true);
             let (process, stderr) =
                 TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
@@ -230,9 +254,18 @@ pub async fn connect(config: &ServerConfig, front: Option<Arc<dyn FrontEnd>>) ->
                         }
                         _ => format!("cannot start `{command}`: {e}"),
                     })?;
+            let group = process
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .and_then(rustix::process::Pid::from_raw)
+                .map(ProcessGroup);
             let stderr = StderrTail::spawn(stderr);
             match client.serve(process).await {
-                Ok(service) => Ok(Connection { service, stderr }),
+                Ok(service) => Ok(Connection {
+                    _group: group,
+                    service,
+                    stderr,
+                }),
                 Err(e) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
@@ -271,6 +304,7 @@ pub async fn connect(config: &ServerConfig, front: Option<Arc<dyn FrontEnd>>) ->
                 }
             })?;
             Ok(Connection {
+                _group: None,
                 service,
                 stderr: Arc::new(StderrTail::default()),
             })

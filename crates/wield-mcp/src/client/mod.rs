@@ -26,7 +26,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde::Serialize;
 use wield_core::{Registry, ToolRef};
 
-pub use bridge::{McpTool, map_result, tool_name};
+pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
 
@@ -179,12 +179,16 @@ impl McpClients {
         self.servers.is_empty()
     }
 
-    /// Queue every enabled server as an async source of `registry`; they
-    /// start in [`Registry::load_sources`]. The registry's own deadline is a
-    /// little later than the server's, so the server's own, more precise
-    /// message is what gets reported.
-    pub fn add_sources(self: &Arc<Self>, registry: &mut Registry) {
-        for entry in self.servers.iter().filter(|e| e.config.enabled) {
+    /// Queue every enabled server that `start` picks (by name) as an async
+    /// source of `registry`; they start in [`Registry::load_sources`]. The
+    /// registry's own deadline is a little later than the server's, so the
+    /// server's own, more precise message is what gets reported.
+    pub fn add_sources(self: &Arc<Self>, registry: &mut Registry, start: impl Fn(&str) -> bool) {
+        for entry in self
+            .servers
+            .iter()
+            .filter(|e| e.config.enabled && start(&e.config.name))
+        {
             let entry = Arc::clone(entry);
             let deadline = entry.config.timeout + Duration::from_secs(1);
             registry.add_source(
@@ -245,17 +249,15 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<ToolRef>, String> {
         Ok(Err(e)) => return Err(format!("MCP server `{name}` failed to list its tools: {e}")),
         Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
     };
+    let names = bridge::tool_names(name, listed.iter().map(|t| t.name.as_ref()));
     let mut seen = std::collections::HashSet::new();
     let mut out: Vec<ToolRef> = Vec::with_capacity(listed.len());
-    for tool in listed {
-        let t = McpTool::new(Arc::clone(entry), tool);
-        if seen.insert(t.spec_name().to_owned()) {
-            out.push(Arc::new(t));
+    for (tool, wield_name) in listed.into_iter().zip(names) {
+        if seen.insert(wield_name.clone()) {
+            out.push(Arc::new(McpTool::new(Arc::clone(entry), tool, wield_name)));
         } else {
-            tracing::warn!(
-                "MCP server `{name}`: two tools map to `{}`; keeping the first",
-                t.spec_name()
-            );
+            // Only a server that lists one name twice gets here.
+            tracing::warn!("MCP server `{name}` lists `{}` twice; keeping the first", tool.name);
         }
     }
     entry.set(ServerState::Ready, None);

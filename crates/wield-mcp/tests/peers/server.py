@@ -6,7 +6,10 @@ Tools that show what wield's client gives a server and how it answers one:
 - `primes`: a list, which the SDK sends as one text block per item and as
   structured content `{"result": [...]}`;
 - `ask_model`: asks the client's model for a completion (sampling);
-- `ask_user`: asks the client's user for input (form elicitation).
+- `ask_user`: asks the client's user for input (form elicitation);
+- `read.file` and `read_file`: two names that meet once `.` is made API-safe;
+- `pause`: sleeps, with a `timeout` argument of its own (milliseconds) that
+  is the server's business, not wield's.
 
 `ask_model` and `ask_user` return what the client answered, or the error it
 sent, as text.
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import json
 import os
+
+import anyio
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -66,6 +71,25 @@ async def ask_user(question: str, ctx: Context) -> str:
     except Exception as e:  # noqa: BLE001 - the error is the answer under test
         return f"client error: {e}"
     return f"user {result.action}: {json.dumps(result.content)}"
+
+
+@server.tool(name="read.file")
+def read_dot_file() -> str:
+    """The dotted name."""
+    return "dotted"
+
+
+@server.tool(name="read_file")
+def read_underscore_file() -> str:
+    """The underscored name."""
+    return "underscored"
+
+
+@server.tool()
+async def pause(seconds: float, timeout: int) -> str:
+    """Sleep `seconds`; `timeout` is in milliseconds and only echoed."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}s (timeout argument {timeout} ms)"
 
 
 if __name__ == "__main__":

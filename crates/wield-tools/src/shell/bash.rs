@@ -5,7 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::{
-    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, Tool, ToolResult, ToolSpec, ToolTraits, one_line,
+    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, Tool, ToolResult, ToolSpec,
+    ToolTraits, one_line,
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
@@ -52,7 +53,11 @@ impl BashTool {
                 parallel: false,
                 sandboxable: true,
                 groups: vec!["runtime".into()],
-                capabilities: vec![AUTO_APPROVE_IF_SANDBOXED.into(), HANDLES_TIMEOUT.into()],
+                capabilities: vec![
+                    AUTO_APPROVE_IF_SANDBOXED.into(),
+                    HANDLES_TIMEOUT.into(),
+                    TIMEOUT_ARGUMENT.into(),
+                ],
                 ..ToolTraits::default()
             },
         }
