@@ -522,7 +522,21 @@ impl Executor {
                     input: input.clone(),
                     preview,
                 };
-                match self.approver.ask(&request).await {
+                // A call cancelled while its approval is pending is not
+                // run, whatever the answer would have been.
+                let answer = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        return self.refuse(
+                            &call.id,
+                            name,
+                            "cancelled while waiting for approval".into(),
+                            "cancelled",
+                        );
+                    }
+                    answer = self.approver.ask(&request) => answer,
+                };
+                match answer {
                     ApprovalAnswer::Allow(scope) => {
                         self.remember(scope, &request.pattern, session);
                         if self.events.has_listeners() {
@@ -648,6 +662,11 @@ impl Executor {
     }
 
     async fn execute(&self, r: &Ready) -> ToolResult {
+        // Cancelled between approval and now (or while an earlier call of
+        // the batch ran): the tool must not start, not even for one poll.
+        if r.ctx.cancel.is_cancelled() {
+            return ToolResult::error("cancelled").with_meta("cancelled", true);
+        }
         let tool = &r.entry.tool;
         if self.events.has_listeners() {
             self.events.emit(&Event::CallStarted {

@@ -7,10 +7,18 @@
 //!   `remember`);
 //! - decline → denied, with the user's reason when they gave one;
 //! - cancel, or the client failing to answer → denied.
+//!
+//! When the call is cancelled while the form is open, the executor stops
+//! waiting and the client is told to close the form
+//! (`notifications/cancelled` for the elicitation request).
 
 use async_trait::async_trait;
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
-use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use rmcp::ServiceError;
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    RequestId, ServerRequest,
+};
+use rmcp::service::{ElicitationMode, Peer, PeerRequestOptions, RoleServer};
 use serde_json::{Value, json};
 use wield_core::approval::needs_approval_message;
 use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
@@ -51,7 +59,7 @@ impl Approver for ClientApprover {
             }
         };
         let tool = &request.tool;
-        match self.peer.create_elicitation(params).await {
+        match self.elicit(params).await {
             Ok(answer) => {
                 let content = answer.content.unwrap_or(Value::Null);
                 let reason = content
@@ -80,6 +88,50 @@ impl Approver for ClientApprover {
                 "denied: asking the user to approve the call to `{tool}` failed ({e}). {}",
                 headless_message(request)
             ))),
+        }
+    }
+}
+
+impl ClientApprover {
+    /// `elicitation/create`, withdrawn (`notifications/cancelled`) if the
+    /// call stops waiting for the answer.
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ServiceError> {
+        let handle = self
+            .peer
+            .send_cancellable_request(
+                ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let mut withdraw = Withdraw {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = handle.await_response().await;
+        withdraw.id = None;
+        match answer? {
+            ClientResult::ElicitResult(r) => Ok(r),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+}
+
+/// Withdraws an open elicitation when dropped before its answer came.
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let peer = self.peer.clone();
+            let reason = "the tool call waiting for this approval was cancelled".to_owned();
+            tokio::spawn(async move {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                    .await;
+            });
         }
     }
 }

@@ -230,7 +230,13 @@ async def elicit(fx: Fixture) -> None:
 
     async def on_elicit(ctx, params):
         asked.append(params.message)
-        return answers.pop(0)
+        if not answers:
+            # Over HTTP the SDK resumes a stream it closed, and the server
+            # replays the events it had sent on it: the withdrawn form of
+            # the cancelled call below comes again. Nothing waits for it.
+            return types.ElicitResult(action="cancel")
+        answer = answers.pop(0)
+        return await answer() if callable(answer) else answer
 
     async with fx.session(elicitation_callback=on_elicit) as s:
         answers.append(types.ElicitResult(action="accept", content={}))
@@ -262,6 +268,43 @@ async def elicit(fx: Fixture) -> None:
         # Pre-approved tools never ask.
         r = await call(s, "read", {"path": "a.txt"})
         expect(not r.is_error and len(asked) == n, "read asked for approval")
+
+    # A call cancelled while its approval form is open never runs, however
+    # the user answers later, and the form is withdrawn
+    # (notifications/cancelled for the elicitation request).
+    opened, withdrawn = anyio.Event(), anyio.Event()
+
+    async def late_accept():
+        opened.set()
+        try:
+            await anyio.sleep(3)
+        except anyio.get_cancelled_exc_class():
+            withdrawn.set()
+            raise
+        return types.ElicitResult(action="accept", content={})
+
+    audit = fx.base / "audit.jsonl"
+    flags = ["--set", 'approval.auto_approve=["$readonly"]', "--audit", str(audit)]
+    async with fx.session(flags, elicitation_callback=on_elicit) as s:
+        answers.append(late_accept)
+
+        async def run():
+            await call(s, "write", {"path": "late.txt", "content": "x"})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(10):
+                await opened.wait()
+            tg.cancel_scope.cancel()
+        with anyio.fail_after(5):
+            await withdrawn.wait()
+        await anyio.sleep(3.5)
+        expect(not (fx.ws / "late.txt").exists(), "a call cancelled during its approval ran")
+        r = await call(s, "calculator", {"expression": "1+1"})
+        expect(not r.is_error, f"session after a cancelled approval: {r}")
+        lines = [json.loads(x) for x in audit.read_text().splitlines()]
+        write = [x for x in lines if x["tool"] == "write"]
+        expect(len(write) == 1 and write[0]["decision"] == "cancelled", f"audit: {lines}")
 
 
 async def policy(fx: Fixture) -> None:
