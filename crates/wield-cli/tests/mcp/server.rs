@@ -32,7 +32,7 @@ fn bridged_servers_ask_the_stdio_client() {
 
 #[test]
 fn http_token_host_origin_and_sessions() {
-    python_scenarios("http", &["http_security", "http_sessions"]);
+    python_scenarios("http", &["http_security", "http_sessions", "http_delete_mid_call"]);
 }
 
 #[test]

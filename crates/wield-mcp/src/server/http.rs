@@ -152,6 +152,22 @@ fn host_part(authority: &str) -> &str {
         .map_or(a, |(host, _)| host)
 }
 
+/// The port of `host[:port]` (or `[v6]:port`), else `default`; `None` for
+/// a port that is not a number.
+fn port_of(authority: &str, default: u16) -> Option<u16> {
+    let a = authority.trim();
+    let after_host = match a.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or("", |(_, after)| after),
+        None => a.rsplit_once(':').map_or("", |(_, port)| port),
+    };
+    let port = after_host.strip_prefix(':').unwrap_or(after_host);
+    if port.is_empty() {
+        Some(default)
+    } else {
+        port.parse().ok()
+    }
+}
+
 /// What the server accepts as `Host` and `Origin` (see the module
 /// documentation): checked before anything else a request reaches.
 struct HostGuard {
@@ -188,15 +204,22 @@ impl HostGuard {
     /// `Err` with the reason when the request may come from a rebound name
     /// or a foreign page.
     fn check(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), &'static str> {
-        let host = host.map(host_part).ok_or("the request has no Host header")?;
+        let host_header = host.ok_or("the request has no Host header")?;
+        let host = host_part(host_header);
         if !(self.named(host) || (self.any_address && host.parse::<IpAddr>().is_ok())) {
             return Err("the Host header names neither this server's address nor an allowed name");
         }
         if let Some(origin) = origin {
-            let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
-            let from = host_part(authority.split('/').next().unwrap_or_default());
-            // `host` passed the check above, so it is not empty.
-            if !(self.named(from) || from.eq_ignore_ascii_case(host)) {
+            let (scheme, authority) = origin.split_once("://").unwrap_or(("", origin));
+            let authority = authority.split('/').next().unwrap_or_default();
+            let from = host_part(authority);
+            // `host` passed the check above, so it is not empty. The Host
+            // itself is only the same origin on the same port: another
+            // port of that machine is another site.
+            let same = from.eq_ignore_ascii_case(host)
+                && port_of(authority, if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 })
+                    == port_of(host_header, 80);
+            if !(self.named(from) || same) {
                 return Err("the Origin is neither this server nor an allowed name");
             }
         }
@@ -222,7 +245,9 @@ async fn host_guard(State(guard): State<Arc<HostGuard>>, request: Request, next:
 }
 
 pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<HttpServer, McpError> {
-    let token = options.token.filter(|t| !t.is_empty());
+    // A token is compared without surrounding white space (as sent in the
+    // header); one that is only white space is no token.
+    let token = options.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     if !is_loopback_bind(&options.addr) && token.is_none() {
         return Err(McpError::Config(format!(
             "serving MCP on {} (not a loopback address) needs a bearer token: pass --token TOKEN or set \
@@ -320,8 +345,9 @@ async fn require_token(State(token): State<Arc<String>>, request: Request, next:
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
     match given {
         Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => {
@@ -400,6 +426,11 @@ mod tests {
         assert_eq!(host_part("[::1]:8080"), "::1");
         assert_eq!(host_part("[fe80::1]"), "fe80::1");
         assert_eq!(host_part("10.0.0.2:80"), "10.0.0.2");
+        assert_eq!(port_of("example.com:8080", 80), Some(8080));
+        assert_eq!(port_of("example.com", 80), Some(80));
+        assert_eq!(port_of("[::1]:8080", 80), Some(8080));
+        assert_eq!(port_of("[::1]", 443), Some(443));
+        assert_eq!(port_of("a:b", 80), None);
     }
 
     #[test]
@@ -429,8 +460,18 @@ mod tests {
         for (host, origin) in ok {
             assert_eq!(guard.check(Some(host), Some(origin)), Ok(()), "{host} {origin}");
         }
-        for origin in ["http://evil.example.com", "http://10.0.0.3:8765", "null"] {
+        for origin in [
+            "http://evil.example.com",
+            "http://10.0.0.3:8765",
+            "null",
+            // The same machine on another port is another site.
+            "http://10.0.0.2:9999",
+            "http://10.0.0.2",
+        ] {
             assert!(guard.check(Some("10.0.0.2:8765"), Some(origin)).is_err(), "{origin}");
         }
+        // Default ports: Host `10.0.0.2` is port 80, as is `http://10.0.0.2`.
+        assert_eq!(guard.check(Some("10.0.0.2"), Some("http://10.0.0.2")), Ok(()));
+        assert!(guard.check(Some("10.0.0.2"), Some("https://10.0.0.2")).is_err());
     }
 }

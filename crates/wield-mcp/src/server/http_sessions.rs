@@ -164,6 +164,15 @@ pub(crate) async fn track_activity(
         .map(str::to_owned);
     let deleting = request.method() == Method::DELETE;
     let busy = asked.as_deref().and_then(|id| activities.begin(id));
+    if deleting && asked.is_some() && busy.is_none() {
+        // The SDK answers any id with success; one that names no open
+        // session (never issued, closed, or deleted before) is not found.
+        return (
+            StatusCode::NOT_FOUND,
+            "Not Found: no open MCP session has this id (it may have been closed for idleness)\n",
+        )
+            .into_response();
+    }
     let response = next.run(request).await;
     if deleting && response.status().is_success() {
         if let Some(id) = &asked {

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.error
@@ -584,12 +585,61 @@ def open_and_call(url: str) -> str:
     return session
 
 
+def delete_session(url: str, session: str) -> int:
+    h = {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+    req = urllib.request.Request(url, headers=h, method="DELETE")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def http_delete_mid_call(fx: Fixture) -> None:
+    """Ending a session (DELETE) while a call runs kills the call's processes
+    and the session's background processes, and frees the session."""
+    fg, bg = fx.ws / "fg.pid", fx.ws / "bg.pid"
+    with HttpServer(fx, ["--yes"]) as url:
+        session = open_and_call(url)
+
+        def call_tool(n: int, name: str, command: str) -> tuple[int, str, str | None]:
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": {"command": command}}}
+            return rpc(url, body, session)
+
+        status, text, _ = call_tool(3, "process_start", f"sleep 301 & echo $! > {bg}; wait")
+        expect(status == 200 and "started p1" in text, f"process_start: {status} {text[:300]}")
+        running = threading.Thread(target=lambda: _ignore(lambda: call_tool(4, "bash", f"sleep 302 & echo $! > {fg}; wait")))
+        running.daemon = True
+        running.start()
+        deadline = time.time() + 15
+        while not (fg.exists() and fg.read_text().strip() and bg.exists() and bg.read_text().strip()):
+            expect(time.time() < deadline, "the commands never started")
+            await anyio.sleep(0.05)
+        pids = [int(fg.read_text()), int(bg.read_text())]
+        expect(all(alive(p) for p in pids), "the commands are not running")
+        expect(delete_session(url, session) == 200, "DELETE refused")
+        deadline = time.time() + 15
+        while any(alive(p) for p in pids) and time.time() < deadline:
+            await anyio.sleep(0.1)
+        expect(not any(alive(p) for p in pids), f"processes outlived their session: {[p for p in pids if alive(p)]}")
+        expect(delete_session(url, session) == 404, "a deleted session is still known")
+
+
+def _ignore(f) -> None:
+    try:
+        f()
+    except Exception:  # noqa: BLE001 - the call's connection ends with its session
+        pass
+
+
 async def http_security(fx: Fixture) -> None:
     """Bearer token, Host and Origin checks."""
     with HttpServer(fx, [], ["--token", "s3cret"]) as url:
         expect(post(url) == 401, "no token accepted")
         expect(post(url, {"Authorization": "Bearer wrong"}) == 401, "wrong token accepted")
         expect(post(url, {"Authorization": "Bearer s3cret"}) == 200, "right token refused")
+        expect(post(url, {"Authorization": "BEARER s3cret"}) == 200, "the scheme is case-insensitive")
+        expect(post(url, {"Authorization": "Basic s3cret"}) == 401, "another scheme accepted")
     with HttpServer(fx, [], env={"WIELD_MCP_TOKEN": "from-env"}) as url:
         expect(post(url) == 401, "WIELD_MCP_TOKEN not enforced")
         expect(post(url, {"Authorization": "Bearer from-env"}) == 200, "WIELD_MCP_TOKEN refused")
@@ -617,12 +667,22 @@ async def http_security(fx: Fixture) -> None:
         expect(post(url, same) == 200, "0.0.0.0: same-origin request refused")
         foreign = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://evil.example.com"}
         expect(post(url, foreign) == 403, "0.0.0.0: foreign Origin accepted")
+        other_port = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://10.9.8.7:9"}
+        expect(post(url, other_port) == 403, "0.0.0.0: an Origin on another port of the Host accepted")
         expect(post(url, {"Host": f"10.9.8.7:{port}"}) == 401, "0.0.0.0: no token accepted")
     # A non-loopback address without a token is refused at start.
     p = subprocess.run(
         [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"], env=fx.env(), capture_output=True, text=True, timeout=20
     )
     expect(p.returncode == 2 and "token" in p.stderr, f"non-loopback without token: {p.returncode} {p.stderr}")
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0", "--token", "  "],
+        env=fx.env(),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    expect(p.returncode == 2 and "token" in p.stderr, f"a blank token: {p.returncode} {p.stderr}")
 
 
 async def http_sessions(fx: Fixture) -> None:
@@ -822,6 +882,7 @@ SCENARIOS = {
         bash_cancel,
         http_security,
         http_sessions,
+        http_delete_mid_call,
         everything_restart,
         bridged_requests,
     ]

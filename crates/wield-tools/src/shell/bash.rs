@@ -111,9 +111,7 @@ impl Tool for BashTool {
         }
         let ticker = streamer.as_ref().map(Streamer::start);
         let result = runner.run().await;
-        if let Some(t) = ticker {
-            t.abort();
-        }
+        drop(ticker);
         if let Some(s) = &streamer {
             s.flush(true);
         }

@@ -55,6 +55,17 @@ struct Pending {
     stale: [bool; 2],
 }
 
+/// The task of [`Streamer::start`]; stops it when dropped. A detached
+/// ticker would live forever, and with it the call's context and the
+/// session that context holds (and that session's background processes).
+pub(crate) struct Ticker(tokio::task::JoinHandle<()>);
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Collects output as it arrives and sends it as `OutputDelta` events,
 /// whole lines at a time, every [`STREAM_INTERVAL`].
 pub(crate) struct Streamer {
@@ -87,11 +98,12 @@ impl Streamer {
         })
     }
 
-    /// Send what is ready every interval until the returned handle is
-    /// aborted.
-    pub(crate) fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+    /// Send what is ready every interval until the returned guard is
+    /// dropped (when the command ends, or when the call is abandoned:
+    /// cancelled or timed out with its future dropped mid-run).
+    pub(crate) fn start(self: &Arc<Self>) -> Ticker {
         let me = Arc::clone(self);
-        tokio::spawn(async move {
+        Ticker(tokio::spawn(async move {
             let mut tick = tokio::time::interval(STREAM_INTERVAL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             tick.tick().await;
@@ -99,7 +111,7 @@ impl Streamer {
                 tick.tick().await;
                 me.flush(false);
             }
-        })
+        }))
     }
 
     /// Send pending output: complete lines (or everything when `last`, or a
