@@ -180,6 +180,7 @@ impl ExecutorBuilder {
         Executor {
             registry: self.registry,
             max_parallel: self.config.executor.max_parallel.max(1),
+            running: Arc::new(tokio::sync::Semaphore::new(self.config.executor.max_parallel.max(1))),
             default_timeout: self.config.executor.timeout,
             config: self.config,
             workspace: self.workspace,
@@ -217,6 +218,11 @@ pub struct Executor {
     tool_configs: HashMap<String, Arc<toml::Table>>,
     limits: Limits,
     max_parallel: usize,
+    /// Calls running at once, across every batch this executor runs at the
+    /// same time (an MCP session's concurrent calls): at most
+    /// `max_parallel`, so what running calls hold stays bounded. A call
+    /// waiting for approval holds no place.
+    running: Arc<tokio::sync::Semaphore>,
     default_timeout: Duration,
 }
 
@@ -667,6 +673,11 @@ impl Executor {
         if r.ctx.cancel.is_cancelled() {
             return ToolResult::error("cancelled").with_meta("cancelled", true);
         }
+        let _place = tokio::select! {
+            biased;
+            () = r.ctx.cancel.cancelled() => return ToolResult::error("cancelled").with_meta("cancelled", true),
+            place = self.running.acquire() => place.ok(),
+        };
         let tool = &r.entry.tool;
         if self.events.has_listeners() {
             self.events.emit(&Event::CallStarted {

@@ -44,7 +44,7 @@ pub fn validation_message(tool: &str, errors: &[String], schema: &Value) -> Stri
         msg.push_str(e);
         msg.push('\n');
     }
-    if let Some(req) = schema.get("required").and_then(Value::as_array) {
+    if let Some(req) = optional_nulls_relaxed(schema).get("required").and_then(Value::as_array) {
         let names: Vec<&str> = req.iter().filter_map(Value::as_str).collect();
         if !names.is_empty() {
             msg.push_str(&format!("Required: {}. ", names.join(", ")));
@@ -129,6 +129,24 @@ pub fn fill_nullable(schema: &Value, input: &mut Value) {
             obj.insert(name.clone(), Value::Null);
         }
     }
+}
+
+/// A strict schema as callers that are not strict see it: properties that
+/// accept `null` are optional (left out, they are filled with `null`), so
+/// they leave the top-level `required` list. Other schemas are unchanged.
+pub fn optional_nulls_relaxed(schema: &Value) -> Value {
+    let mut out = schema.clone();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return out;
+    };
+    if let Some(Value::Array(required)) = out.get_mut("required") {
+        required.retain(|name| {
+            name.as_str()
+                .and_then(|n| props.get(n))
+                .is_none_or(|sub| !accepts_null(sub))
+        });
+    }
+    out
 }
 
 /// Provider payload formats for exporting the visible tool set.
@@ -234,6 +252,11 @@ pub fn export_tool(spec: &ToolSpec, api_name: &str, format: ExportFormat) -> Val
             "parameters": gemini_schema(&schema),
         }),
         ExportFormat::Mcp => {
+            let schema = if spec.strict {
+                optional_nulls_relaxed(&schema)
+            } else {
+                schema
+            };
             let mut v = json!({
                 "name": spec.name,
                 "description": spec.description,
@@ -260,6 +283,25 @@ pub fn export_tools<'a>(tools: impl IntoIterator<Item = (&'a ToolSpec, &'a str)>
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn relaxed_strict_schemas_require_only_non_nullable_fields() {
+        let strict = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "offset": {"type": ["integer", "null"]},
+                "mode": {"anyOf": [{"type": "string"}, {"type": "null"}]}
+            },
+            "required": ["path", "offset", "mode"],
+            "additionalProperties": false
+        });
+        let relaxed = optional_nulls_relaxed(&strict);
+        assert_eq!(relaxed["required"], json!(["path"]));
+        assert_eq!(relaxed["properties"], strict["properties"]);
+        let msg = validation_message("read", &["x".into()], &strict);
+        assert!(msg.contains("Required: path. "), "{msg}");
+    }
 
     #[test]
     fn validation_names_paths() {

@@ -11,6 +11,7 @@ const CORE: &[&str] = &[
     "escapes",
     "roots",
     "cancel_sleep",
+    "concurrent_calls",
 ];
 
 #[test]

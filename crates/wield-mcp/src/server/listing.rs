@@ -32,10 +32,17 @@ pub fn to_mcp_tool(entry: &Registered) -> Tool {
     let spec = entry.tool.spec();
     let traits = entry.tool.traits();
     let title = spec.title.clone().unwrap_or_else(|| title_from_name(&spec.name));
+    // A strict tool's optional fields are listed as optional: an MCP client
+    // (and the form it may build) leaves them out, the executor fills them.
+    let schema = if spec.strict {
+        wield_core::schema::optional_nulls_relaxed(&spec.input_schema)
+    } else {
+        spec.input_schema.clone()
+    };
     Tool::new(
         mcp_name(entry),
         spec.description.clone(),
-        Arc::new(object_schema(&spec.input_schema)),
+        Arc::new(object_schema(&schema)),
     )
     .with_title(title.clone())
     .with_annotations(annotations(traits, title))

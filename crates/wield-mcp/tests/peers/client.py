@@ -170,6 +170,10 @@ async def tools(fx: Fixture) -> None:
         a = read.annotations
         expect(a.read_only_hint is True and a.destructive_hint is False, str(a))
         expect(a.idempotent_hint is True and a.open_world_hint is False, str(a))
+        # Optional arguments are optional to a client, though the strict
+        # schema models see requires them all (as nullable).
+        expect(read.input_schema.get("required") == ["path"], f"read requires {read.input_schema.get('required')}")
+        expect("offset" in read.input_schema["properties"], f"read: {read.input_schema}")
         write = next(t for t in listed if t.name == "write")
         a = write.annotations
         expect(a.read_only_hint is False and a.destructive_hint is True, str(a))
@@ -477,6 +481,25 @@ async def cancel_sleep(fx: Fixture) -> None:
         expect(len(sleep) == 1 and sleep[0]["success"] is False, f"audit: {lines}")
         expect("cancel" in (sleep[0].get("error") or ""), f"not recorded as cancelled: {sleep}")
         expect(sleep[0]["duration_ms"] < 10_000, f"ran on after cancel: {sleep}")
+
+
+async def concurrent_calls(fx: Fixture) -> None:
+    """A session runs at most executor.max_parallel calls at once; the rest
+    wait their turn (what running calls hold stays bounded)."""
+    async with fx.session(["--yes", "--set", "executor.max_parallel=2"]) as s:
+        results: list[types.CallToolResult] = []
+
+        async def one() -> None:
+            results.append(await call(s, "debug_sleep", {"seconds": 1}))
+
+        started = time.time()
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(one)
+        took = time.time() - started
+        expect(len(results) == 5 and not any(r.is_error for r in results), f"results: {results}")
+        # Three rounds of two: about 3 s, where all at once would take 1 s.
+        expect(2.8 < took < 8, f"5 calls of 1 s two at a time took {took:.1f}s")
 
 
 async def bash_progress(fx: Fixture) -> None:
@@ -878,6 +901,7 @@ SCENARIOS = {
         escapes,
         roots,
         cancel_sleep,
+        concurrent_calls,
         bash_progress,
         bash_cancel,
         http_security,
