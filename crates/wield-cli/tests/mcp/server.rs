@@ -51,6 +51,7 @@ fn bash_progress_and_cancel_over_http() {
 /// error), and large results written by the fast path are exact JSON.
 #[test]
 fn raw_stdio_framing_and_large_results() {
+    use serde_json::json;
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     use std::sync::mpsc;
@@ -101,11 +102,23 @@ fn raw_stdio_framing_and_large_results() {
     assert_eq!(next()["result"]["serverInfo"]["name"], "wield");
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
 
-    // Not JSON: ignored. JSON of the wrong shape: an Invalid Request error.
+    // Not JSON: ignored. A call whose params are not an object, or that
+    // names no tool: Invalid params, to its id. JSON that is no message:
+    // Invalid Request, to its id when it has one.
     send("this is not json");
     send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"oops"}"#);
     let err = next();
-    assert_eq!(err["error"]["code"], -32600, "{err}");
+    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(1), &json!(-32602)), "{err}");
+    send(r#"{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"arguments":{}}}"#);
+    let err = next();
+    assert_eq!((&err["id"], &err["error"]["code"]), (&json!("n"), &json!(-32602)), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("missing field `name`"), "{err}");
+    send(r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#);
+    let err = next();
+    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(5), &json!(-32600)), "{err}");
+    send(r#"{"jsonrpc":"2.0"}"#);
+    let err = next();
+    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(null), &json!(-32600)), "{err}");
 
     send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"big.txt"}}}"#);
     let reply = next();

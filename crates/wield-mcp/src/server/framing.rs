@@ -17,7 +17,7 @@ use std::io;
 use std::sync::{Arc, LazyLock};
 
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, ErrorData, JsonRpcMessage, ServerResult};
+use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -60,7 +60,7 @@ where
         }
     }
 
-    /// Write the `Invalid Request` reply, if one is due. Cancel-safe: the
+    /// Write the error reply to an invalid request, if one is due. Cancel-safe: the
     /// reply moves into the writer's pending bytes as soon as the lock is
     /// held, and whatever is not written yet stays there.
     async fn write_reply(&mut self) -> io::Result<()> {
@@ -165,13 +165,19 @@ where
             match parse(line) {
                 Incoming::Message(message) => return Some(*message),
                 Incoming::Skip => {}
-                Incoming::Invalid => {
-                    let reply = TxJsonRpcMessage::<RoleServer>::error(
-                        ErrorData::invalid_request("Invalid request", None),
-                        None,
-                    );
-                    match encode(reply) {
-                        Ok(bytes) => self.reply = Some(bytes),
+                Incoming::Refuse(id, error) => {
+                    // JSON-RPC wants `"id": null` when the id cannot be
+                    // read; the SDK's type leaves the member out.
+                    let reply = serde_json::to_vec(&serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "error": error,
+                    }));
+                    match reply {
+                        Ok(mut bytes) => {
+                            bytes.push(b'\n');
+                            self.reply = Some(bytes);
+                        }
                         Err(e) => tracing::debug!("encoding an error reply: {e}"),
                     }
                 }

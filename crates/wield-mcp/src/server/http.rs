@@ -308,6 +308,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let guard = Arc::new(HostGuard::new(&local_addr, &allowed));
     let mut router = Router::new()
         .route_service("/mcp", service)
+        .layer(middleware::from_fn(json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
@@ -326,6 +327,58 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         shutdown,
         task,
     })
+}
+
+/// A POSTed message the SDK would refuse with a bare "415 cannot
+/// deserialize", or take for an unknown method, is answered here the way
+/// JSON-RPC says: 400 with a `Parse error` (-32700) for text that is not
+/// JSON, `Invalid Request` (-32600) for a batch or for JSON that is no
+/// message, and `Invalid params` (-32602) for a standard method whose
+/// params do not fit it, each to the request's id when it can be read.
+async fn json_rpc_errors(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: a message may be at most {MAX_BODY} bytes\n"),
+        )
+            .into_response();
+    };
+    let refuse = |id: Option<rmcp::model::RequestId>, error: rmcp::ErrorData| {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(e) => {
+            return refuse(
+                None,
+                rmcp::ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
+            );
+        }
+        Ok(serde_json::Value::Array(_)) => {
+            return refuse(
+                None,
+                rmcp::ErrorData::invalid_request(
+                    "Invalid request: batches are not supported; send one message per POST",
+                    None,
+                ),
+            );
+        }
+        Ok(_) => {}
+    }
+    if let super::incoming::Incoming::Refuse(id, error) = super::incoming::parse(&bytes) {
+        return refuse(id, error);
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the

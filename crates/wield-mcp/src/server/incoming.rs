@@ -16,12 +16,12 @@
 use std::borrow::Cow;
 use std::io;
 
-use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, CustomRequest, JsonObject,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
 };
 use rmcp::service::RxJsonRpcMessage;
+use rmcp::{ErrorData, RoleServer};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
@@ -35,8 +35,11 @@ pub enum Incoming {
     Message(Box<RxJsonRpcMessage<RoleServer>>),
     /// Nothing to act on: an empty, unparsable or ignored line.
     Skip,
-    /// JSON, but not a message this server understands: answer `Invalid Request`.
-    Invalid,
+    /// Answer with this error, to the request's id when it can be read:
+    /// `Invalid Request` for JSON that is not a message, `Invalid params`
+    /// for a standard method whose params do not fit it (which the SDK
+    /// would take for an unknown method).
+    Refuse(Option<RequestId>, ErrorData),
 }
 
 /// Lines from a reader, each at most [`MAX_LINE`] bytes. Cancel-safe: a
@@ -104,6 +107,11 @@ pub fn parse(line: &[u8]) -> Incoming {
         return Incoming::Message(Box::new(call));
     }
     match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+        Ok(JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::CustomRequest(custom),
+            ..
+        })) if standard_method(&custom.method) => Incoming::Refuse(Some(id), invalid_params(&custom)),
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
@@ -116,7 +124,7 @@ pub fn parse(line: &[u8]) -> Incoming {
             }
             serde_json::error::Category::Data | serde_json::error::Category::Io => {
                 tracing::debug!("an invalid request: {e}");
-                Incoming::Invalid
+                refusal(line)
             }
         },
     }
@@ -192,6 +200,45 @@ fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
 /// The SDK's compatibility rule: a notification (no `id`) with a method
 /// outside the protocol, or an unknown `notifications/…` method, is ignored
 /// rather than answered.
+/// The answer to JSON that is not a valid message: to its `id` when it has
+/// one of the right kind (a number or a string), so the client can match
+/// the error to its request; `Invalid params` when it is a JSON-RPC 2.0
+/// request for a standard method (`"params": [...]`), else `Invalid
+/// Request`.
+fn refusal(line: &[u8]) -> Incoming {
+    let value = serde_json::from_slice::<serde_json::Value>(line).ok();
+    let field = |k: &str| value.as_ref().and_then(|v| v.get(k));
+    let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+    let method = field("method").and_then(serde_json::Value::as_str);
+    match (&id, method) {
+        (Some(_), Some(method))
+            if field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0") && standard_method(method) =>
+        {
+            let request = CustomRequest::new(method, field("params").cloned());
+            Incoming::Refuse(id, invalid_params(&request))
+        }
+        _ => Incoming::Refuse(id, ErrorData::invalid_request("Invalid request", None)),
+    }
+}
+
+/// Why the params of a standard method do not fit it.
+fn invalid_params(request: &CustomRequest) -> ErrorData {
+    let method = &request.method;
+    let params = request.params.clone().unwrap_or(serde_json::Value::Null);
+    let why = match method.as_str() {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
+            .err()
+            .map_or_else(String::new, |e| format!(": {e}")),
+        _ => String::new(),
+    };
+    let hint = if method == "tools/call" {
+        " (send {\"name\": TOOL, \"arguments\": {...}}: the arguments a JSON object)"
+    } else {
+        ""
+    };
+    ErrorData::invalid_params(format!("invalid params for `{method}`{why}{hint}"), None)
+}
+
 fn ignored_notification(line: &[u8]) -> bool {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
         return false;
@@ -291,6 +338,14 @@ mod tests {
         ] {
             assert!(plain_call(line.as_bytes()).is_none(), "{line}");
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line) {
+                // A standard method the SDK could only take as a custom
+                // one: refused here with `Invalid params`.
+                Ok(_) if sdk(line).contains("CustomRequest") => {
+                    assert!(
+                        matches!(parse(line.as_bytes()), Incoming::Refuse(Some(_), e) if e.code.0 == -32602),
+                        "{line}"
+                    );
+                }
                 Ok(_) => assert_eq!(ours(line), sdk(line), "{line}"),
                 Err(_) => assert!(!matches!(parse(line.as_bytes()), Incoming::Message(_)), "{line}"),
             }
@@ -350,9 +405,37 @@ mod tests {
         .join("\n");
         let sdk = drive(rmcp::transport::async_rw::AsyncRwTransport::new_server, &input).await;
         let framed = drive(super::super::framing::Framed::new, &input).await;
-        assert_eq!(framed, sdk);
+        // The same messages, except the `tools/call` without a name that the
+        // SDK passes on as an unknown method (answered "method not found").
+        let expected: Vec<&String> = sdk.0.iter().filter(|m| !m.contains("CustomRequest")).collect();
         assert_eq!(sdk.0.len(), 7, "{:#?}", sdk.0);
-        assert!(sdk.1.contains("-32600"), "{}", sdk.1);
+        assert_eq!(framed.0.iter().collect::<Vec<_>>(), expected);
+        // The same refusals, but each to its request's id when it has one
+        // (JSON-RPC's `null` when not), and the call without a name told
+        // what is wrong with its params.
+        assert_eq!(sdk.1.matches("-32600").count(), 5, "{}", sdk.1);
+        let replies: Vec<serde_json::Value> = framed.1.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let summary: Vec<(serde_json::Value, i64)> = replies
+            .iter()
+            .map(|r| (r["id"].clone(), r["error"]["code"].as_i64().unwrap()))
+            .collect();
+        use serde_json::json;
+        assert_eq!(
+            summary,
+            [
+                (json!(1), -32600),
+                (json!(1), -32602),
+                (json!(1), -32600),
+                (json!(null), -32600),
+                (json!(null), -32600),
+                (json!(4), -32602),
+            ]
+        );
+        let why = replies[1]["error"]["message"].as_str().unwrap();
+        assert!(
+            why.contains("tools/call") && why.contains("missing field `name`"),
+            "{why}"
+        );
     }
 
     #[tokio::test]

@@ -655,6 +655,17 @@ def _ignore(f) -> None:
         pass
 
 
+def raw_post(url: str, data: bytes) -> tuple[int, dict]:
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    req = urllib.request.Request(url, data=data, headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, {}
+    except urllib.error.HTTPError as e:
+        body = e.read().decode()
+        return e.code, json.loads(body) if body.startswith("{") else {"text": body}
+
+
 async def http_security(fx: Fixture) -> None:
     """Bearer token, Host and Origin checks."""
     with HttpServer(fx, [], ["--token", "s3cret"]) as url:
@@ -671,6 +682,17 @@ async def http_security(fx: Fixture) -> None:
         expect(post(url) == 200, "plain loopback request refused")
         expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted")
         expect(post(url, {"Origin": "http://evil.example.com"}) == 403, "foreign Origin accepted")
+        # Malformed messages get JSON-RPC errors (400), to their id when it can be read.
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","id":1,')
+        expect(status == 400 and body["error"]["code"] == -32700 and body["id"] is None, f"truncated: {status} {body}")
+        status, body = raw_post(url, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+        expect(status == 400 and body["error"]["code"] == -32600 and "batch" in body["error"]["message"], f"batch: {body}")
+        bad = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "read", "arguments": [1, 2]}}
+        status, body = raw_post(url, json.dumps(bad).encode())
+        expect(status == 400 and body["id"] == 7 and body["error"]["code"] == -32602, f"bad params: {status} {body}")
+        expect("tools/call" in body["error"]["message"], f"bad params: {body}")
+        status, body = raw_post(url, b'{"jsonrpc":"1.0","id":"x","method":"ping"}')
+        expect(status == 400 and body["id"] == "x" and body["error"]["code"] == -32600, f"not 2.0: {status} {body}")
         expect(post(url, {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200, "localhost refused")
     with HttpServer(fx, [], ["--allow-host", "mcp.internal,other.internal"]) as url:
         port = url.split(":")[2].split("/")[0]
