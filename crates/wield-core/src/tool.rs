@@ -35,6 +35,11 @@ pub struct ToolSpec {
     /// A human title (MCP `title`); defaults to none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The JSON schema of the structured content the tool returns (MCP
+    /// `outputSchema`; a bridged tool's, passed through), in the result's
+    /// `structured_content` metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -45,6 +50,7 @@ impl ToolSpec {
             input_schema,
             strict: false,
             title: None,
+            output_schema: None,
         }
     }
 
@@ -57,6 +63,12 @@ impl ToolSpec {
     #[must_use]
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
+        self
+    }
+
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 }

@@ -108,17 +108,39 @@ fn raw_stdio_framing_and_large_results() {
     send("this is not json");
     send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"oops"}"#);
     let err = next();
-    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(1), &json!(-32602)), "{err}");
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(1), &json!(-32602)),
+        "{err}"
+    );
     send(r#"{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"arguments":{}}}"#);
     let err = next();
-    assert_eq!((&err["id"], &err["error"]["code"]), (&json!("n"), &json!(-32602)), "{err}");
-    assert!(err["error"]["message"].as_str().unwrap().contains("missing field `name`"), "{err}");
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!("n"), &json!(-32602)),
+        "{err}"
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `name`"),
+        "{err}"
+    );
     send(r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#);
     let err = next();
-    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(5), &json!(-32600)), "{err}");
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(5), &json!(-32600)),
+        "{err}"
+    );
     send(r#"{"jsonrpc":"2.0"}"#);
     let err = next();
-    assert_eq!((&err["id"], &err["error"]["code"]), (&json!(null), &json!(-32600)), "{err}");
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(null), &json!(-32600)),
+        "{err}"
+    );
 
     send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"big.txt"}}}"#);
     let reply = next();

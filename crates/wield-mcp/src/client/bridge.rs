@@ -99,6 +99,9 @@ impl McpTool {
         if let Some(t) = title {
             spec = spec.title(t);
         }
+        if let Some(schema) = &tool.output_schema {
+            spec = spec.output_schema(Value::Object((**schema).clone()));
+        }
         let hints = tool.annotations.as_ref();
         let traits = ToolTraits {
             // A server's hints are its own claims: trusting `readOnlyHint`

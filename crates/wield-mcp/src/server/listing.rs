@@ -39,13 +39,17 @@ pub fn to_mcp_tool(entry: &Registered) -> Tool {
     } else {
         spec.input_schema.clone()
     };
-    Tool::new(
+    let mut tool = Tool::new(
         mcp_name(entry),
         spec.description.clone(),
         Arc::new(object_schema(&schema)),
     )
     .with_title(title.clone())
-    .with_annotations(annotations(traits, title))
+    .with_annotations(annotations(traits, title));
+    if let Some(Value::Object(schema)) = &spec.output_schema {
+        tool.output_schema = Some(Arc::new(schema.clone()));
+    }
+    tool
 }
 
 /// MCP requires `inputSchema` to be a JSON object schema (`type: object`).

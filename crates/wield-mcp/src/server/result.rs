@@ -21,6 +21,8 @@ pub fn to_call_tool_result(result: ToolResult) -> CallToolResult {
         mut metadata,
     } = result;
     let attachments = metadata.remove("attachments");
+    // A bridged tool's structured content goes back out as such.
+    let structured = metadata.remove("structured_content");
     let text = match (success, error) {
         (true, _) | (false, None) => output,
         (false, Some(e)) if output.is_empty() => e,
@@ -35,6 +37,7 @@ pub fn to_call_tool_result(result: ToolResult) -> CallToolResult {
     } else {
         CallToolResult::error(content)
     };
+    out.structured_content = structured;
     if !metadata.is_empty() {
         let mut meta = Map::new();
         meta.insert(META_KEY.into(), Value::Object(metadata));

@@ -904,6 +904,11 @@ async def bridged_requests(fx: Fixture) -> None:
         r = await call(s, "mcp__peer__ask_model", {"prompt": "six times seven?"})
         expect(not r.is_error and text_of(r) == "model said: forty-two", f"ask_model: {r}")
         expect(asked == ["Your name?", "six times seven?"], f"asked: {asked}")
+        # A bridged tool's output schema and structured content pass through.
+        primes = next(t for t in (await s.list_tools()).tools if t.name == "mcp__peer__primes")
+        expect(primes.output_schema is not None and "result" in primes.output_schema.get("properties", {}), f"{primes}")
+        r = await call(s, "mcp__peer__primes", {"below": 12})
+        expect(r.structured_content == {"result": [2, 3, 5, 7, 11]}, f"structured content: {r}")
     # A client that offers neither: the server hears so.
     async with fx.session() as s:
         r = await call(s, "mcp__peer__ask_user", {"question": "Your name?"})
