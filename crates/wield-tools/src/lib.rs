@@ -45,3 +45,19 @@ pub fn install_services(services: &mut Services, config: &Config, workspace: &Pa
     shell::install_services(services, config, workspace)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// MCP clients show a tool's title; each built-in tool has a real one.
+    #[test]
+    fn every_builtin_tool_has_a_title() {
+        for tool in super::builtin_tools() {
+            let spec = tool.spec();
+            assert!(
+                spec.title.as_deref().is_some_and(|t| !t.is_empty()),
+                "{} has no title",
+                spec.name
+            );
+        }
+    }
+}

@@ -50,6 +50,7 @@ impl LoadTools {
                     "additionalProperties": false
                 }),
             )
+            .title("Load deferred tools")
             .strict(true),
             // Changes only what this session may see: read-only as far as
             // approval is concerned. Sequential, because it changes the tool

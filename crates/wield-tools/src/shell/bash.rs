@@ -47,6 +47,7 @@ impl BashTool {
                     "additionalProperties": false
                 }),
             )
+            .title("Run a shell command")
             .strict(true),
             traits: ToolTraits {
                 // Commands can change the workspace: run them one at a time.

@@ -107,6 +107,13 @@ fn describe(entry: &Entry) -> String {
 }
 
 fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
+    let title = match name {
+        "process_start" => "Start a background process",
+        "process_status" => "Background process status",
+        "process_output" => "Read a background process's output",
+        "process_kill" => "Stop a background process",
+        _ => "List background processes",
+    };
     ToolSpec::new(
         name,
         description,
@@ -117,6 +124,7 @@ fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> 
             "additionalProperties": false
         }),
     )
+    .title(title)
     .strict(true)
 }
 
