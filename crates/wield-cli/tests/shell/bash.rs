@@ -85,6 +85,18 @@ fn the_timeout_is_capped_by_max_timeout() {
         assert_eq!(code, 1, "{huge}: {v}");
         assert!(output(&v).ends_with("timed out after 500ms"), "{huge}: {v}");
     }
+
+    // Zero or less is a mistake the model is told about, not the default.
+    for bad in [json!(0), json!(-5)] {
+        let args = json!({"command": "echo ran", "timeout": bad});
+        let (code, v) = ws.call(&flags, "bash", &args);
+        assert_eq!(code, 1, "{bad}: {v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("positive number of seconds"),
+            "{bad}: {v}"
+        );
+        assert!(!output(&v).contains("ran"), "{bad}: {v}");
+    }
 }
 
 #[test]

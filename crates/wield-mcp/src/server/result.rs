@@ -26,6 +26,9 @@ pub fn to_call_tool_result(result: ToolResult) -> CallToolResult {
     let text = match (success, error) {
         (true, _) | (false, None) => output,
         (false, Some(e)) if output.is_empty() => e,
+        // The output already ends with what went wrong (`timed out after
+        // 30s` after a command's output): once is enough.
+        (false, Some(e)) if output.trim_end().ends_with(e.trim()) => output,
         (false, Some(e)) => format!("{output}\n\n{e}"),
     };
     let mut content = vec![ContentBlock::text(text)];
@@ -90,6 +93,14 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["content"][0]["text"], "partial\n\nexit 2");
         assert_eq!(v["_meta"][META_KEY]["exit_code"], 2);
+
+        // Output that already ends with the failure says it once.
+        let r = to_call_tool_result(ToolResult::failed_with_output(
+            "line\ntimed out after 1s\n",
+            "timed out after 1s",
+        ));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["content"][0]["text"], "line\ntimed out after 1s\n");
     }
 
     #[test]

@@ -458,6 +458,12 @@ async def roots(fx: Fixture) -> None:
         # The workspace lies inside the second root: it stays writable.
         r = await call(s, "write", {"path": "kept.txt", "content": "x"})
         expect(not r.is_error, f"workspace inside a client root: {r}")
+    # Roots that all lie outside every write root leave nothing writable, and
+    # the refusal says so.
+    async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.base / "outside"])) as s:
+        r = await call(s, "write", {"path": "nowhere.txt", "content": "x"})
+        expect(r.is_error and "there are none" in text_of(r), f"no write roots: {r}")
+        expect(not (fx.ws / "nowhere.txt").exists(), "wrote with no write roots")
 
 
 async def cancel_sleep(fx: Fixture) -> None:

@@ -279,7 +279,12 @@ impl Confinement {
     }
 
     pub(crate) fn roots_text(&self, access: Access) -> String {
-        self.roots(access)
+        let roots = self.roots(access);
+        if roots.is_empty() {
+            // Narrowed to nothing (an MCP client's roots outside them all).
+            return format!("there are none: this session may not {} files", access.as_str());
+        }
+        roots
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()

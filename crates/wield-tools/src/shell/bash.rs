@@ -94,6 +94,12 @@ impl Tool for BashTool {
             Err(e) => return e,
         };
         let settings = &svc.settings;
+        if let Some(t) = input.timeout.filter(|t| t.is_nan() || *t <= 0.0) {
+            return ToolResult::error(format!(
+                "`timeout` must be a positive number of seconds, got {t}; leave it out for the default ({})",
+                wield_core::human_duration(settings.timeout)
+            ));
+        }
         let timeout = settings.timeout_for(input.timeout);
         // Each stream keeps its first `max_output_bytes`; the rest is counted
         // and drained inside the kernel (spliced to /dev/null), so a command

@@ -61,10 +61,12 @@ fn describe(path: &Path, refusal: &Refusal, plan: &SandboxPlan) -> String {
     match refusal {
         Refusal::OutsideRoots => {
             let roots: Vec<String> = plan.write_roots().iter().map(|r| r.display().to_string()).collect();
-            format!(
-                "write denied by sandbox: {shown} is outside the write roots ({})",
+            let roots = if roots.is_empty() {
+                "there are none: commands of this session may not write files".to_owned()
+            } else {
                 roots.join(", ")
-            )
+            };
+            format!("write denied by sandbox: {shown} is outside the write roots ({roots})")
         }
         Refusal::Protected(p) => format!(
             "write denied by sandbox: {shown} is inside {}, which commands may never write",
