@@ -59,6 +59,6 @@ pub use registry::{
 };
 pub use schema::ExportFormat;
 pub use tool::{
-    AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, PathUse, TIMEOUT_ARGUMENT, Tool, ToolRef, ToolResult, ToolSpec,
-    ToolTraits, default_preview, one_line,
+    ADDITIVE, AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, IDEMPOTENT, PathUse, TIMEOUT_ARGUMENT, Tool, ToolRef,
+    ToolResult, ToolSpec, ToolTraits, default_preview, one_line,
 };

@@ -16,6 +16,14 @@ pub const AUTO_APPROVE_IF_SANDBOXED: &str = "auto_approve_if_sandboxed";
 /// so the executor only stops it after a grace margin.
 pub const HANDLES_TIMEOUT: &str = "handles_timeout";
 
+/// Capability: calling the tool again with the same arguments changes
+/// nothing more (MCP `idempotentHint`; read-only tools are idempotent
+/// anyway).
+pub const IDEMPOTENT: &str = "idempotent";
+/// Capability: the tool only adds (creates what is missing) and never
+/// overwrites or removes anything (MCP `destructiveHint: false`).
+pub const ADDITIVE: &str = "additive";
+
 /// Capability: the tool's `timeout` argument (seconds, or a duration like
 /// `"2m"`) is the call's time limit. Only tools that declare it: the
 /// arguments of other tools (a bridged MCP tool's `timeout`, in whatever

@@ -84,13 +84,15 @@ pub fn object_schema(schema: &Value) -> JsonObject {
 
 /// The hints MCP clients use to decide how careful to be:
 /// read-only tools are neither destructive nor world-changing and are
-/// idempotent; every other tool may be destructive (the MCP default), and
-/// `openWorldHint` is the tool's `open_world` trait (network access).
+/// idempotent; every other tool may be destructive (the MCP default) unless
+/// it only adds ([`wield_core::ADDITIVE`], like `mkdir`), and is idempotent
+/// when it says so ([`wield_core::IDEMPOTENT`]); `openWorldHint` is the
+/// tool's `open_world` trait (network access).
 pub fn annotations(traits: &ToolTraits, title: String) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(traits.read_only)
-        .destructive(!traits.read_only)
-        .idempotent(traits.read_only)
+        .destructive(!traits.read_only && !traits.has_capability(wield_core::ADDITIVE))
+        .idempotent(traits.read_only || traits.has_capability(wield_core::IDEMPOTENT))
         .open_world(traits.open_world)
 }
 
@@ -158,5 +160,13 @@ mod tests {
         assert_eq!(a.read_only_hint, Some(false));
         assert_eq!(a.destructive_hint, Some(true));
         assert_eq!(a.open_world_hint, Some(true));
+        let mkdir = ToolTraits {
+            capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
+            ..ToolTraits::default()
+        };
+        let a = annotations(&mkdir, "Make directory".into());
+        assert_eq!(a.read_only_hint, Some(false));
+        assert_eq!(a.destructive_hint, Some(false));
+        assert_eq!(a.idempotent_hint, Some(true));
     }
 }

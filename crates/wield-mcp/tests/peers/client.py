@@ -178,6 +178,8 @@ async def tools(fx: Fixture) -> None:
         a = write.annotations
         expect(a.read_only_hint is False and a.destructive_hint is True, str(a))
         expect(a.idempotent_hint is False and a.open_world_hint is False, str(a))
+        a = next(t for t in listed if t.name == "mkdir").annotations
+        expect(a.read_only_hint is False and a.destructive_hint is False and a.idempotent_hint is True, f"mkdir: {a}")
 
         r = await call(s, "calculator", {"expression": "2 + 3 * 4"})
         expect(not r.is_error and text_of(r).strip() == "14", f"calculator: {r}")

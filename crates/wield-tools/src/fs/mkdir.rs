@@ -45,6 +45,8 @@ impl MkdirTool {
             traits: ToolTraits {
                 parallel: false,
                 groups: vec!["fs".into()],
+                // `mkdir -p`: creates what is missing, removes nothing.
+                capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
                 ..ToolTraits::default()
             },
         }
