@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use wield_core::policy::{PolicyBuilder, PolicyOptions, RuleList, Status, ToolPolicy};
+use wield_core::policy::{PolicyBuilder, PolicyOptions, RuleList, ToolPolicy};
 use wield_core::{
     Approver, Config, ConfigLoader, Executor, ExecutorBuilder, KeyTree, Registered, Registry, Services, approval,
     events::AuditLog,
 };
 
 use crate::cli::GlobalArgs;
+use crate::tool_set::{SharedTools, ToolSet};
 
 /// An error that is the user's to fix on the command line: exit status 2.
 #[derive(Debug)]
@@ -38,6 +39,9 @@ pub struct Runtime {
     pub services: Services,
     /// Which tools are visible, and why (`wield tools debug`).
     pub policy: Arc<ToolPolicy>,
+    /// The registry and policy as they are now: the two above until a
+    /// bridged server changes its tools under `wield mcp serve`.
+    pub tools: SharedTools,
 }
 
 /// Which configured MCP servers a command starts (all of them are still
@@ -111,12 +115,8 @@ impl Runtime {
         }
 
         let mut registry = Registry::new();
-        let mut tools = wield_tools::builtin_tools();
-        if std::env::var_os("WIELD_DEBUG_TOOLS").is_some_and(|v| v == "1") {
-            tools.extend(crate::debug_tools::tools());
-        }
         registry
-            .register_many(tools)
+            .register_many(crate::tool_set::local_tools())
             .context("registering the built-in tools")?;
 
         let mut known = KeyTree::core();
@@ -150,20 +150,32 @@ impl Runtime {
             }
         }
         services.insert(mcp);
+        let options = policy_options(global)?;
         let policy = Arc::new(
-            PolicyBuilder::from_config(&config, &policy_options(global)?)
+            PolicyBuilder::from_config(&config, &options)
                 .map_err(|e| usage(e.to_string()))?
                 .build(&registry),
         );
         services.insert(Arc::clone(&policy));
+        let config = Arc::new(config);
+        let registry = Arc::new(registry);
+        let tools = SharedTools::new(
+            ToolSet {
+                registry: Arc::clone(&registry),
+                policy: Arc::clone(&policy),
+            },
+            Arc::clone(&config),
+            options,
+        );
 
         Ok(Self {
             global: global.clone(),
             workspace,
-            config: Arc::new(config),
-            registry: Arc::new(registry),
+            config,
+            registry,
             services,
             policy,
+            tools,
         })
     }
 
@@ -221,13 +233,18 @@ impl Runtime {
             )),
             None => None,
         };
-        let registry = Arc::clone(&self.registry);
+        let tools = self.tools.clone();
         let config = Arc::clone(&self.config);
         let workspace = self.workspace.clone();
-        let policy = Arc::clone(&self.policy);
         let sandboxed = self.sandboxed();
         Ok(
-            move |approver: Arc<dyn Approver>, services: Services, events: wield_core::EventSink| {
+            move |approver: Arc<dyn Approver>, mut services: Services, events: wield_core::EventSink| {
+                // The tool set as it is now; `load_tools` reads the policy
+                // from the services.
+                let current = tools.current();
+                let registry = Arc::clone(&current.registry);
+                let policy = Arc::clone(&current.policy);
+                services.insert(Arc::clone(&policy));
                 let store = Arc::new(crate::approvals_store::FileApprovalStore::new(&workspace));
                 let chain = approval::standard_chain(&config.approval, approval::ApprovalStore::patterns(&*store));
                 // Paths outside the roots are refused before approval is asked.
@@ -257,15 +274,7 @@ impl Runtime {
     /// The tools a model sees with their schemas (the policy's `in` tools;
     /// deferred ones are listed by name only), in name order.
     pub fn visible(&self) -> Vec<Arc<Registered>> {
-        self.registry
-            .list()
-            .filter(|r| {
-                self.policy
-                    .get(&r.tool.spec().name)
-                    .is_some_and(|d| d.status == Status::In)
-            })
-            .cloned()
-            .collect()
+        self.tools.current().visible()
     }
 }
 

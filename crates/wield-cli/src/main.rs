@@ -7,6 +7,7 @@ mod commands;
 mod debug_tools;
 mod shell_hooks;
 mod terminal_approver;
+mod tool_set;
 
 use std::process::ExitCode;
 

@@ -259,6 +259,15 @@ impl Registry {
     pub fn warnings(&self) -> &[SourceWarning] {
         &self.warnings
     }
+
+    /// Record that source `source` is missing its tools, and why (a
+    /// registry rebuilt from sources loaded elsewhere).
+    pub fn warn(&mut self, source: impl Into<String>, message: impl Into<String>) {
+        self.warnings.push(SourceWarning {
+            source: source.into(),
+            message: message.into(),
+        });
+    }
 }
 
 #[cfg(test)]

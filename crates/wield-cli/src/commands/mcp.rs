@@ -69,15 +69,14 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
         Arc::new(move |parts: SessionParts| make(parts.approver, parts.services, parts.events));
 
     // A session lists the policy's visible tools plus the deferred ones it
-    // has loaded with `load_tools`.
-    let visible = rt.visible();
-    let registry = Arc::clone(&rt.registry);
-    let policy = Arc::clone(&rt.policy);
+    // has loaded with `load_tools`, from the tool set as it is now.
+    let shared = rt.tools.clone();
     let catalog: Arc<wield_mcp::ToolCatalog> = Arc::new(move |session: &wield_core::Session| {
-        let mut tools: Vec<Arc<Registered>> = visible.clone();
-        for name in policy.deferred() {
+        let current = shared.current();
+        let mut tools: Vec<Arc<Registered>> = current.visible();
+        for name in current.policy.deferred() {
             if session.is_loaded(name)
-                && let Some(r) = registry.get(name)
+                && let Some(r) = current.registry.get(name)
             {
                 tools.push(Arc::clone(r));
             }
@@ -99,6 +98,25 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
         .approval(approval)
         .workspace(&rt.workspace)
         .build();
+
+    // Bridged servers that change their tools (or start later): a new tool
+    // set, new executors for the sessions' next calls, and list_changed to
+    // every client.
+    if let Some(mcp) = rt.services.get::<McpClients>() {
+        let shared = rt.tools.clone();
+        let server = server.clone();
+        let clients = Arc::downgrade(&mcp);
+        let handle = tokio::runtime::Handle::current();
+        mcp.watch(move || {
+            let Some(clients) = clients.upgrade() else { return };
+            if let Err(e) = shared.rebuild(&clients) {
+                tracing::warn!("cannot update the tool list: {e}");
+                return;
+            }
+            let server = server.clone();
+            handle.spawn(async move { server.tools_changed().await });
+        });
+    }
 
     let Some(options) = http else {
         server.serve_stdio(poll).await?;

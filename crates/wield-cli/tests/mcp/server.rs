@@ -31,6 +31,15 @@ fn bridged_servers_ask_the_stdio_client() {
     python_scenarios("stdio", &["bridged_requests"]);
 }
 
+/// Bridged servers that change their tools, or come up after a failed
+/// start, change what the client lists (with list_changed), over either
+/// transport.
+#[test]
+fn bridged_tool_changes_reach_the_client() {
+    python_scenarios("stdio", &["bridged_list_changed"]);
+    python_scenarios("http", &["bridged_list_changed"]);
+}
+
 #[test]
 fn http_token_host_origin_and_sessions() {
     python_scenarios("http", &["http_security", "http_sessions", "http_delete_mid_call"]);

@@ -13,7 +13,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, ErrorCode, Implementation, SamplingCapability,
 };
-use rmcp::service::{ClientInitializeError, Peer, RequestContext, RoleClient, RunningService};
+use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
@@ -83,6 +83,7 @@ fn no_elicitation() -> ErrorData {
 pub struct BridgeClient {
     server: String,
     front: Option<Arc<dyn FrontEnd>>,
+    on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl BridgeClient {
@@ -91,7 +92,15 @@ impl BridgeClient {
         Self {
             server: server.into(),
             front,
+            on_list_changed: None,
         }
+    }
+
+    /// Called when the server sends `notifications/tools/list_changed`.
+    #[must_use]
+    pub fn on_list_changed(mut self, call: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.on_list_changed = Some(call);
+        self
     }
 }
 
@@ -128,6 +137,12 @@ impl ClientHandler for BridgeClient {
         match &self.front {
             Some(front) if front.elicits() => front.elicit(&self.server, request).await,
             _ => Err(no_elicitation()),
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(call) = &self.on_list_changed {
+            call();
         }
     }
 }
@@ -223,8 +238,15 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Start (or reach) the server and complete the MCP handshake. No timeout
 /// here: the caller bounds the whole start.
-pub async fn connect(config: &ServerConfig, front: Option<Arc<dyn FrontEnd>>) -> Result<Connection, String> {
-    let client = BridgeClient::new(config.name.clone(), front);
+pub async fn connect(
+    config: &ServerConfig,
+    front: Option<Arc<dyn FrontEnd>>,
+    on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+) -> Result<Connection, String> {
+    let mut client = BridgeClient::new(config.name.clone(), front);
+    if let Some(call) = on_list_changed {
+        client = client.on_list_changed(call);
+    }
     match &config.transport {
         Transport::Stdio {
             command,

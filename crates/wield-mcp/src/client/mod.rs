@@ -10,6 +10,13 @@
 //! Tools are named `mcp__NAME__tool` ([`bridge::tool_name`]); a call that
 //! finds its server gone (crashed, closed) starts it again first.
 //!
+//! A long-running front-end (`wield mcp serve`) [`McpClients::watch`]es the
+//! servers: a server's `notifications/tools/list_changed`, or a restart,
+//! has its tools listed again, and a server that failed to start is tried
+//! again in the background (after 1 s, then twice as long each time, at
+//! most every minute); each change of the tool set calls the front-end
+//! back, and [`McpClients::tools`] has the tools as they are now.
+//!
 //! A server may ask its client for a completion (sampling) or for its user's
 //! input (elicitation). wield refuses both with a "not supported" error
 //! unless the front-end hands [`McpClients::with_front_end`] a [`FrontEnd`]
@@ -19,7 +26,7 @@ mod bridge;
 mod config;
 mod connect;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::service::{Peer, RoleClient};
@@ -74,12 +81,22 @@ pub struct ServerStatus {
     pub error: Option<String>,
 }
 
+/// What a watching front-end is called with when the tool set changed.
+type OnChange = Arc<dyn Fn() + Send + Sync>;
+
+/// Longest wait between two tries of a server that failed to start.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// One configured server and its connection.
 pub(crate) struct ServerEntry {
     pub(crate) config: ServerConfig,
     status: Mutex<(ServerState, usize, Option<String>)>,
     conn: tokio::sync::Mutex<Option<Connection>>,
     front: Option<Arc<dyn FrontEnd>>,
+    /// Its tools as last listed.
+    tools: Mutex<Vec<ToolRef>>,
+    /// Set by [`McpClients::watch`], shared by every server.
+    on_change: Arc<OnceLock<OnChange>>,
 }
 
 impl ServerEntry {
@@ -89,13 +106,65 @@ impl ServerEntry {
         s.2 = error;
     }
 
-    fn set_tools(&self, n: usize) {
-        self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = n;
+    fn state(&self) -> ServerState {
+        self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0
     }
 
-    async fn start(&self) -> Result<Connection, String> {
+    fn set_tools(&self, tools: Vec<ToolRef>) {
+        self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = tools.len();
+        *self.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = tools;
+    }
+
+    fn watched(&self) -> bool {
+        self.on_change.get().is_some()
+    }
+
+    /// List the tools again in the background (a watching front-end only),
+    /// and call it back when they changed.
+    fn relist_later(self: &Arc<Self>) {
+        if !self.watched() {
+            return;
+        }
+        let entry = Arc::clone(self);
+        tokio::spawn(async move {
+            match list_tools(&entry).await {
+                Ok(tools) => entry.replace_tools(tools),
+                Err(e) => tracing::warn!("{e}"),
+            }
+        });
+    }
+
+    /// Keep `tools` as the server's tools; a change is told to the front-end.
+    fn replace_tools(&self, tools: Vec<ToolRef>) {
+        let before = self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let changed = before.len() != tools.len()
+            || before
+                .iter()
+                .zip(&tools)
+                .any(|(a, b)| a.spec() != b.spec() || a.traits() != b.traits());
+        self.set_tools(tools);
+        self.set(ServerState::Ready, None);
+        if changed && let Some(call) = self.on_change.get() {
+            tracing::info!("MCP server `{}` changed its tools", self.config.name);
+            call();
+        }
+    }
+
+    async fn start(self: &Arc<Self>) -> Result<Connection, String> {
         let name = &self.config.name;
-        match tokio::time::timeout(self.config.timeout, connect(&self.config, self.front.clone())).await {
+        // The server's `notifications/tools/list_changed` has it listed again.
+        let weak: Weak<ServerEntry> = Arc::downgrade(self);
+        let on_list_changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+            if let Some(entry) = weak.upgrade() {
+                entry.relist_later();
+            }
+        });
+        let connecting = connect(&self.config, self.front.clone(), Some(on_list_changed));
+        match tokio::time::timeout(self.config.timeout, connecting).await {
             Ok(Ok(c)) => Ok(c),
             Ok(Err(e)) => Err(format!("MCP server `{name}` failed to start: {e}")),
             Err(_) => Err(format!(
@@ -106,15 +175,17 @@ impl ServerEntry {
     }
 
     /// The server's peer, restarting the server when it has exited.
-    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+    pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
         let mut conn = self.conn.lock().await;
+        let mut restart = false;
         if let Some(c) = conn.as_ref() {
             if c.is_alive() {
                 return Ok(c.peer());
             }
-            let why = format!("it exited{}", c.stderr.suffix());
+            let why = format!("exited{}", c.stderr.suffix());
             tracing::warn!("MCP server `{}` {why}; restarting it", self.config.name);
             self.set(ServerState::Exited, Some(why));
+            restart = true;
         }
         *conn = None;
         match self.start().await {
@@ -122,6 +193,11 @@ impl ServerEntry {
                 let peer = c.peer();
                 *conn = Some(c);
                 self.set(ServerState::Ready, None);
+                drop(conn);
+                if restart {
+                    // A new process may offer other tools.
+                    self.relist_later();
+                }
                 Ok(peer)
             }
             Err(e) => {
@@ -156,6 +232,7 @@ impl McpClients {
     /// The servers of `configs`, whose sampling and elicitation requests go
     /// to `front` (when it answers them).
     pub fn with_front_end(configs: Vec<ServerConfig>, front: Option<Arc<dyn FrontEnd>>) -> Arc<Self> {
+        let on_change = Arc::new(OnceLock::new());
         let servers = configs
             .into_iter()
             .map(|config| {
@@ -169,10 +246,52 @@ impl McpClients {
                     status: Mutex::new((state, 0, None)),
                     conn: tokio::sync::Mutex::new(None),
                     front: front.clone(),
+                    tools: Mutex::new(Vec::new()),
+                    on_change: Arc::clone(&on_change),
                 })
             })
             .collect();
         Arc::new(Self { servers })
+    }
+
+    /// For a long-running front-end: from now on, list a server's tools
+    /// again when it says they changed or when it was restarted, try the
+    /// servers that failed to start again in the background, and call
+    /// `on_change` whenever the tool set changed ([`McpClients::tools`]).
+    /// Only the first call counts.
+    pub fn watch(self: &Arc<Self>, on_change: impl Fn() + Send + Sync + 'static) {
+        let Some(first) = self.servers.first() else {
+            return;
+        };
+        if first.on_change.set(Arc::new(on_change)).is_err() {
+            return;
+        }
+        for entry in self
+            .servers
+            .iter()
+            .filter(|e| e.config.enabled && e.state() == ServerState::Failed)
+        {
+            let weak = Arc::downgrade(entry);
+            tokio::spawn(retry(weak));
+        }
+    }
+
+    /// Every tool of every server that is ready, as `(source, tool)` with
+    /// the source named as in [`McpClients::add_sources`] (`mcp:NAME`).
+    pub fn tools(&self) -> Vec<(String, ToolRef)> {
+        self.servers
+            .iter()
+            .filter(|e| e.config.enabled)
+            .flat_map(|e| {
+                let source = format!("mcp:{}", e.config.name);
+                e.tools
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter()
+                    .map(|t| (source.clone(), Arc::clone(t)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -198,7 +317,7 @@ impl McpClients {
                     tokio::spawn(async move {
                         match list_tools(&entry).await {
                             Ok(tools) => {
-                                entry.set_tools(tools.len());
+                                entry.set_tools(tools.clone());
                                 for t in tools {
                                     register.register(t);
                                 }
@@ -235,6 +354,27 @@ impl McpClients {
                 }
             })
             .collect()
+    }
+}
+
+/// Try a server that failed to start again, waiting 1 s, then twice as long
+/// each time (at most [`RETRY_MAX`]), until it starts or is dropped.
+async fn retry(entry: Weak<ServerEntry>) {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        tokio::time::sleep(wait).await;
+        let Some(e) = entry.upgrade() else { return };
+        match list_tools(&e).await {
+            Ok(tools) => {
+                tracing::info!("MCP server `{}` started on a later try", e.config.name);
+                e.replace_tools(tools);
+                return;
+            }
+            Err(why) => {
+                e.set(ServerState::Failed, Some(why));
+                wait = (wait * 2).min(RETRY_MAX);
+            }
+        }
     }
 }
 

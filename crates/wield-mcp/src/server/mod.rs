@@ -69,6 +69,19 @@ pub enum ApprovalMode {
     AskClient,
 }
 
+impl Inner {
+    /// The connected clients, after adding `new` (closed ones are dropped).
+    pub(crate) fn live_peers(
+        &self,
+        new: Option<rmcp::service::Peer<rmcp::RoleServer>>,
+    ) -> Vec<rmcp::service::Peer<rmcp::RoleServer>> {
+        let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        peers.retain(|p| !p.is_transport_closed());
+        peers.extend(new);
+        peers.clone()
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) factory: Arc<ExecutorFactory>,
     pub(crate) catalog: Arc<ToolCatalog>,
@@ -79,6 +92,12 @@ pub(crate) struct Inner {
     pub(crate) instructions: Option<String>,
     pub(crate) sessions: AtomicU64,
     pub(crate) forward: Option<Arc<ForwardToClient>>,
+    /// Bumped by [`McpServer::tools_changed`]: a session whose executor is
+    /// older builds a new one on its next call.
+    pub(crate) generation: AtomicU64,
+    /// The clients to tell when the tools change (closed ones are dropped
+    /// as they are found).
+    pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
 }
 
 /// Serves wield's tools to MCP clients. Cheap to clone.
@@ -159,6 +178,8 @@ impl McpServerBuilder {
                 instructions: self.instructions,
                 sessions: AtomicU64::new(0),
                 forward: self.forward,
+                generation: AtomicU64::new(0),
+                peers: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -174,6 +195,18 @@ impl McpServer {
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             forward: None,
+        }
+    }
+
+    /// The tools changed (a bridged server listed new ones): sessions build
+    /// new executors on their next call, and every connected client gets
+    /// `notifications/tools/list_changed` and lists again through the
+    /// [`ToolCatalog`].
+    pub async fn tools_changed(&self) {
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        let peers = self.inner.live_peers(None);
+        for peer in peers {
+            let _ = peer.notify_tool_list_changed().await;
         }
     }
 

@@ -42,6 +42,8 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 struct Prepared {
     executor: Executor,
     progress: Arc<ProgressRouter>,
+    /// The server's tool generation it was built at.
+    generation: u64,
 }
 
 /// Syslog order, least severe first, for comparing levels.
@@ -96,7 +98,8 @@ impl SessionHandler {
     async fn prepared(&self, peer: &Peer<RoleServer>) -> Arc<Prepared> {
         let mut slot = self.prepared.lock().await;
         let stale = self.roots_changed.swap(false, Ordering::AcqRel);
-        if let Some(p) = slot.as_ref().filter(|_| !stale) {
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        if let Some(p) = slot.as_ref().filter(|p| !stale && p.generation == generation) {
             return Arc::clone(p);
         }
         let mut services = self.inner.services.clone();
@@ -151,7 +154,11 @@ impl SessionHandler {
             services,
             events,
         });
-        let p = Arc::new(Prepared { executor, progress });
+        let p = Arc::new(Prepared {
+            executor,
+            progress,
+            generation,
+        });
         *slot = Some(Arc::clone(&p));
         p
     }
@@ -255,6 +262,11 @@ impl ServerHandler for SessionHandler {
     ) -> Result<(), ErrorData> {
         self.log_level.store(severity(request.level), Ordering::Relaxed);
         Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Told when the tools change.
+        self.inner.live_peers(Some(context.peer));
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {

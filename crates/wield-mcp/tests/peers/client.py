@@ -925,6 +925,52 @@ async def bridged_requests(fx: Fixture) -> None:
         expect("client error" in text_of(r) and "not supported" in text_of(r), f"ask_model, no sampling: {r}")
 
 
+async def bridged_list_changed(fx: Fixture) -> None:
+    """Bridged servers whose tools change reach this client: a server's
+    notifications/tools/list_changed, and a server that was down at start and
+    comes up later, each end in notifications/tools/list_changed here and the
+    new tools listed and callable."""
+    peer = Path(__file__).resolve().parent / "server.py"
+    flag = fx.base / "late-is-ready"
+    fx.config(
+        f'[mcp.servers.peer]\ncommand = "{sys.executable}"\nargs = ["{peer}"]\ntimeout = "30s"\n'
+        f'[mcp.servers.late]\ncommand = "{sys.executable}"\nargs = ["{peer}"]\ntimeout = "30s"\n'
+        f'env = {{ PEER_NEEDS = "{flag}" }}\n'
+        '[approval]\nauto_approve = ["$standard", "mcp__peer__*", "mcp__late__*"]\n'
+    )
+    changes = [0]
+    changed = anyio.Event()
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changes[0] += 1
+            changed.set()
+
+    async def names(s: ClientSession) -> set[str]:
+        return {t.name for t in (await s.list_tools()).tools}
+
+    async with fx.session(message_handler=on_message) as s:
+        listed = await names(s)
+        expect("mcp__peer__where" in listed and not any(n.startswith("mcp__late__") for n in listed), f"{listed}")
+        r = await call(s, "mcp__peer__add_tool", {"name": "fresh"})
+        expect(not r.is_error and text_of(r) == "added fresh", f"add_tool: {r}")
+        with anyio.fail_after(10):
+            await changed.wait()
+        expect("mcp__peer__fresh" in await names(s), "the new tool is not listed")
+        r = await call(s, "mcp__peer__fresh", {})
+        expect(not r.is_error and text_of(r) == "I am fresh", f"the new tool: {r}")
+
+        # The server that was down comes up: tried again in the background.
+        changed = anyio.Event()
+        flag.write_text("ready")
+        with anyio.fail_after(20):
+            while "mcp__late__where" not in await names(s):
+                await changed.wait()
+                changed = anyio.Event()
+        r = await call(s, "mcp__late__where", {})
+        expect(not r.is_error and "cwd" in text_of(r), f"the late server: {r}")
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -944,6 +990,7 @@ SCENARIOS = {
         http_delete_mid_call,
         everything_restart,
         bridged_requests,
+        bridged_list_changed,
     ]
 }
 

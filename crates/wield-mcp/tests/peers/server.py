@@ -9,7 +9,12 @@ Tools that show what wield's client gives a server and how it answers one:
 - `ask_user`: asks the client's user for input (form elicitation);
 - `read.file` and `read_file`: two names that meet once `.` is made API-safe;
 - `pause`: sleeps, with a `timeout` argument of its own (milliseconds) that
-  is the server's business, not wield's.
+  is the server's business, not wield's;
+- `add_tool`: adds a tool while running and tells the client its list
+  changed (`notifications/tools/list_changed`).
+
+With PEER_NEEDS=PATH in its environment it refuses to start (exit 1) until
+that file exists: a server that is down at first and comes up later.
 
 `ask_model` and `ask_user` return what the client answered, or the error it
 sent, as text.
@@ -92,5 +97,20 @@ async def pause(seconds: float, timeout: int) -> str:
     return f"slept {seconds}s (timeout argument {timeout} ms)"
 
 
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool `name` that says who it is, and tell the client."""
+
+    def made() -> str:
+        return f"I am {name}"
+
+    server.add_tool(made, name=name, description=f"Added at run time: {name}")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
 if __name__ == "__main__":
+    needs = os.environ.get("PEER_NEEDS")
+    if needs and not os.path.exists(needs):
+        raise SystemExit(f"not yet: {needs} is missing")
     server.run()

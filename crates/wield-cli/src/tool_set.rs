@@ -1,0 +1,96 @@
+//! The tool set of a front-end: the registry and the policy decided over
+//! it. A long-running front-end (`wield mcp serve`) replaces it whole when a
+//! bridged MCP server changes its tools; what was built from the old one
+//! (a running call's executor) goes on with it.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use wield_core::policy::{PolicyBuilder, PolicyOptions, Status, ToolPolicy};
+use wield_core::{Config, Registered, Registry, ToolRef};
+use wield_mcp::{McpClients, ServerState};
+
+/// A registry and its policy.
+pub struct ToolSet {
+    pub registry: Arc<Registry>,
+    pub policy: Arc<ToolPolicy>,
+}
+
+impl ToolSet {
+    /// The tools a model sees with their schemas (the policy's `in` tools;
+    /// deferred ones are listed by name only), in name order.
+    pub fn visible(&self) -> Vec<Arc<Registered>> {
+        self.registry
+            .list()
+            .filter(|r| {
+                self.policy
+                    .get(&r.tool.spec().name)
+                    .is_some_and(|d| d.status == Status::In)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// The built-in tools (and the debug tools when `WIELD_DEBUG_TOOLS=1`).
+pub fn local_tools() -> Vec<ToolRef> {
+    let mut tools = wield_tools::builtin_tools();
+    if std::env::var_os("WIELD_DEBUG_TOOLS").is_some_and(|v| v == "1") {
+        tools.extend(crate::debug_tools::tools());
+    }
+    tools
+}
+
+/// The current [`ToolSet`], shared by everything that builds executors and
+/// lists tools.
+#[derive(Clone)]
+pub struct SharedTools {
+    current: Arc<RwLock<Arc<ToolSet>>>,
+    config: Arc<Config>,
+    options: PolicyOptions,
+    /// One rebuild at a time, so the last one stored saw every change.
+    rebuilding: Arc<Mutex<()>>,
+}
+
+impl SharedTools {
+    pub fn new(first: ToolSet, config: Arc<Config>, options: PolicyOptions) -> Self {
+        Self {
+            current: Arc::new(RwLock::new(Arc::new(first))),
+            config,
+            options,
+            rebuilding: Arc::new(Mutex::new(())),
+        }
+    }
+
+    pub fn current(&self) -> Arc<ToolSet> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// A new tool set from the local tools and the bridged servers' tools
+    /// as they are now (a server that is down is a warning, as at start).
+    pub fn rebuild(&self, mcp: &McpClients) -> Result<(), String> {
+        let _one = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = Registry::new();
+        registry
+            .register_many(local_tools())
+            .map_err(|e| format!("registering the built-in tools: {e}"))?;
+        for (source, tool) in mcp.tools() {
+            if let Err(e) = registry.register_from(tool, &source) {
+                registry.warn(source, e.to_string());
+            }
+        }
+        for s in mcp.status() {
+            if let (ServerState::Failed | ServerState::Exited, Some(why)) = (s.state, &s.error) {
+                registry.warn(format!("mcp:{}", s.name), why.clone());
+            }
+        }
+        let policy = PolicyBuilder::from_config(&self.config, &self.options)
+            .map_err(|e| e.to_string())?
+            .build(&registry);
+        let set = ToolSet {
+            registry: Arc::new(registry),
+            policy: Arc::new(policy),
+        };
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
+        Ok(())
+    }
+}
