@@ -1,0 +1,143 @@
+"""What every scenario of `client.py` builds on: a fixture directory and a
+`wield mcp serve` session over stdio or HTTP, on the official Python MCP SDK."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+SECRET = "TOP-SECRET-CONTENT"
+
+
+class Fixture:
+    def __init__(self, wield: str, transport: str):
+        self.wield = wield
+        self.transport = transport
+        self.base = Path(tempfile.mkdtemp(prefix="wield-mcp-")).resolve()
+        for d in ["ws/sub", "outside", "ws-evil", "home/.config", "tmp"]:
+            (self.base / d).mkdir(parents=True, exist_ok=True)
+        self.ws = self.base / "ws"
+        (self.base / "outside/secret.txt").write_text(SECRET)
+        (self.base / "ws-evil/secret.txt").write_text(SECRET)
+        (self.ws / "a.txt").write_text("hello from a\nthe needle is here\n")
+        (self.ws / "sub/b.txt").write_text("another needle\n")
+        os.symlink(self.base / "outside", self.ws / "link")
+        self.config_lines: list[str] = []
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def config(self, text: str) -> None:
+        (self.ws / ".wield").mkdir(exist_ok=True)
+        (self.ws / ".wield/config.toml").write_text(text)
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("WIELD_") or k in ("WIELD_DEBUG_TOOLS",)
+        }
+        env.update(
+            {
+                "HOME": str(self.base / "home"),
+                "XDG_CONFIG_HOME": str(self.base / "home/.config"),
+                "TMPDIR": str(self.base / "tmp"),
+                "RUST_BACKTRACE": "0",
+                "WIELD_DEBUG_TOOLS": "1",
+            }
+        )
+        env.update(extra or {})
+        return env
+
+    def args(self, flags: list[str]) -> list[str]:
+        return ["-C", str(self.ws), *flags, "mcp", "serve"]
+
+    @asynccontextmanager
+    async def session(self, flags: list[str] | None = None, **callbacks):
+        flags = flags or []
+        if self.transport == "stdio":
+            params = StdioServerParameters(command=self.wield, args=self.args(flags), env=self.env())
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, **callbacks) as s:
+                    await s.initialize()
+                    yield s
+        else:
+            with HttpServer(self, flags) as url:
+                async with streamable_http_client(url) as (read, write):
+                    async with ClientSession(read, write, **callbacks) as s:
+                        await s.initialize()
+                        yield s
+
+
+class HttpServer:
+    """`wield mcp serve --http 127.0.0.1:0`; yields the /mcp URL."""
+
+    def __init__(
+        self,
+        fx: Fixture,
+        flags: list[str],
+        extra: list[str] | None = None,
+        env: dict | None = None,
+        bind: str = "127.0.0.1:0",
+    ):
+        self.fx = fx
+        self.cmd = [fx.wield, *fx.args(flags), "--http", bind, *(extra or [])]
+        self.env = fx.env(env)
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            self.cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            if "serving MCP on " in line:
+                url = line.split("serving MCP on ", 1)[1].split()[0]
+                return url
+        raise AssertionError(f"wield did not start an HTTP server: {self.proc.stderr.read()}")
+
+    def __exit__(self, *exc) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def expect(cond: bool, what: str) -> None:
+    if not cond:
+        raise AssertionError(what)
+
+
+async def call(s: ClientSession, name: str, args: dict, **kw) -> types.CallToolResult:
+    return await s.call_tool(name, args, **kw)
+
+
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+

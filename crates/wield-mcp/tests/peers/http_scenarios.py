@@ -1,0 +1,284 @@
+"""Scenarios of `client.py` for `wield mcp serve --http` only: raw requests,
+tokens, Host and Origin, sessions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from fixture import Fixture, HttpServer, alive, call, expect, text_of
+
+
+def post(url: str, headers: dict[str, str] | None = None) -> int:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
+    ).encode()
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    req = urllib.request.Request(url, data=body, headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def rpc(url: str, body: dict, session: str | None = None) -> tuple[int, str, str | None]:
+    """One JSON-RPC POST: (status, body text, the Mcp-Session-Id header)."""
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        h["Mcp-Session-Id"] = session
+        h["Mcp-Protocol-Version"] = "2025-11-25"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status, resp.read().decode(), resp.headers.get("Mcp-Session-Id")
+
+
+def open_and_call(url: str) -> str:
+    """A raw streamable-HTTP session that stays open after reading a.txt."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    status, _, session = rpc(url, init)
+    expect(status == 200 and session, f"initialize: {status} {session}")
+    rpc(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    call_read = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}}
+    status, text, _ = rpc(url, call_read, session)
+    expect(status == 200 and "the needle is here" in text, f"call in a raw session: {status} {text[:200]}")
+    return session
+
+
+def delete_session(url: str, session: str) -> int:
+    h = {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+    req = urllib.request.Request(url, headers=h, method="DELETE")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def http_delete_mid_call(fx: Fixture) -> None:
+    """Ending a session (DELETE) while a call runs kills the call's processes
+    and the session's background processes, and frees the session."""
+    fg, bg = fx.ws / "fg.pid", fx.ws / "bg.pid"
+    with HttpServer(fx, ["--yes"]) as url:
+        session = open_and_call(url)
+
+        def call_tool(n: int, name: str, command: str) -> tuple[int, str, str | None]:
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": {"command": command}}}
+            return rpc(url, body, session)
+
+        status, text, _ = call_tool(3, "process_start", f"sleep 301 & echo $! > {bg}; wait")
+        expect(status == 200 and "started p1" in text, f"process_start: {status} {text[:300]}")
+        running = threading.Thread(target=lambda: _ignore(lambda: call_tool(4, "bash", f"sleep 302 & echo $! > {fg}; wait")))
+        running.daemon = True
+        running.start()
+        deadline = time.time() + 15
+        while not (fg.exists() and fg.read_text().strip() and bg.exists() and bg.read_text().strip()):
+            expect(time.time() < deadline, "the commands never started")
+            await anyio.sleep(0.05)
+        pids = [int(fg.read_text()), int(bg.read_text())]
+        expect(all(alive(p) for p in pids), "the commands are not running")
+        started = time.time()
+        status = delete_session(url, session)
+        expect(status == 200, f"DELETE: {status} after {time.time() - started:.1f}s")
+        deadline = time.time() + 30
+        while any(alive(p) for p in pids) and time.time() < deadline:
+            await anyio.sleep(0.1)
+        left = [p for p in pids if alive(p)]
+        expect(not left, f"processes outlived their session by {time.time() - started:.1f}s: {left}")
+        status = delete_session(url, session)
+        expect(status == 404, f"a deleted session is still known: {status}")
+
+
+def _ignore(f) -> None:
+    try:
+        f()
+    except Exception:  # noqa: BLE001 - the call's connection ends with its session
+        pass
+
+
+def raw_post(url: str, data: bytes) -> tuple[int, dict]:
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    req = urllib.request.Request(url, data=data, headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, {}
+    except urllib.error.HTTPError as e:
+        body = e.read().decode()
+        return e.code, json.loads(body) if body.startswith("{") else {"text": body}
+
+
+async def http_security(fx: Fixture) -> None:
+    """Bearer token, Host and Origin checks."""
+    with HttpServer(fx, [], ["--token", "s3cret"]) as url:
+        expect(post(url) == 401, "no token accepted")
+        expect(post(url, {"Authorization": "Bearer wrong"}) == 401, "wrong token accepted")
+        expect(post(url, {"Authorization": "Bearer s3cret"}) == 200, "right token refused")
+        expect(post(url, {"Authorization": "BEARER s3cret"}) == 200, "the scheme is case-insensitive")
+        expect(post(url, {"Authorization": "Basic s3cret"}) == 401, "another scheme accepted")
+    with HttpServer(fx, [], env={"WIELD_MCP_TOKEN": "from-env"}) as url:
+        expect(post(url) == 401, "WIELD_MCP_TOKEN not enforced")
+        expect(post(url, {"Authorization": "Bearer from-env"}) == 200, "WIELD_MCP_TOKEN refused")
+    with HttpServer(fx, []) as url:
+        port = url.split(":")[2].split("/")[0]
+        expect(post(url) == 200, "plain loopback request refused")
+        expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted")
+        expect(post(url, {"Origin": "http://evil.example.com"}) == 403, "foreign Origin accepted")
+        # Malformed messages get JSON-RPC errors (400), to their id when it can be read.
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","id":1,')
+        expect(status == 400 and body["error"]["code"] == -32700 and body["id"] is None, f"truncated: {status} {body}")
+        status, body = raw_post(url, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+        expect(status == 400 and body["error"]["code"] == -32600 and "batch" in body["error"]["message"], f"batch: {body}")
+        bad = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "read", "arguments": [1, 2]}}
+        status, body = raw_post(url, json.dumps(bad).encode())
+        expect(status == 400 and body["id"] == 7 and body["error"]["code"] == -32602, f"bad params: {status} {body}")
+        expect("tools/call" in body["error"]["message"], f"bad params: {body}")
+        status, body = raw_post(url, b'{"jsonrpc":"1.0","id":"x","method":"ping"}')
+        expect(status == 400 and body["id"] == "x" and body["error"]["code"] == -32600, f"not 2.0: {status} {body}")
+        expect(post(url, {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200, "localhost refused")
+    with HttpServer(fx, [], ["--allow-host", "mcp.internal,other.internal"]) as url:
+        port = url.split(":")[2].split("/")[0]
+        expect(post(url, {"Host": f"mcp.internal:{port}"}) == 200, "--allow-host name refused")
+        expect(post(url, {"Origin": "https://other.internal"}) == 200, "--allow-host origin refused")
+        expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted with --allow-host")
+    # On every interface: addresses and allowed names as Host, nothing else;
+    # an Origin must be loopback, allowed, or the Host itself.
+    with HttpServer(fx, [], ["--token", "t0k", "--allow-host", "mcp.internal"], bind="0.0.0.0:0") as url:
+        port = url.split(":")[2].split("/")[0]
+        auth = {"Authorization": "Bearer t0k"}
+        expect(post(url, auth) == 200, "0.0.0.0: 127.0.0.1 refused")
+        expect(post(url, {**auth, "Host": f"10.9.8.7:{port}"}) == 200, "0.0.0.0: an address as Host refused")
+        expect(post(url, {**auth, "Host": f"mcp.internal:{port}"}) == 200, "0.0.0.0: an allowed name refused")
+        expect(post(url, {**auth, "Host": f"evil.example.com:{port}"}) == 403, "0.0.0.0: rebinding Host accepted")
+        same = {**auth, "Host": f"10.9.8.7:{port}", "Origin": f"http://10.9.8.7:{port}"}
+        expect(post(url, same) == 200, "0.0.0.0: same-origin request refused")
+        foreign = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://evil.example.com"}
+        expect(post(url, foreign) == 403, "0.0.0.0: foreign Origin accepted")
+        other_port = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://10.9.8.7:9"}
+        expect(post(url, other_port) == 403, "0.0.0.0: an Origin on another port of the Host accepted")
+        expect(post(url, {"Host": f"10.9.8.7:{port}"}) == 401, "0.0.0.0: no token accepted")
+    # A non-loopback address without a token is refused at start.
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"], env=fx.env(), capture_output=True, text=True, timeout=20
+    )
+    expect(p.returncode == 2 and "token" in p.stderr, f"non-loopback without token: {p.returncode} {p.stderr}")
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0", "--token", "  "],
+        env=fx.env(),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    expect(p.returncode == 2 and "token" in p.stderr, f"a blank token: {p.returncode} {p.stderr}")
+
+
+async def http_sessions(fx: Fixture) -> None:
+    """Many concurrent sessions, each with its own state; the session cap holds."""
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "12"]) as url:
+        results: list[str] = []
+
+        async def one(i: int) -> None:
+            async with streamable_http_client(url) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    r = await call(s, "calculator", {"expression": f"{i} * 2"})
+                    expect(not r.is_error, f"session {i}: {r}")
+                    results.append(text_of(r).strip())
+                    await anyio.sleep(0.5)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(one, i)
+        expect(sorted(results, key=float) == [str(i * 2) for i in range(10)], f"results: {results}")
+
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "2"]) as url:
+        async with anyio.create_task_group() as tg:
+            opened = anyio.Event()
+            release = anyio.Event()
+            count = 0
+
+            async def hold() -> None:
+                nonlocal count
+                async with streamable_http_client(url) as (read, write):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        count += 1
+                        if count == 2:
+                            opened.set()
+                        await release.wait()
+
+            tg.start_soon(hold)
+            tg.start_soon(hold)
+            await opened.wait()
+            expect(post(url) == 503, "a third session was not refused with 503 beyond --max-sessions 2")
+            release.set()
+
+    # An idle session closes and frees its slot.
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "1", "--session-idle", "1s"]) as url:
+        session = open_and_call(url)
+        expect(post(url) == 503, "a second session was accepted beyond --max-sessions 1")
+        time.sleep(2.5)
+        again = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "calculator", "arguments": {"expression": "1"}}}
+        try:
+            status = rpc(url, again, session)[0]
+        except urllib.error.HTTPError as e:
+            status = e.code
+        expect(status == 404, f"an idle session answered after --session-idle: {status}")
+        expect(post(url) == 200, "the idle session's slot was not freed")
+    # A call that runs longer than the idle time keeps its session open.
+    with HttpServer(fx, ["--yes"], ["--session-idle", "1s"]) as url:
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                r = await call(s, "bash", {"command": "sleep 2.5; echo still here"})
+                expect(not r.is_error and "still here" in text_of(r), f"a long call in a short-idle session: {r}")
+                r = await call(s, "calculator", {"expression": "2+2"})
+                expect(not r.is_error and "4" in text_of(r), f"the session after the long call: {r}")
+    # --allow-host takes bare names only.
+    p = subprocess.run(
+        [fx.wield, *fx.args([]), "--http", "127.0.0.1:0", "--allow-host", "mcp.internal:8443"],
+        env=fx.env(),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    expect(p.returncode == 2 and "--allow-host" in p.stderr and "port" in p.stderr, f"bad --allow-host: {p.returncode} {p.stderr}")
+
+    # Memory per session is bounded: 200 more open sessions, each of which
+    # has made a call (so its executor and session state exist), cost the
+    # server well under 256 KiB each.
+    server = HttpServer(fx, ["--yes"], ["--max-sessions", "300"])
+    with server as url:
+        assert server.proc is not None
+
+        def rss_kib() -> int:
+            with open(f"/proc/{server.proc.pid}/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+        for _ in range(10):
+            open_and_call(url)
+        before = rss_kib()
+        for _ in range(200):
+            open_and_call(url)
+        grown = rss_kib() - before
+        expect(grown < 200 * 256, f"200 sessions grew the server by {grown} KiB")
+
+
