@@ -22,19 +22,23 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{
-    ApprovalAnswer, ApprovalCall, ApprovalRequest, ApprovalStore, Approver, Decision, HeadlessApprover, ResolverChain,
-    Scope, derive_pattern,
+    ApprovalAnswer, ApprovalCall, ApprovalRequest, ApprovalStore, Approver, Decision, ResolverChain, Scope,
+    derive_pattern,
 };
 use crate::config::{Config, parse_duration};
 use crate::context::{Context, Services, Session};
 use crate::events::{AuditLog, Event, EventSink};
 use crate::hooks::{Hook, HookCall};
 use crate::names::closest_n;
-use crate::policy::{AllVisible, Visibility};
+use crate::policy::Visibility;
 use crate::registry::{Registered, Registry};
 use crate::schema::{fill_nullable, validation_message};
 use crate::tool::{Access, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, ToolRef, ToolResult};
 use crate::truncate::{Limits, truncate_head};
+
+mod builder;
+
+pub use builder::ExecutorBuilder;
 
 /// One call requested by a model (or a person).
 #[derive(Clone, Debug, PartialEq)]
@@ -63,142 +67,6 @@ pub trait PathGuard: Send + Sync {
 
 /// Margin given to tools that enforce their own timeout.
 const SELF_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
-
-pub struct ExecutorBuilder {
-    registry: Arc<Registry>,
-    config: Arc<Config>,
-    workspace: PathBuf,
-    chain: Option<ResolverChain>,
-    approver: Arc<dyn Approver>,
-    store: Option<Arc<dyn ApprovalStore>>,
-    events: EventSink,
-    services: Services,
-    visibility: Arc<dyn Visibility>,
-    hooks: Vec<Arc<dyn Hook>>,
-    path_guard: Option<Arc<dyn PathGuard>>,
-    audit: Option<Arc<AuditLog>>,
-    sandboxed: bool,
-}
-
-impl ExecutorBuilder {
-    pub fn new(registry: Arc<Registry>, config: Arc<Config>, workspace: impl Into<PathBuf>) -> Self {
-        Self {
-            registry,
-            config,
-            workspace: workspace.into(),
-            chain: None,
-            approver: Arc::new(HeadlessApprover),
-            store: None,
-            events: EventSink::default(),
-            services: Services::new(),
-            visibility: Arc::new(AllVisible),
-            hooks: Vec::new(),
-            path_guard: None,
-            audit: None,
-            sandboxed: false,
-        }
-    }
-
-    #[must_use]
-    pub fn chain(mut self, chain: ResolverChain) -> Self {
-        self.chain = Some(chain);
-        self
-    }
-
-    #[must_use]
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = approver;
-        self
-    }
-
-    #[must_use]
-    pub fn store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    #[must_use]
-    pub fn events(mut self, events: EventSink) -> Self {
-        self.events = events;
-        self
-    }
-
-    #[must_use]
-    pub fn services(mut self, services: Services) -> Self {
-        self.services = services;
-        self
-    }
-
-    #[must_use]
-    pub fn visibility(mut self, visibility: Arc<dyn Visibility>) -> Self {
-        self.visibility = visibility;
-        self
-    }
-
-    #[must_use]
-    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
-        self.hooks.push(hook);
-        self
-    }
-
-    #[must_use]
-    pub fn path_guard(mut self, guard: Arc<dyn PathGuard>) -> Self {
-        self.path_guard = Some(guard);
-        self
-    }
-
-    #[must_use]
-    pub fn audit(mut self, audit: Arc<AuditLog>) -> Self {
-        self.audit = Some(audit);
-        self
-    }
-
-    /// Whether a process sandbox is active (for the sandbox resolver).
-    #[must_use]
-    pub fn sandboxed(mut self, sandboxed: bool) -> Self {
-        self.sandboxed = sandboxed;
-        self
-    }
-
-    pub fn build(self) -> Executor {
-        let chain = self
-            .chain
-            .unwrap_or_else(|| crate::approval::standard_chain(&self.config.approval, Vec::new()));
-        let tool_configs = self
-            .registry
-            .list()
-            .map(|r| {
-                let name = r.tool.spec().name.clone();
-                let table = Arc::new(self.config.table_at(&name));
-                (name, table)
-            })
-            .collect();
-        let limits = Limits {
-            max_lines: self.config.truncation.max_lines,
-            max_bytes: self.config.truncation.max_bytes,
-        };
-        Executor {
-            registry: self.registry,
-            max_parallel: self.config.executor.max_parallel.max(1),
-            running: Arc::new(tokio::sync::Semaphore::new(self.config.executor.max_parallel.max(1))),
-            default_timeout: self.config.executor.timeout,
-            config: self.config,
-            workspace: self.workspace,
-            chain,
-            approver: self.approver,
-            store: self.store,
-            events: self.events,
-            services: Arc::new(self.services),
-            visibility: self.visibility,
-            hooks: self.hooks,
-            path_guard: self.path_guard,
-            audit: self.audit,
-            sandboxed: self.sandboxed,
-            tool_configs,
-            limits,
-        }
-    }
-}
 
 /// Runs batches of calls through the pipeline.
 pub struct Executor {
