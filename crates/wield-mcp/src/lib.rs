@@ -29,5 +29,5 @@ pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport}
 pub use error::McpError;
 pub use server::{
     ApprovalMode, DEFAULT_POLL_US, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer, SessionParts,
-    ToolCatalog, push_json_string,
+    ToolCatalog, WeakMcpServer, push_json_string,
 };

@@ -51,9 +51,8 @@ pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: boo
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
+        super::stop_signal().await;
+        on_signal.cancel();
     });
     let result = executor
         .run_one(Call::new("call-1", tool, input), &session, &cancel)

@@ -103,33 +103,41 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
     // set, new executors for the sessions' next calls, and list_changed to
     // every client.
     if let Some(mcp) = rt.services.get::<McpClients>() {
+        // Weak references: the servers hold this callback, and the MCP
+        // server holds the servers (in its services); a cycle would keep
+        // the bridged servers' processes alive past wield's exit.
         let shared = rt.tools.clone();
-        let server = server.clone();
+        let server = server.downgrade();
         let clients = Arc::downgrade(&mcp);
         let handle = tokio::runtime::Handle::current();
         mcp.watch(move || {
-            let Some(clients) = clients.upgrade() else { return };
+            let (Some(clients), Some(server)) = (clients.upgrade(), server.upgrade()) else {
+                return;
+            };
             if let Err(e) = shared.rebuild(&clients) {
                 tracing::warn!("cannot update the tool list: {e}");
                 return;
             }
-            let server = server.clone();
             handle.spawn(async move { server.tools_changed().await });
         });
     }
 
     let Some(options) = http else {
-        server.serve_stdio(poll).await?;
+        // SIGINT or SIGTERM ends the session like the end of its input:
+        // wield returns, and the bridged servers are stopped with it.
+        tokio::select! {
+            served = server.serve_stdio(poll) => served?,
+            () = super::stop_signal() => {}
+        }
         return Ok(ExitCode::SUCCESS);
     };
     let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
     let local = running.local_addr();
-    eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C stops)");
+    eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C or SIGTERM stops)");
     let stop = running.shutdown_token();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
+        super::stop_signal().await;
+        stop.cancel();
     });
     running.wait().await?;
     Ok(ExitCode::SUCCESS)

@@ -62,6 +62,21 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// SIGINT (Ctrl-C) or SIGTERM: a command stops what it does and returns,
+/// so everything it started (bridged MCP servers with their process groups,
+/// commands) is stopped on the way out. Never resolves if no handler can
+/// be installed.
+pub async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
 fn init_tracing() {
     // Warnings (a failed resolver, an unreachable source) go to stderr; set
     // WIELD_LOG=debug for more.

@@ -1,6 +1,7 @@
 //! wield's MCP client: external servers as `mcp__NAME__*` tools.
 
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -486,4 +487,82 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
         output.contains("client error") && output.contains("elicitation is not supported"),
         "{v}"
     );
+}
+
+/// What a bridged server starts itself (here a `sleep` beside the server,
+/// as `npx` and shell wrappers do) is stopped with it when wield is done:
+/// after `wield call`, after `wield mcp serve` reaches the end of its input,
+/// and after `wield mcp serve` gets SIGTERM.
+#[test]
+fn a_bridged_servers_children_end_with_wield() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let ws = Ws::new("");
+    let dir = ws.ws();
+    std::fs::copy(
+        repo_root().join("crates/wield-mcp/tests/peers/server.py"),
+        dir.join("peer.py"),
+    )
+    .unwrap();
+    let config = format!(
+        "[approval]\nauto_approve = [\"$standard\", \"mcp__g__*\"]\n\n\
+         [mcp.servers.g]\ncommand = \"sh\"\n\
+         args = [\"-c\", \"sleep 300 & echo $! > child.pid; exec {} peer.py\"]\n",
+        python().display()
+    );
+    std::fs::write(dir.join(".wield/config.toml"), config).unwrap();
+    let child = || -> u32 {
+        let text = std::fs::read_to_string(dir.join("child.pid")).unwrap();
+        std::fs::remove_file(dir.join("child.pid")).unwrap();
+        text.trim().parse().unwrap()
+    };
+    let gone = |pid: u32| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+            let dead = stat.map_or(true, |s| {
+                s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+            });
+            if dead {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    let out = ws.wield().args(["call", "--json", "mcp__g__where"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true, "{v}");
+    let pid = child();
+    assert!(gone(pid), "after wield call, the server's child {pid} still runs");
+
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    for how in ["end of input", "SIGTERM"] {
+        let mut serve = ws
+            .command()
+            .args(["mcp", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = serve.stdin.take().unwrap();
+        writeln!(input, "{init}").unwrap();
+        let mut reply = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(serve.stdout.take().unwrap()), &mut reply).unwrap();
+        assert!(reply.contains("serverInfo"), "{reply}");
+        let pid = child();
+        if how == "SIGTERM" {
+            let _ = Command::new("kill").arg(serve.id().to_string()).status();
+        } else {
+            drop(input);
+        }
+        let status = serve.wait().unwrap();
+        assert!(status.success(), "{how}: {status:?}");
+        assert!(gone(pid), "after {how}, the server's child {pid} still runs");
+    }
 }

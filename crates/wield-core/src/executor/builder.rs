@@ -132,7 +132,6 @@ impl ExecutorBuilder {
         Executor {
             registry: self.registry,
             max_parallel: self.config.executor.max_parallel.max(1),
-            running: Arc::new(tokio::sync::Semaphore::new(self.config.executor.max_parallel.max(1))),
             default_timeout: self.config.executor.timeout,
             config: self.config,
             workspace: self.workspace,

@@ -86,13 +86,14 @@ pub struct Executor {
     tool_configs: HashMap<String, Arc<toml::Table>>,
     limits: Limits,
     max_parallel: usize,
-    /// Calls running at once, across every batch this executor runs at the
-    /// same time (an MCP session's concurrent calls): at most
-    /// `max_parallel`, so what running calls hold stays bounded. A call
-    /// waiting for approval holds no place.
-    running: Arc<tokio::sync::Semaphore>,
     default_timeout: Duration,
 }
+
+/// The calls of a session running at once: at most `max_parallel`, across
+/// every batch and every executor the session has had (an MCP session gets
+/// a new executor when its roots or the tool set change), so what running
+/// calls hold stays bounded. A call waiting for approval holds no place.
+struct Running(Arc<tokio::sync::Semaphore>);
 
 /// A call that passed pre-flight.
 struct Ready {
@@ -541,10 +542,16 @@ impl Executor {
         if r.ctx.cancel.is_cancelled() {
             return ToolResult::error("cancelled").with_meta("cancelled", true);
         }
+        let running = Arc::clone(
+            &r.ctx
+                .session
+                .extension(|| Running(Arc::new(tokio::sync::Semaphore::new(self.max_parallel))))
+                .0,
+        );
         let _place = tokio::select! {
             biased;
             () = r.ctx.cancel.cancelled() => return ToolResult::error("cancelled").with_meta("cancelled", true),
-            place = self.running.acquire() => place.ok(),
+            place = running.acquire_owned() => place.ok(),
         };
         let tool = &r.entry.tool;
         if self.events.has_listeners() {

@@ -1,6 +1,6 @@
 //! One tool of an external MCP server as a wield [`Tool`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use rmcp::ServiceError;
@@ -79,7 +79,12 @@ fn hashed(server: &str, tool: &str) -> String {
 }
 
 pub struct McpTool {
-    server: Arc<ServerEntry>,
+    /// Weak: the server keeps its tools (for a rebuilt tool set), so a
+    /// strong reference back would keep both alive forever, and the
+    /// server's process group would never be killed.
+    server: Weak<ServerEntry>,
+    server_name: String,
+    timeout: std::time::Duration,
     /// The name the server knows the tool by.
     remote: String,
     spec: ToolSpec,
@@ -89,7 +94,7 @@ pub struct McpTool {
 
 impl McpTool {
     /// `tool` of `server`, named `name` (from [`tool_names`]).
-    pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
+    pub(crate) fn new(server: &Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
         let schema = Value::Object((*tool.input_schema).clone());
         let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
         let title = tool
@@ -120,7 +125,9 @@ impl McpTool {
         // then died is sent again; a server that lies here harms itself.
         let retry_safe = hints.is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
         Self {
-            server,
+            server: Arc::downgrade(server),
+            server_name: server.config.name.clone(),
+            timeout: server.config.timeout,
             remote: tool.name.into_owned(),
             spec,
             traits,
@@ -141,11 +148,14 @@ impl Tool for McpTool {
 
     /// The server's `timeout`, unless the tool's own config sets one.
     fn default_timeout(&self) -> Option<std::time::Duration> {
-        Some(self.server.config.timeout)
+        Some(self.timeout)
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
-        let server = &self.server.config.name;
+        let server = &self.server_name;
+        let Some(entry) = self.server.upgrade() else {
+            return ToolResult::error(format!("MCP server `{server}` is being shut down with wield"));
+        };
         let arguments = match input {
             Value::Object(m) => m,
             Value::Null => Map::new(),
@@ -159,7 +169,7 @@ impl Tool for McpTool {
         // restarted server; one that may have reached the server is
         // retried only when the tool says it is read-only or idempotent.
         for attempt in 0..2 {
-            let peer = match self.server.peer().await {
+            let peer = match entry.peer().await {
                 Ok(p) => p,
                 Err(e) => return ToolResult::error(e),
             };
@@ -192,7 +202,7 @@ impl Tool for McpTool {
             let broken = matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed);
             let why = format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote);
             if broken {
-                self.server.forget(&why).await;
+                entry.forget(&why).await;
             }
             if retry {
                 tracing::warn!("{why}; restarting it and trying again");

@@ -394,7 +394,7 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<ToolRef>, String> {
     let mut out: Vec<ToolRef> = Vec::with_capacity(listed.len());
     for (tool, wield_name) in listed.into_iter().zip(names) {
         if seen.insert(wield_name.clone()) {
-            out.push(Arc::new(McpTool::new(Arc::clone(entry), tool, wield_name)));
+            out.push(Arc::new(McpTool::new(entry, tool, wield_name)));
         } else {
             // Only a server that lists one name twice gets here.
             tracing::warn!("MCP server `{name}` lists `{}` twice; keeping the first", tool.name);

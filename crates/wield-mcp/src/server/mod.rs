@@ -106,6 +106,17 @@ pub struct McpServer {
     inner: Arc<Inner>,
 }
 
+/// A reference to an [`McpServer`] that does not keep it alive (for
+/// callbacks held by what the server itself holds).
+#[derive(Clone)]
+pub struct WeakMcpServer(std::sync::Weak<Inner>);
+
+impl WeakMcpServer {
+    pub fn upgrade(&self) -> Option<McpServer> {
+        self.0.upgrade().map(|inner| McpServer { inner })
+    }
+}
+
 pub struct McpServerBuilder {
     factory: Arc<ExecutorFactory>,
     catalog: Arc<ToolCatalog>,
@@ -196,6 +207,11 @@ impl McpServer {
             instructions: None,
             forward: None,
         }
+    }
+
+    #[must_use]
+    pub fn downgrade(&self) -> WeakMcpServer {
+        WeakMcpServer(Arc::downgrade(&self.inner))
     }
 
     /// The tools changed (a bridged server listed new ones): sessions build

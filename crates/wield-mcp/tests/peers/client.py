@@ -389,6 +389,27 @@ async def concurrent_calls(fx: Fixture) -> None:
         # Three rounds of two: about 3 s, where all at once would take 1 s.
         expect(2.8 < took < 8, f"5 calls of 1 s two at a time took {took:.1f}s")
 
+    # The limit belongs to the session: a new executor (the client's roots
+    # changed) does not open new places while the old one's calls run.
+    async with fx.session(
+        ["--yes", "--set", "executor.max_parallel=2"], list_roots_callback=roots_callback([fx.ws])
+    ) as s:
+        finished: dict[str, float] = {}
+
+        async def timed(name: str, seconds: float) -> None:
+            await call(s, "debug_sleep", {"seconds": seconds})
+            finished[name] = time.time() - started
+
+        started = time.time()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(timed, "a", 1.5)
+            tg.start_soon(timed, "b", 1.5)
+            await anyio.sleep(0.3)
+            await s.send_roots_list_changed()
+            await anyio.sleep(0.2)
+            tg.start_soon(timed, "c", 0.5)
+        expect(finished["c"] >= 1.9, f"a third call ran beside two on a new executor: {finished}")
+
 
 async def bash_progress(fx: Fixture) -> None:
     """A streaming bash call sends notifications/progress with its output."""
