@@ -29,20 +29,36 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 /// tool whose name had to change and then meets another tool's name (`a.b`
 /// and `a_b`, or two names in another script) gets a short hash of its
 /// original name, so every tool stays reachable. A name that needed no
-/// change keeps it.
-pub fn tool_names<'a>(server: &str, tools: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+/// change keeps it. A tool named before (in `given`, server name → wield
+/// name, from an earlier listing) keeps its name, so a name a client or an
+/// approval already holds never comes to mean another tool; a newcomer that
+/// would take it gets the hash instead.
+pub fn tool_names<'a>(
+    server: &str,
+    tools: impl IntoIterator<Item = &'a str>,
+    given: &std::collections::HashMap<String, String>,
+) -> Vec<String> {
     let tools: Vec<&str> = tools.into_iter().collect();
     let plain: Vec<String> = tools.iter().map(|t| tool_name(server, t)).collect();
     let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for n in &plain {
         *uses.entry(n.as_str()).or_default() += 1;
     }
+    // Names kept from before, and whose they are.
+    let kept: std::collections::HashMap<&str, &str> = tools
+        .iter()
+        .filter_map(|t| given.get(*t).map(|n| (n.as_str(), *t)))
+        .collect();
     tools
         .iter()
         .zip(&plain)
         .map(|(tool, name)| {
+            if let Some(old) = given.get(*tool) {
+                return old.clone();
+            }
             let changed = *name != format!("mcp__{server}__{tool}");
-            if changed && uses.get(name.as_str()).copied().unwrap_or(0) > 1 {
+            let taken = kept.get(name.as_str()).is_some_and(|owner| owner != tool);
+            if taken || (changed && uses.get(name.as_str()).copied().unwrap_or(0) > 1) {
                 hashed(server, tool)
             } else {
                 name.clone()
@@ -334,7 +350,8 @@ mod tests {
 
     #[test]
     fn names_that_meet_after_cleaning_stay_apart() {
-        let names = tool_names("s", ["read.file", "read_file", "日本", "中文", "ok"]);
+        let none = std::collections::HashMap::new();
+        let names = tool_names("s", ["read.file", "read_file", "日本", "中文", "ok"], &none);
         assert_eq!(names[1], "mcp__s__read_file", "an unchanged name keeps it");
         assert!(names[0].starts_with("mcp__s__read_file_") && names[0].len() == "mcp__s__read_file".len() + 9);
         assert_eq!(names[4], "mcp__s__ok");
@@ -346,7 +363,17 @@ mod tests {
                 .all(|n| n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
         );
         // Without a collision a cleaned name stays short.
-        assert_eq!(tool_names("s", ["read.file"]), ["mcp__s__read_file"]);
+        assert_eq!(tool_names("s", ["read.file"], &none), ["mcp__s__read_file"]);
+
+        // A tool named before keeps its name when a newcomer would take it.
+        let given: std::collections::HashMap<String, String> =
+            [("read.file".to_owned(), "mcp__s__read_file".to_owned())].into();
+        let names = tool_names("s", ["read.file", "read_file"], &given);
+        assert_eq!(names[0], "mcp__s__read_file");
+        assert!(
+            names[1].starts_with("mcp__s__read_file_") && names[1].len() == names[0].len() + 9,
+            "{names:?}"
+        );
     }
 
     fn result(v: Value) -> CallToolResult {

@@ -97,6 +97,10 @@ pub(crate) struct ServerEntry {
     tools: Mutex<Vec<ToolRef>>,
     /// Set by [`McpClients::watch`], shared by every server.
     on_change: Arc<OnceLock<OnChange>>,
+    /// (a listing runs, another is wanted after it).
+    relisting: Mutex<(bool, bool)>,
+    /// Every name given to a tool of this server: server name → wield name.
+    names: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl ServerEntry {
@@ -120,16 +124,39 @@ impl ServerEntry {
     }
 
     /// List the tools again in the background (a watching front-end only),
-    /// and call it back when they changed.
+    /// and call it back when they changed. One listing at a time: requests
+    /// that come while one runs make one more run after it, so the last
+    /// listing kept is never older than the last request.
     fn relist_later(self: &Arc<Self>) {
         if !self.watched() {
             return;
         }
+        {
+            let mut r = self.relisting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            r.1 = true;
+            if r.0 {
+                return;
+            }
+            r.0 = true;
+        }
         let entry = Arc::clone(self);
         tokio::spawn(async move {
-            match list_tools(&entry).await {
-                Ok(tools) => entry.replace_tools(tools),
-                Err(e) => tracing::warn!("{e}"),
+            loop {
+                {
+                    let mut r = entry
+                        .relisting
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if !r.1 {
+                        r.0 = false;
+                        return;
+                    }
+                    r.1 = false;
+                }
+                match list_tools(&entry).await {
+                    Ok(tools) => entry.replace_tools(tools),
+                    Err(e) => tracing::warn!("{e}"),
+                }
             }
         });
     }
@@ -248,6 +275,8 @@ impl McpClients {
                     front: front.clone(),
                     tools: Mutex::new(Vec::new()),
                     on_change: Arc::clone(&on_change),
+                    relisting: Mutex::new((false, false)),
+                    names: Mutex::new(std::collections::HashMap::new()),
                 })
             })
             .collect();
@@ -389,7 +418,15 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<ToolRef>, String> {
         Ok(Err(e)) => return Err(format!("MCP server `{name}` failed to list its tools: {e}")),
         Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
     };
-    let names = bridge::tool_names(name, listed.iter().map(|t| t.name.as_ref()));
+    // Names handed out before keep pointing at the same tools.
+    let names = {
+        let mut given = entry.names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let names = bridge::tool_names(name, listed.iter().map(|t| t.name.as_ref()), &given);
+        for (tool, wield_name) in listed.iter().zip(&names) {
+            given.insert(tool.name.to_string(), wield_name.clone());
+        }
+        names
+    };
     let mut seen = std::collections::HashSet::new();
     let mut out: Vec<ToolRef> = Vec::with_capacity(listed.len());
     for (tool, wield_name) in listed.into_iter().zip(names) {

@@ -172,6 +172,10 @@ fn port_of(authority: &str, default: u16) -> Option<u16> {
 /// documentation): checked before anything else a request reaches.
 struct HostGuard {
     names: Vec<String>,
+    /// How many of `names` (from the start: loopback, then allowed names)
+    /// an Origin may name on any port; the rest (the bound address, this
+    /// machine's name) only as the Host itself, on its port.
+    origin_names: usize,
     /// Listening on every interface: any address is a name of this server.
     any_address: bool,
 }
@@ -182,6 +186,7 @@ impl HostGuard {
     fn new(bound: &SocketAddr, allowed: &[String]) -> Self {
         let mut names: Vec<String> = LOOPBACK_NAMES.iter().map(|&h| h.to_owned()).collect();
         names.extend_from_slice(allowed);
+        let origin_names = names.len();
         let ip = bound.ip();
         let any_address = ip.is_unspecified();
         if any_address {
@@ -194,7 +199,11 @@ impl HostGuard {
         } else if !ip.is_loopback() {
             names.push(ip.to_string());
         }
-        Self { names, any_address }
+        Self {
+            names,
+            origin_names,
+            any_address,
+        }
     }
 
     fn named(&self, host: &str) -> bool {
@@ -219,7 +228,10 @@ impl HostGuard {
             let same = from.eq_ignore_ascii_case(host)
                 && port_of(authority, if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 })
                     == port_of(host_header, 80);
-            if !(self.named(from) || same) {
+            let known = self.names[..self.origin_names]
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(from));
+            if !(known || same) {
                 return Err("the Origin is neither this server nor an allowed name");
             }
         }
@@ -460,6 +472,9 @@ mod tests {
         }
         assert!(lan.check(Some("10.1.2.4:1"), None).is_err(), "another address");
         assert_eq!(lan.check(Some("10.1.2.3:1"), Some("https://mcp.internal")), Ok(()));
+        // The bound address as an Origin: the Host itself, on its port only.
+        assert_eq!(lan.check(Some("10.1.2.3:1"), Some("http://10.1.2.3:1")), Ok(()));
+        assert!(lan.check(Some("10.1.2.3:1"), Some("http://10.1.2.3:9999")).is_err());
     }
 
     #[test]
@@ -522,6 +537,18 @@ mod tests {
             "http://10.0.0.2",
         ] {
             assert!(guard.check(Some("10.0.0.2:8765"), Some(origin)).is_err(), "{origin}");
+        }
+        // This machine's own name is the Host's: on its port only.
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let hostname = hostname.trim();
+        if !hostname.is_empty() {
+            let host = format!("{hostname}:8765");
+            assert_eq!(guard.check(Some(&host), Some(&format!("http://{host}"))), Ok(()));
+            assert!(
+                guard
+                    .check(Some(&host), Some(&format!("http://{hostname}:9999")))
+                    .is_err()
+            );
         }
         // Default ports: Host `10.0.0.2` is port 80, as is `http://10.0.0.2`.
         assert_eq!(guard.check(Some("10.0.0.2"), Some("http://10.0.0.2")), Ok(()));

@@ -143,6 +143,21 @@ async def bridged_list_changed(fx: Fixture) -> None:
         r = await call(s, "mcp__peer__fresh", {})
         expect(not r.is_error and text_of(r) == "I am fresh", f"the new tool: {r}")
 
+        # A name handed out keeps meaning the same tool: a newcomer that
+        # would take it (`fresh_one` after `fresh.one`) gets a hashed name.
+        for added in ["fresh.one", "fresh_one"]:
+            changed = anyio.Event()
+            await call(s, "mcp__peer__add_tool", {"name": added})
+            with anyio.fail_after(10):
+                await changed.wait()
+        listed = await names(s)
+        r = await call(s, "mcp__peer__fresh_one", {})
+        expect(text_of(r) == "I am fresh.one", f"a name moved to another tool: {r}")
+        hashed = [n for n in listed if n.startswith("mcp__peer__fresh_one_")]
+        expect(len(hashed) == 1, f"the newcomer's name: {sorted(listed)}")
+        r = await call(s, hashed[0], {})
+        expect(text_of(r) == "I am fresh_one", f"the newcomer: {r}")
+
         # The server that was down comes up: tried again in the background.
         changed = anyio.Event()
         flag.write_text("ready")
