@@ -28,6 +28,6 @@ pub mod server;
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;
 pub use server::{
-    ApprovalMode, DEFAULT_POLL_US, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer, SessionParts,
-    ToolCatalog, WeakMcpServer, push_json_string,
+    ApprovalMode, DEFAULT_POLL_US, DeferredNote, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer,
+    SessionParts, ToolCatalog, WeakMcpServer, push_json_string,
 };

@@ -89,7 +89,12 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
     } else {
         ApprovalMode::AskClient
     };
-    let mut builder = McpServer::builder(factory, catalog);
+    // The deferred tools a session has not loaded yet, by name, in the
+    // loader's description (MCP clients send no system prompt of ours).
+    let shared = rt.tools.clone();
+    let note: Arc<wield_mcp::DeferredNote> =
+        Arc::new(move |session: &wield_core::Session| shared.current().policy.deferred_prompt(session));
+    let mut builder = McpServer::builder(factory, catalog).deferred_note(note);
     if let Some(forward) = forward {
         builder = builder.forward_to_client(forward);
     }

@@ -59,6 +59,12 @@ pub type ExecutorFactory = dyn Fn(SessionParts) -> Executor + Send + Sync;
 /// deferred ones the session has loaded).
 pub type ToolCatalog = dyn Fn(&Session) -> Vec<Arc<Registered>> + Send + Sync;
 
+/// For a session, the note that tells a model which deferred tools it may
+/// load (the policy's `<available-deferred-tools>` block), or `None` when
+/// there are none left to load. MCP has no system prompt of wield's, so
+/// the note goes into the loader's description.
+pub type DeferredNote = dyn Fn(&Session) -> Option<String> + Send + Sync;
+
 /// Who approves calls that need approval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ApprovalMode {
@@ -92,6 +98,7 @@ pub(crate) struct Inner {
     pub(crate) instructions: Option<String>,
     pub(crate) sessions: AtomicU64,
     pub(crate) forward: Option<Arc<ForwardToClient>>,
+    pub(crate) deferred_note: Option<Arc<DeferredNote>>,
     /// Bumped by [`McpServer::tools_changed`]: a session whose executor is
     /// older builds a new one on its next call.
     pub(crate) generation: AtomicU64,
@@ -125,9 +132,18 @@ pub struct McpServerBuilder {
     version: String,
     instructions: Option<String>,
     forward: Option<Arc<ForwardToClient>>,
+    deferred_note: Option<Arc<DeferredNote>>,
 }
 
 impl McpServerBuilder {
+    /// Append this note to the description of the tool that loads deferred
+    /// tools (the one with the `loads_deferred_tools` capability).
+    #[must_use]
+    pub fn deferred_note(mut self, note: Arc<DeferredNote>) -> Self {
+        self.deferred_note = Some(note);
+        self
+    }
+
     /// Forward the sampling and elicitation requests of bridged servers to
     /// the client of a stdio session (give the same forwarder to
     /// [`crate::McpClients::with_front_end`]).
@@ -189,6 +205,7 @@ impl McpServerBuilder {
                 instructions: self.instructions,
                 sessions: AtomicU64::new(0),
                 forward: self.forward,
+                deferred_note: self.deferred_note,
                 generation: AtomicU64::new(0),
                 peers: std::sync::Mutex::new(Vec::new()),
             }),
@@ -206,6 +223,7 @@ impl McpServer {
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             forward: None,
+            deferred_note: None,
         }
     }
 

@@ -175,9 +175,19 @@ impl SessionHandler {
     }
 
     fn tools(&self) -> Vec<Tool> {
+        let note = self.inner.deferred_note.as_ref().and_then(|n| n(&self.session));
         (self.inner.catalog)(&self.session)
             .iter()
-            .map(|r| to_mcp_tool(r))
+            .map(|r| {
+                let mut tool = to_mcp_tool(r);
+                if let Some(note) = &note
+                    && r.tool.traits().has_capability(wield_core::policy::LOADS_DEFERRED)
+                {
+                    let text = format!("{}\n\n{note}", tool.description.as_deref().unwrap_or_default());
+                    tool.description = Some(text.into());
+                }
+                tool
+            })
             .collect()
     }
 }

@@ -214,12 +214,19 @@ async def policy(fx: Fixture) -> None:
         expect(r.is_error and "not available" in text_of(r), f"hidden grep: {r}")
         r = await call(s, "glob", {"pattern": "*.txt"})
         expect(r.is_error, f"deferred glob before load_tools: {r}")
+        # The loader's description names what may be loaded (a client sends
+        # no system prompt of wield's).
+        loader = next(t for t in (await s.list_tools()).tools if t.name == "load_tools")
+        expect("<available-deferred-tools>" in loader.description and "\nglob\n" in loader.description, loader.description)
         r = await call(s, "load_tools", {"tools": ["glob"]})
         expect(not r.is_error, f"load_tools: {r}")
         with anyio.fail_after(5):
             await changed.wait()
-        names = {t.name for t in (await s.list_tools()).tools}
+        listed = (await s.list_tools()).tools
+        names = {t.name for t in listed}
         expect("glob" in names and "grep" not in names, f"after load_tools: {sorted(names)}")
+        loader = next(t for t in listed if t.name == "load_tools")
+        expect("\nglob\n" not in loader.description, f"nothing left to load: {loader.description}")
         r = await call(s, "glob", {"pattern": "**/*.txt"})
         expect(not r.is_error and "b.txt" in text_of(r), f"loaded glob: {r}")
     # The minimal profile leaves read-only file tools only.
