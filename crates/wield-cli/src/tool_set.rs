@@ -3,7 +3,7 @@
 //! bridged MCP server changes its tools; what was built from the old one
 //! (a running call's executor) goes on with it.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use wield_core::policy::{PolicyBuilder, PolicyOptions, Status, ToolPolicy};
 use wield_core::{Config, Registered, Registry, ToolRef};
@@ -43,32 +43,49 @@ pub fn local_tools() -> Vec<ToolRef> {
 /// The current [`ToolSet`], shared by everything that builds executors and
 /// lists tools.
 #[derive(Clone)]
-pub struct SharedTools {
-    current: Arc<RwLock<Arc<ToolSet>>>,
+pub struct SharedTools(Arc<Shared>);
+
+/// A [`SharedTools`] that does not keep it alive: for the callback the
+/// bridged servers hold, since the tool set holds their tools, which hold
+/// them.
+pub struct WeakSharedTools(Weak<Shared>);
+
+struct Shared {
+    current: RwLock<Arc<ToolSet>>,
     config: Arc<Config>,
     options: PolicyOptions,
     /// One rebuild at a time, so the last one stored saw every change.
-    rebuilding: Arc<Mutex<()>>,
+    rebuilding: Mutex<()>,
+}
+
+impl WeakSharedTools {
+    pub fn upgrade(&self) -> Option<SharedTools> {
+        self.0.upgrade().map(SharedTools)
+    }
 }
 
 impl SharedTools {
     pub fn new(first: ToolSet, config: Arc<Config>, options: PolicyOptions) -> Self {
-        Self {
-            current: Arc::new(RwLock::new(Arc::new(first))),
+        Self(Arc::new(Shared {
+            current: RwLock::new(Arc::new(first)),
             config,
             options,
-            rebuilding: Arc::new(Mutex::new(())),
-        }
+            rebuilding: Mutex::new(()),
+        }))
+    }
+
+    pub fn downgrade(&self) -> WeakSharedTools {
+        WeakSharedTools(Arc::downgrade(&self.0))
     }
 
     pub fn current(&self) -> Arc<ToolSet> {
-        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.0.current.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// A new tool set from the local tools and the bridged servers' tools
     /// as they are now (a server that is down is a warning, as at start).
     pub fn rebuild(&self, mcp: &McpClients) -> Result<(), String> {
-        let _one = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        let _one = self.0.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
         let mut registry = Registry::new();
         registry
             .register_many(local_tools())
@@ -83,14 +100,14 @@ impl SharedTools {
                 registry.warn(format!("mcp:{}", s.name), why.clone());
             }
         }
-        let policy = PolicyBuilder::from_config(&self.config, &self.options)
+        let policy = PolicyBuilder::from_config(&self.0.config, &self.0.options)
             .map_err(|e| e.to_string())?
             .build(&registry);
         let set = ToolSet {
             registry: Arc::new(registry),
             policy: Arc::new(policy),
         };
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
+        *self.0.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
         Ok(())
     }
 }

@@ -109,14 +109,16 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
     // every client.
     if let Some(mcp) = rt.services.get::<McpClients>() {
         // Weak references: the servers hold this callback, and the MCP
-        // server holds the servers (in its services); a cycle would keep
-        // the bridged servers' processes alive past wield's exit.
-        let shared = rt.tools.clone();
+        // server (its services) and the tool set (its tools) hold the
+        // servers; a cycle would keep their processes alive past wield's
+        // exit.
+        let shared = rt.tools.downgrade();
         let server = server.downgrade();
         let clients = Arc::downgrade(&mcp);
         let handle = tokio::runtime::Handle::current();
         mcp.watch(move || {
-            let (Some(clients), Some(server)) = (clients.upgrade(), server.upgrade()) else {
+            let (Some(clients), Some(server), Some(shared)) = (clients.upgrade(), server.upgrade(), shared.upgrade())
+            else {
                 return;
             };
             if let Err(e) = shared.rebuild(&clients) {

@@ -1,6 +1,6 @@
 //! One tool of an external MCP server as a wield [`Tool`].
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use rmcp::ServiceError;
@@ -95,12 +95,7 @@ fn hashed(server: &str, tool: &str) -> String {
 }
 
 pub struct McpTool {
-    /// Weak: the server keeps its tools (for a rebuilt tool set), so a
-    /// strong reference back would keep both alive forever, and the
-    /// server's process group would never be killed.
-    server: Weak<ServerEntry>,
-    server_name: String,
-    timeout: std::time::Duration,
+    server: Arc<ServerEntry>,
     /// The name the server knows the tool by.
     remote: String,
     spec: ToolSpec,
@@ -110,7 +105,7 @@ pub struct McpTool {
 
 impl McpTool {
     /// `tool` of `server`, named `name` (from [`tool_names`]).
-    pub(crate) fn new(server: &Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
+    pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
         let schema = Value::Object((*tool.input_schema).clone());
         let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
         let title = tool
@@ -141,9 +136,7 @@ impl McpTool {
         // then died is sent again; a server that lies here harms itself.
         let retry_safe = hints.is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
         Self {
-            server: Arc::downgrade(server),
-            server_name: server.config.name.clone(),
-            timeout: server.config.timeout,
+            server,
             remote: tool.name.into_owned(),
             spec,
             traits,
@@ -164,14 +157,12 @@ impl Tool for McpTool {
 
     /// The server's `timeout`, unless the tool's own config sets one.
     fn default_timeout(&self) -> Option<std::time::Duration> {
-        Some(self.timeout)
+        Some(self.server.config.timeout)
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
-        let server = &self.server_name;
-        let Some(entry) = self.server.upgrade() else {
-            return ToolResult::error(format!("MCP server `{server}` is being shut down with wield"));
-        };
+        let server = &self.server.config.name;
+        let entry = &self.server;
         let arguments = match input {
             Value::Object(m) => m,
             Value::Null => Map::new(),

@@ -93,8 +93,11 @@ pub(crate) struct ServerEntry {
     status: Mutex<(ServerState, usize, Option<String>)>,
     conn: tokio::sync::Mutex<Option<Connection>>,
     front: Option<Arc<dyn FrontEnd>>,
-    /// Its tools as last listed.
-    tools: Mutex<Vec<ToolRef>>,
+    /// Its tools as last listed, with their wield names. Not the wield
+    /// tools themselves: they hold their server, and a front-end's tool set
+    /// holds them, so the server holding them would be a cycle that keeps
+    /// the server's process alive past wield's exit.
+    tools: Mutex<Vec<Listed>>,
     /// Set by [`McpClients::watch`], shared by every server.
     on_change: Arc<OnceLock<OnChange>>,
     /// (a listing runs, another is wanted after it).
@@ -114,7 +117,7 @@ impl ServerEntry {
         self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0
     }
 
-    fn set_tools(&self, tools: Vec<ToolRef>) {
+    fn set_tools(&self, tools: Vec<Listed>) {
         self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = tools.len();
         *self.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = tools;
     }
@@ -162,17 +165,8 @@ impl ServerEntry {
     }
 
     /// Keep `tools` as the server's tools; a change is told to the front-end.
-    fn replace_tools(&self, tools: Vec<ToolRef>) {
-        let before = self
-            .tools
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let changed = before.len() != tools.len()
-            || before
-                .iter()
-                .zip(&tools)
-                .any(|(a, b)| a.spec() != b.spec() || a.traits() != b.traits());
+    fn replace_tools(&self, tools: Vec<Listed>) {
+        let changed = *self.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner) != tools;
         self.set_tools(tools);
         self.set(ServerState::Ready, None);
         if changed && let Some(call) = self.on_change.get() {
@@ -313,11 +307,14 @@ impl McpClients {
             .filter(|e| e.config.enabled)
             .flat_map(|e| {
                 let source = format!("mcp:{}", e.config.name);
-                e.tools
+                let listed = e
+                    .tools
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .iter()
-                    .map(|t| (source.clone(), Arc::clone(t)))
+                    .clone();
+                wield_tools_of(e, listed)
+                    .into_iter()
+                    .map(|t| (source.clone(), t))
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -345,9 +342,9 @@ impl McpClients {
                 Box::new(move |register, done| {
                     tokio::spawn(async move {
                         match list_tools(&entry).await {
-                            Ok(tools) => {
-                                entry.set_tools(tools.clone());
-                                for t in tools {
+                            Ok(listed) => {
+                                entry.set_tools(listed.clone());
+                                for t in wield_tools_of(&entry, listed) {
                                     register.register(t);
                                 }
                                 done.done(Ok(()));
@@ -407,8 +404,23 @@ async fn retry(entry: Weak<ServerEntry>) {
     }
 }
 
-/// Start the server and list its tools as wield tools.
-async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<ToolRef>, String> {
+/// One tool as the server listed it, and its wield name.
+#[derive(Clone, Debug, PartialEq)]
+struct Listed {
+    tool: rmcp::model::Tool,
+    name: String,
+}
+
+/// The wield tools of `listed` (each holds its server).
+fn wield_tools_of(entry: &Arc<ServerEntry>, listed: Vec<Listed>) -> Vec<ToolRef> {
+    listed
+        .into_iter()
+        .map(|l| Arc::new(McpTool::new(Arc::clone(entry), l.tool, l.name)) as ToolRef)
+        .collect()
+}
+
+/// Start the server and list its tools, each with its wield name.
+async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let started = Instant::now();
     let peer = entry.peer().await?;
     let name = &entry.config.name;
@@ -428,10 +440,10 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<ToolRef>, String> {
         names
     };
     let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<ToolRef> = Vec::with_capacity(listed.len());
+    let mut out: Vec<Listed> = Vec::with_capacity(listed.len());
     for (tool, wield_name) in listed.into_iter().zip(names) {
         if seen.insert(wield_name.clone()) {
-            out.push(Arc::new(McpTool::new(entry, tool, wield_name)));
+            out.push(Listed { tool, name: wield_name });
         } else {
             // Only a server that lists one name twice gets here.
             tracing::warn!("MCP server `{name}` lists `{}` twice; keeping the first", tool.name);
