@@ -150,6 +150,20 @@ fn raw_stdio_framing_and_large_results() {
         (&json!(null), &json!(-32600)),
         "{err}"
     );
+    send(r#"{"jsonrpc":"2.0","id":9,"method":"foo/bar"}"#);
+    let err = next();
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(9), &json!(-32601)),
+        "{err}"
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("method not found: `foo/bar`"),
+        "{err}"
+    );
 
     send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"big.txt"}}}"#);
     let reply = next();

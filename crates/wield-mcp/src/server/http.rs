@@ -386,7 +386,10 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         }
         Ok(_) => {}
     }
-    if let super::incoming::Incoming::Refuse(id, error) = super::incoming::parse(&bytes) {
+    // An unknown method is the SDK's to answer (in the session's stream).
+    if let super::incoming::Incoming::Refuse(id, error) = super::incoming::parse(&bytes)
+        && error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
+    {
         return refuse(id, error);
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))

@@ -112,6 +112,22 @@ pub fn parse(line: &[u8]) -> Incoming {
             request: ClientRequest::CustomRequest(custom),
             ..
         })) if standard_method(&custom.method) => Incoming::Refuse(Some(id), invalid_params(&custom)),
+        // The SDK would answer with the bare method name as the message.
+        Ok(JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::CustomRequest(custom),
+            ..
+        })) => Incoming::Refuse(
+            Some(id),
+            ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "method not found: `{}`; this server offers initialize, ping, tools/list, tools/call and logging/setLevel",
+                    custom.method
+                ),
+                None,
+            ),
+        ),
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
