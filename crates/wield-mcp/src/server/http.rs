@@ -297,6 +297,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let manager = Arc::new(manager);
 
     let open = Arc::new(AtomicUsize::new(0));
+    let activities = Activities::new();
+    let ended = Arc::clone(&activities);
     let max = options.max_sessions.max(1);
     let factory = move || {
         if open.fetch_add(1, Ordering::AcqRel) >= max {
@@ -305,10 +307,12 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
                 "{FULL} (the limit is {max}); close one and retry"
             )));
         }
-        Ok(server.session().with_slot(SessionSlot(Arc::clone(&open))))
+        Ok(server
+            .session()
+            .with_slot(SessionSlot(Arc::clone(&open)))
+            .with_activities(Arc::clone(&ended)))
     };
     let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
-    let activities = Activities::new();
     spawn_reaper(
         Arc::clone(&activities),
         manager,

@@ -22,7 +22,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
 
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What the session factory's refusal says; the SDK answers it with a 500,
 /// which [`session_capacity`] turns into a 503.
@@ -63,6 +63,9 @@ struct Activity {
     busy: usize,
     /// When the last one started or finished.
     last: Instant,
+    /// Cancelled when the session ends (deleted or idle), which cancels
+    /// its running calls at once.
+    end: CancellationToken,
 }
 
 /// The activity of every open session, by session id.
@@ -104,6 +107,7 @@ impl Activities {
             Activity {
                 busy: 1,
                 last: Instant::now(),
+                end: CancellationToken::new(),
             },
         );
         Busy {
@@ -113,7 +117,15 @@ impl Activities {
     }
 
     fn forget(&self, id: &str) {
-        self.lock().remove(id);
+        if let Some(a) = self.lock().remove(id) {
+            a.end.cancel();
+        }
+    }
+
+    /// What is cancelled when session `id` ends; `None` for an id the
+    /// server did not issue or that ended.
+    pub(crate) fn end_of(&self, id: &str) -> Option<CancellationToken> {
+        self.lock().get(id).map(|a| a.end.clone())
     }
 
     /// The sessions idle for `idle` or longer, now forgotten.
@@ -125,7 +137,9 @@ impl Activities {
             .map(|(id, _)| Arc::clone(id))
             .collect();
         for id in &gone {
-            sessions.remove(id);
+            if let Some(a) = sessions.remove(id) {
+                a.end.cancel();
+            }
         }
         gone
     }

@@ -19,6 +19,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 use wield_core::approval::YesApprover;
 use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
@@ -26,6 +27,7 @@ use wield_tools::shell::ShellService;
 
 use super::approver::ClientApprover;
 use super::http::SessionSlot;
+use super::http_sessions::{Activities, SESSION_HEADER};
 use super::listing::to_mcp_tool;
 use super::progress::ProgressRouter;
 use super::result::to_call_tool_result;
@@ -69,6 +71,8 @@ pub struct SessionHandler {
     calls: AtomicU64,
     /// Counts this session among the open HTTP sessions while it lives.
     _slot: Option<SessionSlot>,
+    /// Over HTTP: the sessions' activity, which says when this one ended.
+    activities: Option<Arc<Activities>>,
     /// The least severe `notifications/message` level the client wants.
     log_level: std::sync::atomic::AtomicU8,
 }
@@ -82,6 +86,7 @@ impl SessionHandler {
             roots_changed: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             _slot: None,
+            activities: None,
             log_level: std::sync::atomic::AtomicU8::new(severity(LoggingLevel::Warning)),
         }
     }
@@ -89,6 +94,21 @@ impl SessionHandler {
     pub(crate) fn with_slot(mut self, slot: SessionSlot) -> Self {
         self._slot = Some(slot);
         self
+    }
+
+    pub(crate) fn with_activities(mut self, activities: Arc<Activities>) -> Self {
+        self.activities = Some(activities);
+        self
+    }
+
+    /// Over HTTP, what is cancelled when the session of this request ends
+    /// (`DELETE`, idleness): its calls stop at once, rather than after the
+    /// SDK's wait for the replies under way.
+    fn session_end(&self, context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+        let activities = self.activities.as_ref()?;
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+        activities.end_of(id)
     }
 
     pub fn session(&self) -> &Arc<Session> {
@@ -246,12 +266,23 @@ impl ServerHandler for SessionHandler {
         // when the connection closes (an HTTP session ends with it), which
         // stops the call and kills its processes.
         let cancel = context.ct.clone();
+        let ended = self.session_end(&context);
         let call = Call::new(call_id, request.name.into_owned(), input);
         let run = prepared.executor.run_one(call, &self.session, &cancel);
-        let result = tokio::select! {
-            r = run => r,
-            () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => {
-                ToolResult::error("cancelled").with_meta("cancelled", true)
+        tokio::pin!(run);
+        let result = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                // The request's own token: cancelling it stops this call only.
+                () = async {
+                    match &ended {
+                        Some(end) => end.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                }, if !cancel.is_cancelled() => cancel.cancel(),
+                () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => {
+                    break ToolResult::error("cancelled").with_meta("cancelled", true);
+                }
             }
         };
         if let Some(p) = progress {
