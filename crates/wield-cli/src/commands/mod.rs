@@ -49,7 +49,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A read of stdin that cannot be cancelled (a blocking one, when stdin
+    // is not a pipe) must not keep wield alive after its command returned:
+    // what the command started was stopped on its way out.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -150,6 +150,13 @@ fn raw_stdio_framing_and_large_results() {
         (&json!(null), &json!(-32600)),
         "{err}"
     );
+    send(r#"{"jsonrpc":"2.0","id":"x","method":"foo","params":[1]}"#);
+    let err = next();
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!("x"), &json!(-32601)),
+        "{err}"
+    );
     send(r#"{"jsonrpc":"2.0","id":9,"method":"foo/bar"}"#);
     let err = next();
     assert_eq!(
@@ -188,4 +195,47 @@ fn raw_stdio_framing_and_large_results() {
     assert_eq!(next()["id"], 3);
     drop(input);
     assert!(child.wait().unwrap().success());
+}
+
+/// SIGTERM ends `wield mcp serve` at once, also when its input is still
+/// open and its output is a file (the SDK's blocking standard streams, whose
+/// read cannot be cancelled).
+#[test]
+fn sigterm_ends_a_stdio_session_with_its_input_open() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let ws = crate::support::Ws::new("");
+    let out = std::fs::File::create(ws.ws().join("out.jsonl")).unwrap();
+    let mut serve = ws
+        .command()
+        .args(["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let input = serve.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = std::process::Command::new("kill").arg(serve.id().to_string()).status();
+    let signalled = Instant::now();
+    let deadline = signalled + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = serve.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(input);
+    let status = status.expect("wield mcp serve ignored SIGTERM while its input was open");
+    assert!(status.success(), "{status:?}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        signalled.elapsed()
+    );
 }

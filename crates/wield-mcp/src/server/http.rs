@@ -390,9 +390,11 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         }
         Ok(_) => {}
     }
-    // An unknown method is the SDK's to answer (in the session's stream).
+    // An unknown method the SDK can parse is the SDK's to answer (in the
+    // session's stream).
     if let super::incoming::Incoming::Refuse(id, error) = super::incoming::parse(&bytes)
-        && error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
+        && (error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
+            || serde_json::from_slice::<rmcp::service::RxJsonRpcMessage<rmcp::RoleServer>>(&bytes).is_err())
     {
         return refuse(id, error);
     }

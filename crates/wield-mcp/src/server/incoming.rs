@@ -117,17 +117,7 @@ pub fn parse(line: &[u8]) -> Incoming {
             id,
             request: ClientRequest::CustomRequest(custom),
             ..
-        })) => Incoming::Refuse(
-            Some(id),
-            ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "method not found: `{}`; this server offers initialize, ping, tools/list, tools/call and logging/setLevel",
-                    custom.method
-                ),
-                None,
-            ),
-        ),
+        })) => Incoming::Refuse(Some(id), method_not_found(&custom.method)),
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
@@ -233,8 +223,21 @@ fn refusal(line: &[u8]) -> Incoming {
             let request = CustomRequest::new(method, field("params").cloned());
             Incoming::Refuse(id, invalid_params(&request))
         }
+        (Some(_), Some(method)) if field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0") => {
+            Incoming::Refuse(id, method_not_found(method))
+        }
         _ => Incoming::Refuse(id, ErrorData::invalid_request("Invalid request", None)),
     }
+}
+
+fn method_not_found(method: &str) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "method not found: `{method}`; this server offers initialize, ping, tools/list, tools/call and logging/setLevel"
+        ),
+        None,
+    )
 }
 
 /// Why the params of a standard method do not fit it.
