@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use wield_core::policy::{PolicyBuilder, PolicyOptions, RuleList, ToolPolicy};
+use wield_core::policy::{PolicyBuilder, PolicyOptions, RuleList};
 use wield_core::{
     Approver, Config, ConfigLoader, Executor, ExecutorBuilder, KeyTree, Registered, Registry, Services, approval,
     events::AuditLog,
@@ -35,12 +35,10 @@ pub struct Runtime {
     pub global: GlobalArgs,
     pub workspace: PathBuf,
     pub config: Arc<Config>,
-    pub registry: Arc<Registry>,
     pub services: Services,
-    /// Which tools are visible, and why (`wield tools debug`).
-    pub policy: Arc<ToolPolicy>,
-    /// The registry and policy as they are now: the two above until a
-    /// bridged server changes its tools under `wield mcp serve`.
+    /// The registry and the policy decided over it (which tools are
+    /// visible, and why), as they are now: replaced whole when a bridged
+    /// server changes its tools under `wield mcp serve`.
     pub tools: SharedTools,
 }
 
@@ -156,13 +154,11 @@ impl Runtime {
                 .map_err(|e| usage(e.to_string()))?
                 .build(&registry),
         );
-        services.insert(Arc::clone(&policy));
         let config = Arc::new(config);
-        let registry = Arc::new(registry);
         let tools = SharedTools::new(
             ToolSet {
-                registry: Arc::clone(&registry),
-                policy: Arc::clone(&policy),
+                registry: Arc::new(registry),
+                policy,
             },
             Arc::clone(&config),
             options,
@@ -172,9 +168,7 @@ impl Runtime {
             global: global.clone(),
             workspace,
             config,
-            registry,
             services,
-            policy,
             tools,
         })
     }

@@ -42,8 +42,9 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
             }
         }
         ToolsCommand::Show { name } => {
-            let Some(r) = rt.registry.lookup(&name) else {
-                let hint = closest(&name, rt.registry.names())
+            let tools = rt.tools.current();
+            let Some(r) = tools.registry.lookup(&name) else {
+                let hint = closest(&name, tools.registry.names())
                     .map(|c| format!(" Did you mean `{c}`?"))
                     .unwrap_or_default();
                 return Err(usage(format!("unknown tool `{name}`.{hint}")));

@@ -10,7 +10,8 @@ use wield_core::policy::{Stage, Status};
 use crate::app::Runtime;
 
 pub fn print(rt: &Runtime, as_json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let policy = &rt.policy;
+    let tools = rt.tools.current();
+    let policy = &tools.policy;
     let layer = |stage: Stage| {
         policy
             .layers()
@@ -30,7 +31,7 @@ pub fn print(rt: &Runtime, as_json: bool, out: &mut impl Write) -> anyhow::Resul
             "task": layer(Stage::Task),
             "tools": decisions,
             "deferred_prompt": policy.deferred_prompt(&session),
-            "source_warnings": rt.registry.warnings().iter()
+            "source_warnings": tools.registry.warnings().iter()
                 .map(|w| json!({"source": w.source, "message": w.message}))
                 .collect::<Vec<_>>(),
         });
@@ -66,7 +67,7 @@ pub fn print(rt: &Runtime, as_json: bool, out: &mut impl Write) -> anyhow::Resul
         count(Status::Out)
     )?;
     // Async sources (MCP servers) that failed: their tools are absent above.
-    for w in rt.registry.warnings() {
+    for w in tools.registry.warnings() {
         writeln!(out, "warning: source `{}`: {}", w.source, w.message)?;
     }
     if let Some(block) = policy.deferred_prompt(&session) {
