@@ -537,17 +537,16 @@ impl Executor {
     }
 
     async fn execute(&self, r: &Ready) -> ToolResult {
-        // Cancelled between approval and now (or while an earlier call of
-        // the batch ran): the tool must not start, not even for one poll.
-        if r.ctx.cancel.is_cancelled() {
-            return ToolResult::error("cancelled").with_meta("cancelled", true);
-        }
         let running = Arc::clone(
             &r.ctx
                 .session
                 .extension(|| Running(Arc::new(tokio::sync::Semaphore::new(self.max_parallel))))
                 .0,
         );
+        // Cancelled between approval and now (or while an earlier call of
+        // the batch ran, or while waiting for a place): the tool must not
+        // start, not even for one poll. Checked first, so a call already
+        // cancelled never takes a place.
         let _place = tokio::select! {
             biased;
             () = r.ctx.cancel.cancelled() => return ToolResult::error("cancelled").with_meta("cancelled", true),

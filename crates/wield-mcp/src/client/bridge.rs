@@ -162,7 +162,6 @@ impl Tool for McpTool {
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         let server = &self.server.config.name;
-        let entry = &self.server;
         let arguments = match input {
             Value::Object(m) => m,
             Value::Null => Map::new(),
@@ -176,7 +175,7 @@ impl Tool for McpTool {
         // restarted server; one that may have reached the server is
         // retried only when the tool says it is read-only or idempotent.
         for attempt in 0..2 {
-            let peer = match entry.peer().await {
+            let peer = match self.server.peer().await {
                 Ok(p) => p,
                 Err(e) => return ToolResult::error(e),
             };
@@ -209,7 +208,7 @@ impl Tool for McpTool {
             let broken = matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed);
             let why = format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote);
             if broken {
-                entry.forget(&why).await;
+                self.server.forget(&why).await;
             }
             if retry {
                 tracing::warn!("{why}; restarting it and trying again");

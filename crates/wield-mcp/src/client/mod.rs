@@ -90,7 +90,8 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 /// One configured server and its connection.
 pub(crate) struct ServerEntry {
     pub(crate) config: ServerConfig,
-    status: Mutex<(ServerState, usize, Option<String>)>,
+    /// Where it stands, and why it failed or exited.
+    status: Mutex<(ServerState, Option<String>)>,
     conn: tokio::sync::Mutex<Option<Connection>>,
     front: Option<Arc<dyn FrontEnd>>,
     /// Its tools as last listed, with their wield names. Not the wield
@@ -108,9 +109,7 @@ pub(crate) struct ServerEntry {
 
 impl ServerEntry {
     fn set(&self, state: ServerState, error: Option<String>) {
-        let mut s = self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        s.0 = state;
-        s.2 = error;
+        *self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (state, error);
     }
 
     fn state(&self) -> ServerState {
@@ -118,7 +117,6 @@ impl ServerEntry {
     }
 
     fn set_tools(&self, tools: Vec<Listed>) {
-        self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = tools.len();
         *self.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = tools;
     }
 
@@ -168,7 +166,6 @@ impl ServerEntry {
     fn replace_tools(&self, tools: Vec<Listed>) {
         let changed = *self.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner) != tools;
         self.set_tools(tools);
-        self.set(ServerState::Ready, None);
         if changed && let Some(call) = self.on_change.get() {
             tracing::info!("MCP server `{}` changed its tools", self.config.name);
             call();
@@ -264,7 +261,7 @@ impl McpClients {
                 };
                 Arc::new(ServerEntry {
                     config,
-                    status: Mutex::new((state, 0, None)),
+                    status: Mutex::new((state, None)),
                     conn: tokio::sync::Mutex::new(None),
                     front: front.clone(),
                     tools: Mutex::new(Vec::new()),
@@ -365,11 +362,12 @@ impl McpClients {
         self.servers
             .iter()
             .map(|e| {
-                let (state, tools, error) = e
+                let (state, error) = e
                     .status
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clone();
+                let tools = e.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
                 ServerStatus {
                     name: e.config.name.clone(),
                     transport: e.config.transport.summary(),

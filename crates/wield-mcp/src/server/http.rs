@@ -372,23 +372,21 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         )
             .into_response()
     };
-    match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Err(e) => {
-            return refuse(
+    // Syntax only: nothing is built.
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return refuse(
+            None,
+            rmcp::ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
+        );
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return refuse(
+            None,
+            rmcp::ErrorData::invalid_request(
+                "Invalid request: batches are not supported; send one message per POST",
                 None,
-                rmcp::ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
-            );
-        }
-        Ok(serde_json::Value::Array(_)) => {
-            return refuse(
-                None,
-                rmcp::ErrorData::invalid_request(
-                    "Invalid request: batches are not supported; send one message per POST",
-                    None,
-                ),
-            );
-        }
-        Ok(_) => {}
+            ),
+        );
     }
     // An unknown method the SDK can parse is the SDK's to answer (in the
     // session's stream).

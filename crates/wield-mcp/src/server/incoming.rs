@@ -17,8 +17,8 @@ use std::borrow::Cow;
 use std::io;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, CustomRequest, JsonObject,
-    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::{ErrorData, RoleServer};
@@ -111,7 +111,9 @@ pub fn parse(line: &[u8]) -> Incoming {
             id,
             request: ClientRequest::CustomRequest(custom),
             ..
-        })) if standard_method(&custom.method) => Incoming::Refuse(Some(id), invalid_params(&custom)),
+        })) if standard_method(&custom.method) => {
+            Incoming::Refuse(Some(id), invalid_params(&custom.method, custom.params.as_ref()))
+        }
         // The SDK would answer with the bare method name as the message.
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             id,
@@ -203,31 +205,22 @@ fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     )))
 }
 
-/// The SDK's compatibility rule: a notification (no `id`) with a method
-/// outside the protocol, or an unknown `notifications/…` method, is ignored
-/// rather than answered.
 /// The answer to JSON that is not a valid message: to its `id` when it has
 /// one of the right kind (a number or a string), so the client can match
-/// the error to its request; `Invalid params` when it is a JSON-RPC 2.0
-/// request for a standard method (`"params": [...]`), else `Invalid
-/// Request`.
+/// the error to its request: for a JSON-RPC 2.0 request, `Invalid params`
+/// when its method is a standard one (`"params": [...]`) and `Method not
+/// found` otherwise; else `Invalid Request`.
 fn refusal(line: &[u8]) -> Incoming {
     let value = serde_json::from_slice::<serde_json::Value>(line).ok();
     let field = |k: &str| value.as_ref().and_then(|v| v.get(k));
     let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-    let method = field("method").and_then(serde_json::Value::as_str);
-    match (&id, method) {
-        (Some(_), Some(method))
-            if field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0") && standard_method(method) =>
-        {
-            let request = CustomRequest::new(method, field("params").cloned());
-            Incoming::Refuse(id, invalid_params(&request))
-        }
-        (Some(_), Some(method)) if field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0") => {
-            Incoming::Refuse(id, method_not_found(method))
-        }
-        _ => Incoming::Refuse(id, ErrorData::invalid_request("Invalid request", None)),
-    }
+    let request = id.is_some() && field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0");
+    let error = match field("method").and_then(serde_json::Value::as_str) {
+        Some(method) if request && standard_method(method) => invalid_params(method, field("params")),
+        Some(method) if request => method_not_found(method),
+        _ => ErrorData::invalid_request("Invalid request", None),
+    };
+    Incoming::Refuse(id, error)
 }
 
 fn method_not_found(method: &str) -> ErrorData {
@@ -241,23 +234,25 @@ fn method_not_found(method: &str) -> ErrorData {
 }
 
 /// Why the params of a standard method do not fit it.
-fn invalid_params(request: &CustomRequest) -> ErrorData {
-    let method = &request.method;
-    let params = request.params.clone().unwrap_or(serde_json::Value::Null);
-    let why = match method.as_str() {
-        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
+fn invalid_params(method: &str, params: Option<&serde_json::Value>) -> ErrorData {
+    let (why, hint) = if method == "tools/call" {
+        let params = params.cloned().unwrap_or(serde_json::Value::Null);
+        let why = serde_json::from_value::<CallToolRequestParams>(params)
             .err()
-            .map_or_else(String::new, |e| format!(": {e}")),
-        _ => String::new(),
-    };
-    let hint = if method == "tools/call" {
-        " (send {\"name\": TOOL, \"arguments\": {...}}: the arguments a JSON object)"
+            .map_or_else(String::new, |e| format!(": {e}"));
+        (
+            why,
+            " (send {\"name\": TOOL, \"arguments\": {...}}: the arguments a JSON object)",
+        )
     } else {
-        ""
+        (String::new(), "")
     };
     ErrorData::invalid_params(format!("invalid params for `{method}`{why}{hint}"), None)
 }
 
+/// The SDK's compatibility rule: a notification (no `id`) with a method
+/// outside the protocol, or an unknown `notifications/…` method, is ignored
+/// rather than answered.
 fn ignored_notification(line: &[u8]) -> bool {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
         return false;

@@ -76,15 +76,16 @@ pub enum ApprovalMode {
 }
 
 impl Inner {
-    /// The connected clients, after adding `new` (closed ones are dropped).
-    pub(crate) fn live_peers(
-        &self,
-        new: Option<rmcp::service::Peer<rmcp::RoleServer>>,
-    ) -> Vec<rmcp::service::Peer<rmcp::RoleServer>> {
+    /// The connected clients (closed ones are dropped on the way).
+    fn connected_peers(&self) -> std::sync::MutexGuard<'_, Vec<rmcp::service::Peer<rmcp::RoleServer>>> {
         let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         peers.retain(|p| !p.is_transport_closed());
-        peers.extend(new);
-        peers.clone()
+        peers
+    }
+
+    /// A client to tell when the tools change.
+    pub(crate) fn add_peer(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
+        self.connected_peers().push(peer);
     }
 }
 
@@ -238,7 +239,7 @@ impl McpServer {
     /// [`ToolCatalog`].
     pub async fn tools_changed(&self) {
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        let peers = self.inner.live_peers(None);
+        let peers = self.inner.connected_peers().clone();
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
         }

@@ -307,7 +307,7 @@ impl ServerHandler for SessionHandler {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Told when the tools change.
-        self.inner.live_peers(Some(context.peer));
+        self.inner.add_peer(context.peer);
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
