@@ -106,14 +106,7 @@ fn describe(entry: &Entry) -> String {
     }
 }
 
-fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
-    let title = match name {
-        "process_start" => "Start a background process",
-        "process_status" => "Background process status",
-        "process_output" => "Read a background process's output",
-        "process_kill" => "Stop a background process",
-        _ => "List background processes",
-    };
+fn spec(name: &str, title: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
     ToolSpec::new(
         name,
         description,
@@ -168,6 +161,7 @@ impl ProcessStartTool {
         Self {
             spec: spec(
                 "process_start",
+                "Start a background process",
                 "Start a long-running command (a server, a watcher, a slow build) in the background and return \
                  its id at once. Its stdout and stderr go to a log file; read them with process_output, check \
                  it with process_status, stop it with process_kill. It runs with the same sandbox and \
@@ -260,6 +254,7 @@ impl ProcessStatusTool {
         Self {
             spec: spec(
                 "process_status",
+                "Background process status",
                 "Whether a background process is running or has exited (with its exit code), how long it has \
                  run, and the last lines of its output.",
                 json!({"id": {"type": "string", "description": "The id process_start returned, e.g. p1."}}),
@@ -324,6 +319,7 @@ impl ProcessOutputTool {
         Self {
             spec: spec(
                 "process_output",
+                "Read a background process's output",
                 "Read a background process's output log by lines: offset is the first line (1-based, default \
                  1), limit the number of lines (default 200). The result says which offset reads on.",
                 json!({
@@ -395,6 +391,7 @@ impl ProcessKillTool {
         Self {
             spec: spec(
                 "process_kill",
+                "Stop a background process",
                 "Stop a background process and everything it started. TERM (default) asks it to stop and kills \
                  it a second later if it has not; KILL kills at once.",
                 json!({
@@ -452,6 +449,7 @@ impl ProcessListTool {
         Self {
             spec: spec(
                 "process_list",
+                "List background processes",
                 "The background processes of this session: id, state, runtime and command.",
                 json!({}),
                 &[],
