@@ -115,6 +115,21 @@ pub fn colour_diff(diff: &str, color: bool) -> String {
     out
 }
 
+/// The preview, then the diff or, when the preview leaves something out,
+/// every argument in full.
+fn shown(request: &ApprovalRequest, color: bool) -> String {
+    let mut out = format!("  {}\n", request.shown_preview());
+    match (&request.detail, request.shown_detail()) {
+        (Some(_), Some(diff)) => out.push_str(&colour_diff(&diff, color)),
+        (None, Some(arguments)) => {
+            out.push_str(&arguments);
+            out.push('\n');
+        }
+        (_, None) => {}
+    }
+    out
+}
+
 fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
@@ -123,10 +138,7 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
         paint(color, "1;33", "approval needed:"),
         paint(color, "1", &format!("`{}`", request.tool))
     );
-    let _ = writeln!(err, "  {}", request.preview);
-    if let Some(detail) = &request.detail {
-        let _ = write!(err, "{}", colour_diff(detail, color));
-    }
+    let _ = write!(err, "{}", shown(request, color));
     let _ = err.flush();
     drop(err);
 
@@ -214,11 +226,11 @@ impl Approver for ScriptedApprover {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         eprintln!(
             "approver asked: {} | {} | {}",
-            request.tool, request.preview, request.pattern
+            request.tool,
+            request.shown_preview(),
+            request.pattern
         );
-        if let Some(d) = &request.detail {
-            eprint!("{}", colour_diff(d, false));
-        }
+        eprint!("{}", shown(request, false));
         let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match answers.len() {
             0 => ApprovalAnswer::Deny(Some("denied: the test approver has no answers".into())),

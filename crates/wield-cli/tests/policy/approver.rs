@@ -231,3 +231,23 @@ fn terminal_dialog_denies_with_or_without_a_message_and_cancels() {
     );
     assert_eq!(e.project_approvals(), "");
 }
+
+#[test]
+fn the_approver_sees_what_a_cut_preview_hides() {
+    let e = Env::with_config("[approval]\nconfirm = [\"bash\"]\n");
+    let command = format!("echo hello{}; echo HIDDEN\u{1b}[2J > hidden.txt", " ".repeat(120));
+    let input = serde_json::json!({ "command": command }).to_string();
+    let out = e
+        .wield()
+        .env("WIELD_TEST_APPROVER", "deny")
+        .args(["call", "--json", "bash", &input])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Arguments in full:\ncommand: echo hello"), "{stderr}");
+    assert!(stderr.contains("; echo HIDDEN\\u{1b}[2J > hidden.txt"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "a terminal escape reached the screen: {stderr}"
+    );
+}

@@ -27,9 +27,11 @@ use serde_json::Value;
 use crate::context::Session;
 use crate::tool::ToolTraits;
 
+mod display;
 pub mod patterns;
 mod resolvers;
 
+pub use display::{arguments_text, printable};
 pub use patterns::{
     PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, command_segments, derive_pattern, is_compound,
     normalize_lexically,

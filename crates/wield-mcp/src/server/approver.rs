@@ -12,6 +12,8 @@
 //! waiting and the client is told to close the form
 //! (`notifications/cancelled` for the elicitation request).
 
+use std::fmt::Write as _;
+
 use async_trait::async_trait;
 use rmcp::ServiceError;
 use rmcp::model::{
@@ -137,13 +139,14 @@ impl Drop for Withdraw {
 }
 
 fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Error> {
-    let preview = request.preview.trim();
+    let preview = request.shown_preview();
+    let preview = preview.trim();
     let mut message = if preview.starts_with(&request.tool) {
         format!("Allow this tool call?\n\n{preview}")
     } else {
         format!("Allow this tool call?\n\n{}: {preview}", request.tool)
     };
-    if let Some(detail) = request.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+    if let Some(detail) = request.shown_detail() {
         message.push_str("\n\n");
         if detail.len() > MAX_DETAIL {
             let mut end = MAX_DETAIL;
@@ -151,9 +154,13 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
                 end -= 1;
             }
             message.push_str(&detail[..end]);
-            message.push_str("\n…");
+            let _ = write!(
+                message,
+                "\n… ({} more bytes not shown: decline unless you know what they are)",
+                detail.len() - end
+            );
         } else {
-            message.push_str(detail);
+            message.push_str(&detail);
         }
     }
     serde_json::from_value(json!({
@@ -200,8 +207,21 @@ mod tests {
         assert_eq!(v["mode"], "form");
         let msg = v["message"].as_str().unwrap();
         assert!(msg.contains("bash: command=\"rm -rf build\""));
-        assert!(msg.len() < MAX_DETAIL + 200);
+        assert!(msg.len() < MAX_DETAIL + 300);
+        assert!(msg.contains("10 more bytes not shown"), "{msg}");
         assert_eq!(v["requestedSchema"]["properties"]["remember"]["type"], "boolean");
+    }
+
+    #[test]
+    fn the_form_shows_what_the_preview_cuts() {
+        let command = format!("echo hello{}; echo HIDDEN > x", " ".repeat(120));
+        let mut r = request();
+        r.detail = None;
+        r.preview = "$ echo hello …".into();
+        r.input = json!({ "command": command });
+        let v = serde_json::to_value(form(&r).unwrap()).unwrap();
+        let msg = v["message"].as_str().unwrap();
+        assert!(msg.contains("; echo HIDDEN > x"), "{msg}");
     }
 
     #[test]

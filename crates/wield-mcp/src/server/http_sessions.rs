@@ -128,6 +128,21 @@ impl Activities {
         self.lock().get(id).map(|a| a.end.clone())
     }
 
+    /// Tracks the sessions among `ids` not tracked yet, as idle from now:
+    /// a session the SDK opened whose first reply never reached
+    /// [`track_activity`] (the client reset the connection while it was
+    /// being initialized) would otherwise hold its slot for ever.
+    fn adopt(&self, ids: impl IntoIterator<Item = Arc<str>>) {
+        let mut sessions = self.lock();
+        for id in ids {
+            sessions.entry(id).or_insert_with(|| Activity {
+                busy: 0,
+                last: Instant::now(),
+                end: CancellationToken::new(),
+            });
+        }
+    }
+
     /// The sessions idle for `idle` or longer, now forgotten.
     fn take_idle(&self, idle: Duration) -> Vec<Arc<str>> {
         let mut sessions = self.lock();
@@ -237,6 +252,8 @@ pub(crate) fn spawn_reaper(
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
             }
+            let open: Vec<Arc<str>> = manager.sessions.read().await.keys().map(Arc::clone).collect();
+            activities.adopt(open);
             for id in activities.take_idle(idle) {
                 tracing::debug!("closing idle MCP session {id}");
                 let _ = manager.close_session(&id).await;
@@ -268,5 +285,16 @@ mod tests {
         assert!(activities.take_idle(Duration::from_secs(60)).is_empty());
         assert_eq!(&*activities.take_idle(Duration::ZERO)[0], "s1");
         assert!(activities.busy("s1").is_none());
+    }
+
+    #[test]
+    fn a_session_whose_first_reply_was_lost_is_adopted_and_reaped() {
+        let activities = Activities::new();
+        let _kept = activities.opened("s1");
+        activities.adopt([Arc::from("s1"), Arc::from("lost")]);
+        assert_eq!(activities.busy("s1"), Some(1), "a tracked session is left as it is");
+        assert_eq!(activities.busy("lost"), Some(0));
+        let idle = activities.take_idle(Duration::ZERO);
+        assert_eq!(idle.iter().map(|s| &**s).collect::<Vec<_>>(), ["lost"]);
     }
 }

@@ -4,6 +4,8 @@ tokens, Host and Origin, sessions."""
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -17,15 +19,16 @@ from mcp.client.streamable_http import streamable_http_client
 from fixture import Fixture, HttpServer, alive, call, expect, text_of
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
 def post(url: str, headers: dict[str, str] | None = None) -> int:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-        }
-    ).encode()
+    body = json.dumps(INITIALIZE).encode()
     h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     h.update(headers or {})
     req = urllib.request.Request(url, data=body, headers=h, method="POST")
@@ -49,12 +52,7 @@ def rpc(url: str, body: dict, session: str | None = None) -> tuple[int, str, str
 
 def open_and_call(url: str) -> str:
     """A raw streamable-HTTP session that stays open after reading a.txt."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    init = INITIALIZE
     status, _, session = rpc(url, init)
     expect(status == 200 and session, f"initialize: {status} {session}")
     rpc(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
@@ -109,6 +107,20 @@ async def http_delete_mid_call(fx: Fixture) -> None:
         expect(took < 4, f"the session's processes took {took:.1f}s to stop")
         status = delete_session(url, session)
         expect(status == 404, f"a deleted session is still known: {status}")
+
+
+def reset_initializes(url: str, n: int) -> None:
+    """`n` initialize requests, each connection reset (RST) right after it is sent."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    body = json.dumps(INITIALIZE).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    for _ in range(n):
+        with socket.create_connection((host, int(port))) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.sendall(head + body)
 
 
 def _ignore(f) -> None:
@@ -246,6 +258,13 @@ async def http_sessions(fx: Fixture) -> None:
             status = e.code
         expect(status == 404, f"an idle session answered after --session-idle: {status}")
         expect(post(url) == 200, "the idle session's slot was not freed")
+    # A client that resets the connection while its session is being
+    # initialized does not keep the slot: the session is reaped when idle.
+    with HttpServer(fx, ["--yes"], ["--max-sessions", "3", "--session-idle", "1s"]) as url:
+        reset_initializes(url, 20)
+        time.sleep(3)
+        statuses = [post(url) for _ in range(3)]
+        expect(statuses == [200, 200, 200], f"reset initializes kept their slots: {statuses}")
     # A call that runs longer than the idle time keeps its session open.
     with HttpServer(fx, ["--yes"], ["--session-idle", "1s"]) as url:
         async with streamable_http_client(url) as (read, write):
