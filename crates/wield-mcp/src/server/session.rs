@@ -5,7 +5,7 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,6 +46,9 @@ struct Prepared {
     progress: Arc<ProgressRouter>,
     /// The server's tool generation it was built at.
     generation: u64,
+    /// The client's roots it was built with, kept for when asking again
+    /// fails: a narrowing never lapses because the client did not answer.
+    roots: Option<Vec<PathBuf>>,
 }
 
 /// Syslog order, least severe first, for comparing levels.
@@ -123,19 +126,25 @@ impl SessionHandler {
             return Arc::clone(p);
         }
         let mut services = self.inner.services.clone();
-        match client_roots(peer).await {
-            RootsAnswer::None => {}
+        let previous = slot.as_ref().and_then(|p| p.roots.clone());
+        let roots = match client_roots(peer).await {
+            RootsAnswer::None => None,
             RootsAnswer::Failed(why) => {
-                self.log(
-                    peer,
-                    LoggingLevel::Warning,
-                    format!("{why}; using the configured write roots"),
-                )
-                .await;
+                let keeping = if previous.is_some() {
+                    "keeping the roots it gave before"
+                } else {
+                    "using the configured write roots"
+                };
+                self.log(peer, LoggingLevel::Warning, format!("{why}; {keeping}")).await;
+                previous
             }
-            RootsAnswer::Paths(roots) => {
+            RootsAnswer::Paths(roots) => Some(roots),
+        };
+        match &roots {
+            None => {}
+            Some(roots) => {
                 if let Some(conf) = services.get::<Confinement>() {
-                    let narrowed = conf.narrow_writes(&roots);
+                    let narrowed = conf.narrow_writes(roots);
                     let writable: Vec<String> = narrowed
                         .roots(Access::Write)
                         .iter()
@@ -178,6 +187,7 @@ impl SessionHandler {
             executor,
             progress,
             generation,
+            roots,
         });
         *slot = Some(Arc::clone(&p));
         p

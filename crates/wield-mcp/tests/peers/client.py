@@ -338,6 +338,25 @@ async def roots(fx: Fixture) -> None:
                 break
             await anyio.sleep(0.05)
         expect(not r.is_error and (fx.ws / "top.txt").exists(), f"write after the roots widened to the workspace: {r}")
+    # Asking again fails (the client errs): the narrowing it gave stays.
+    failing = {"now": False}
+    narrow = roots_callback([fx.ws / "sub"])
+
+    async def sometimes_failing(ctx):
+        if failing["now"]:
+            return types.ErrorData(code=-32603, message="roots are unavailable")
+        return await narrow(ctx)
+
+    async with fx.session(["--yes"], list_roots_callback=sometimes_failing) as s:
+        r = await call(s, "write", {"path": "sub/first.txt", "content": "x"})
+        expect(not r.is_error, f"write inside the client's root: {r}")
+        failing["now"] = True
+        await s.send_roots_list_changed()
+        await anyio.sleep(0.2)
+        r = await call(s, "write", {"path": "widened.txt", "content": "x"})
+        expect(r.is_error and not (fx.ws / "widened.txt").exists(), f"a failed roots/list undid the narrowing: {r}")
+        r = await call(s, "bash", {"command": "echo x > widened-by-bash.txt"})
+        expect(not (fx.ws / "widened-by-bash.txt").exists(), f"a failed roots/list undid the sandbox's narrowing: {r}")
     # Roots outside the configured ones do not widen anything.
     async with fx.session(["--yes"], list_roots_callback=roots_callback([fx.base / "outside", fx.base])) as s:
         r = await call(s, "write", {"path": str(fx.base / "outside/new.txt"), "content": "x"})
