@@ -196,8 +196,12 @@ impl HostGuard {
                     names.push(hostname.to_owned());
                 }
             }
-        } else if !ip.is_loopback() {
-            names.push(ip.to_string());
+        } else {
+            // Another loopback address (127.0.0.5) is this server's own too.
+            let ip = ip.to_string();
+            if !names.contains(&ip) {
+                names.push(ip);
+            }
         }
         Self {
             names,
@@ -472,6 +476,12 @@ mod tests {
                 .is_err()
         );
         assert_eq!(loopback.check(Some("localhost:1"), Some("http://127.0.0.1:9")), Ok(()));
+
+        let other_loopback = HostGuard::new(&"127.0.0.5:1".parse().unwrap(), &[]);
+        for host in ["127.0.0.5:1", "localhost:1", "127.0.0.1:1"] {
+            assert_eq!(other_loopback.check(Some(host), None), Ok(()), "{host}");
+        }
+        assert!(other_loopback.check(Some("127.0.0.6:1"), None).is_err());
 
         let lan = HostGuard::new(&"10.1.2.3:1".parse().unwrap(), &["mcp.internal".to_owned()]);
         for host in ["10.1.2.3:1", "mcp.internal:1", "localhost:1"] {
