@@ -221,13 +221,40 @@ pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -
         Some(p) => format!("Full output: {}", p.display()),
         None => "Full output could not be saved".to_owned(),
     };
+    // No whole line of the tail fits: the end of the last line does.
+    let mut cut_last = 0;
+    if t == 0 {
+        let last = text[head_end..search_end]
+            .rfind('\n')
+            .map_or(head_end, |i| head_end + i + 1);
+        let mut from = search_end.saturating_sub(budget.saturating_sub(200)).max(last);
+        while from < search_end && !text.is_char_boundary(from) {
+            from += 1;
+        }
+        tail_start = from;
+        cut_last = search_end - from;
+    }
+    let mut shown = Vec::new();
+    if h > 0 {
+        shown.push(format!("lines 1-{h}"));
+    }
+    if t > 0 {
+        shown.push(format!("lines {}-{total}", total - t + 1));
+    }
+    let omitted = if cut_last > 0 {
+        shown.push(format!("the last {cut_last} bytes of line {total}"));
+        format!("{} lines omitted or cut", total - h)
+    } else {
+        format!("{} lines omitted", total - h - t)
+    };
+    let shown = if shown.is_empty() {
+        "nothing".to_owned()
+    } else {
+        shown.join(" and ")
+    };
     let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 200);
     out.push_str(&text[..head_end]);
-    out.push_str(&format!(
-        "[... {} lines omitted: showing lines 1-{h} and {}-{total} of {total}. {place}]\n",
-        total - h - t,
-        total - t + 1
-    ));
+    out.push_str(&format!("[... {omitted}: showing {shown} of {total}. {place}]\n"));
     out.push_str(&text[tail_start..]);
     Truncated {
         text: out,
@@ -328,5 +355,29 @@ mod tests {
         let whole = truncate_middle("a\nb", 100, 80, 1000);
         assert!(!whole.truncated);
         assert_eq!(whole.text, "a\nb");
+    }
+
+    #[test]
+    fn a_last_line_too_long_for_the_tail_shows_its_end() {
+        let text = format!("a\n{}Z\n", "x".repeat(300_000));
+        let t = truncate_middle(&text, 100, 80, 50_000);
+        assert!(t.truncated);
+        assert!(
+            t.text
+                .starts_with("a\n[... 1 lines omitted or cut: showing lines 1-1 and the last "),
+            "{}",
+            &t.text[..200]
+        );
+        assert!(t.text.contains(" bytes of line 2 of 2."));
+        assert!(t.text.ends_with("xxZ\n"));
+        assert!(t.text.len() <= 50_000 + 300, "{}", t.text.len());
+        // Nor does the head: no "lines 1-0".
+        let one = format!("{}\n", "y".repeat(300_000));
+        let t = truncate_middle(&one, 100, 80, 50_000);
+        assert!(
+            t.text.starts_with("[... 1 lines omitted or cut: showing the last "),
+            "{}",
+            &t.text[..100]
+        );
     }
 }
