@@ -206,10 +206,21 @@ impl SessionHandler {
 
     fn tools(&self) -> Vec<Tool> {
         let note = self.inner.deferred_note.as_ref().and_then(|n| n(&self.session));
+        // Commands reach the world when the sandbox lets them.
+        let commands_reach_network = self
+            .inner
+            .services
+            .get::<ShellService>()
+            .is_none_or(|shell| shell.reaches_network());
         (self.inner.catalog)(&self.session)
             .iter()
             .map(|r| {
                 let mut tool = to_mcp_tool(r);
+                if r.tool.traits().sandboxable
+                    && let Some(hints) = tool.annotations.as_mut()
+                {
+                    hints.open_world_hint = Some(commands_reach_network);
+                }
                 if let Some(note) = &note
                     && r.tool.traits().has_capability(wield_core::policy::LOADS_DEFERRED)
                 {

@@ -60,6 +60,17 @@ async def tools(fx: Fixture) -> None:
         expect(a.idempotent_hint is False and a.open_world_hint is False, str(a))
         a = next(t for t in listed if t.name == "mkdir").annotations
         expect(a.read_only_hint is False and a.destructive_hint is False and a.idempotent_hint is True, f"mkdir: {a}")
+        # Sandboxed commands cannot reach the network; with it allowed they can.
+        for name in ["bash", "process_start"]:
+            a = next(t for t in listed if t.name == name).annotations
+            expect(a.open_world_hint is False, f"{name} in the sandbox: {a}")
+    async with fx.session(["--set", "sandbox.network=true"]) as s:
+        listed = (await s.list_tools()).tools
+        for name in ["bash", "process_start"]:
+            a = next(t for t in listed if t.name == name).annotations
+            expect(a.open_world_hint is True, f"{name} with sandbox.network: {a}")
+        expect(next(t for t in listed if t.name == "read").annotations.open_world_hint is False, "read reaches the world")
+    async with fx.session() as s:
 
         r = await call(s, "calculator", {"expression": "2 + 3 * 4"})
         expect(not r.is_error and text_of(r).strip() == "14", f"calculator: {r}")

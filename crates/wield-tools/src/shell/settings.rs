@@ -332,6 +332,12 @@ impl ShellService {
         matches!(self.plan(), Ok(Some(_)))
     }
 
+    /// Whether commands can reach the network: the sandbox is off (or
+    /// cannot run) or lets them (`sandbox.network`).
+    pub fn reaches_network(&self) -> bool {
+        !self.sandbox_active() || self.sandbox.network
+    }
+
     /// The argv for a command: rewritten, appended to the shell, wrapped in
     /// the sandbox.
     pub(crate) fn argv(&self, command: &str, workdir: &Path) -> Result<Vec<OsString>, String> {
