@@ -55,9 +55,10 @@ fn bash_progress_and_cancel_over_http() {
     python_scenarios("http", &["bash_progress", "bash_cancel"]);
 }
 
-/// `wield mcp serve` over raw pipes, line by line: malformed input gets the
-/// SDK's answers (garbage ignored, a wrong-shaped request an Invalid Request
-/// error), and large results written by the fast path are exact JSON.
+/// `wield mcp serve` over raw pipes, line by line: malformed input gets
+/// JSON-RPC's answers (garbage a Parse error, a wrong-shaped request an
+/// Invalid Request error), and large results written by the fast path are
+/// exact JSON.
 #[test]
 fn raw_stdio_framing_and_large_results() {
     use serde_json::json;
@@ -111,10 +112,33 @@ fn raw_stdio_framing_and_large_results() {
     assert_eq!(next()["result"]["serverInfo"]["name"], "wield");
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
 
-    // Not JSON: ignored. A call whose params are not an object, or that
-    // names no tool: Invalid params, to its id. JSON that is no message:
-    // Invalid Request, to its id when it has one.
+    // Not JSON: Parse error, to no id. JSON the parser cannot take (a
+    // number out of range): Parse error, to its id. A string cut inside a
+    // surrogate pair: taken with U+FFFD. A call whose params are not an
+    // object, or that names no tool: Invalid params, to its id. JSON that
+    // is no message: Invalid Request, to its id when it has one.
     send("this is not json");
+    let err = next();
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(null), &json!(-32700)),
+        "{err}"
+    );
+    send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":1e400}}}"#,
+    );
+    let err = next();
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(2), &json!(-32700)),
+        "{err}"
+    );
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"path":"cut \ud83d.txt"}}}"#,
+    );
+    let reply = next();
+    assert_eq!(reply["id"], json!(3), "{reply}");
+    assert!(reply.to_string().contains("cut \u{fffd}.txt"), "{reply}");
     send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"oops"}"#);
     let err = next();
     assert_eq!(

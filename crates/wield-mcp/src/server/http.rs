@@ -352,7 +352,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 /// A POSTed message the SDK would refuse with a bare "415 cannot
 /// deserialize", or take for an unknown method, is answered here the way
 /// JSON-RPC says: 400 with a `Parse error` (-32700) for text that is not
-/// JSON, `Invalid Request` (-32600) for a batch or for JSON that is no
+/// JSON (or JSON that cannot be taken: a number out of range, nesting
+/// too deep), `Invalid Request` (-32600) for a batch or for JSON that is no
 /// message, and `Invalid params` (-32602) for a standard method whose
 /// params do not fit it, each to the request's id when it can be read.
 async fn json_rpc_errors(request: Request, next: Next) -> Response {
@@ -375,6 +376,11 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
             body.to_string(),
         )
             .into_response()
+    };
+    // A string cut inside a surrogate pair is taken with U+FFFD, as on stdio.
+    let bytes = match super::incoming::repair_lone_surrogates(&bytes) {
+        Some(repaired) => axum::body::Bytes::from(repaired),
+        None => bytes,
     };
     // Syntax only: nothing is built.
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {

@@ -100,7 +100,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
 /// One line of input, parsed.
 pub fn parse(line: &[u8]) -> Incoming {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-    if line.is_empty() {
+    if line.trim_ascii().is_empty() {
         return Incoming::Skip;
     }
     if let Some(call) = plain_call(line) {
@@ -127,8 +127,16 @@ pub fn parse(line: &[u8]) -> Incoming {
         }
         Err(e) => match e.classify() {
             serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                tracing::debug!("ignoring an unparsable message: {e}");
-                Incoming::Skip
+                // A string cut inside a surrogate pair (`"\ud83d"`), which
+                // JSON encoders write: the text with U+FFFD in its place.
+                if let Some(repaired) = repair_lone_surrogates(line) {
+                    return parse(&repaired);
+                }
+                tracing::debug!("an unparsable message: {e}");
+                Incoming::Refuse(
+                    readable_id(line),
+                    ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
+                )
             }
             serde_json::error::Category::Data | serde_json::error::Category::Io => {
                 tracing::debug!("an invalid request: {e}");
@@ -203,6 +211,54 @@ fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         call.id,
         ClientRequest::CallToolRequest(request),
     )))
+}
+
+/// The `id` of a message that does not parse as a whole (a number out of
+/// range, nesting too deep) when its syntax still lets it be read.
+fn readable_id(line: &[u8]) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        id: Option<RequestId>,
+    }
+    serde_json::from_slice::<IdOnly>(line).ok().and_then(|m| m.id)
+}
+
+/// `line` with every `\uD800`–`\uDFFF` escape that is not half of a pair
+/// written `\uFFFD`; `None` when there is none.
+pub fn repair_lone_surrogates(line: &[u8]) -> Option<Vec<u8>> {
+    fn escape_at(line: &[u8], at: usize) -> Option<u16> {
+        let hex = line.get(at..at + 6)?.strip_prefix(b"\\u")?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    }
+    let high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i < line.len() {
+        let step = if line[i] != b'\\' {
+            1
+        } else {
+            match escape_at(line, i) {
+                Some(u) if high(u) && escape_at(line, i + 6).is_some_and(low) => 12,
+                Some(u) if high(u) || low(u) => {
+                    let out = out.get_or_insert_with(|| line[..i].to_vec());
+                    out.extend_from_slice(b"\\uFFFD");
+                    i += 6;
+                    continue;
+                }
+                Some(_) => 6,
+                // `\\`, `\"`, …: two bytes, so an escaped backslash
+                // before a `u` is not taken for an escape.
+                None => 2,
+            }
+        };
+        let end = (i + step).min(line.len());
+        if let Some(out) = out.as_mut() {
+            out.extend_from_slice(&line[i..end]);
+        }
+        i = end;
+    }
+    out
 }
 
 /// The answer to JSON that is not a valid message: to its `id` when it has
@@ -434,9 +490,13 @@ mod tests {
             .map(|r| (r["id"].clone(), r["error"]["code"].as_i64().unwrap()))
             .collect();
         use serde_json::json;
+        // Text that is not JSON, which the SDK skips, gets `Parse error`
+        // (but not the last line, which the input's end leaves unanswered).
         assert_eq!(
             summary,
             [
+                (json!(null), -32700),
+                (json!(null), -32700),
                 (json!(1), -32600),
                 (json!(1), -32602),
                 (json!(1), -32600),
@@ -445,11 +505,45 @@ mod tests {
                 (json!(4), -32602),
             ]
         );
-        let why = replies[1]["error"]["message"].as_str().unwrap();
+        let why = replies[3]["error"]["message"].as_str().unwrap();
         assert!(
             why.contains("tools/call") && why.contains("missing field `name`"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn valid_json_the_parser_cannot_take_is_answered() {
+        // A string cut inside a surrogate pair: taken, with U+FFFD.
+        let line = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write","arguments":{"content":"cut \ud83d, kept \ud83d\ude00, \\ud83d, \udc00"}}}"#;
+        let Incoming::Message(m) = parse(line.as_bytes()) else {
+            panic!("{line}");
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(
+            text.contains(
+                r#""content":"cut \u{fffd}, kept 😀, \\ud83d, \u{fffd}""#.replace("\\u{fffd}", "\u{fffd}").as_str()
+            ),
+            "{text}"
+        );
+        assert_eq!(repair_lone_surrogates(br#"{"a":"\ud83d\ude00 \\ud83d"}"#), None);
+        // A number out of range, nesting past the limit: `Parse error`, to the id.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}{}}}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for line in [
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}"#,
+            deep.as_str(),
+        ] {
+            match parse(line.as_bytes()) {
+                Incoming::Refuse(Some(id), e) => {
+                    assert_eq!((id.to_string(), e.code.0), ("6".to_owned(), -32700), "{line}");
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
     }
 
     #[tokio::test]

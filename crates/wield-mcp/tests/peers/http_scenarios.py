@@ -168,6 +168,14 @@ async def http_security(fx: Fixture) -> None:
         expect("tools/call" in body["error"]["message"], f"bad params: {body}")
         status, body = raw_post(url, b'{"jsonrpc":"1.0","id":"x","method":"ping"}')
         expect(status == 400 and body["id"] == "x" and body["error"]["code"] == -32600, f"not 2.0: {status} {body}")
+        # JSON the parser cannot take (a number out of range) is a parse error to its id.
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}')
+        expect(status == 400 and body["id"] == 8 and body["error"]["code"] == -32700, f"1e400: {status} {body}")
+        # A string cut inside a surrogate pair (as json.dumps writes it) is answered.
+        session = open_and_call(url)
+        cut = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "cut \ud83d.txt"}}}
+        status, text, _ = rpc(url, cut, session)
+        expect(status == 200 and '"id":9' in text and "cut \ufffd.txt" in text, f"a lone surrogate: {status} {text[:300]}")
         expect(post(url, {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200, "localhost refused")
     with HttpServer(fx, [], ["--allow-host", "mcp.internal,other.internal"]) as url:
         port = url.split(":")[2].split("/")[0]
