@@ -106,10 +106,51 @@ fn raw_stdio_framing_and_large_results() {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     };
 
+    // Before initialize: ping is answered, a call is refused, even one that
+    // carries its own protocol version in `_meta` (a later revision's
+    // stateless lifecycle), and a notification is dropped.
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+    assert_eq!(next(), json!({"jsonrpc": "2.0", "id": "p", "result": {}}));
+    let touch = ws.ws().join("ran-before-initialize");
+    let call = |id: u32, meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"touch {}"}}{meta}}}}}"#,
+            touch.display()
+        )
+    };
+    let inline = r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}"#;
+    for (id, meta) in [(90, ""), (91, inline)] {
+        send(&call(id, meta));
+        let err = next();
+        assert_eq!(
+            (&err["id"], &err["error"]["code"]),
+            (&json!(id), &json!(-32600)),
+            "{err}"
+        );
+        assert!(
+            err["error"]["message"].as_str().unwrap().contains("initialize"),
+            "{err}"
+        );
+    }
     send(
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
     );
     assert_eq!(next()["result"]["serverInfo"]["name"], "wield");
+    // Once only.
+    send(
+        r#"{"jsonrpc":"2.0","id":92,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    let err = next();
+    assert_eq!(
+        (&err["id"], &err["error"]["code"]),
+        (&json!(92), &json!(-32600)),
+        "{err}"
+    );
+    // Inline versions are not served in the session either.
+    send(&call(93, inline));
+    assert_eq!(next()["error"]["code"], json!(-32600));
+    assert!(!touch.exists(), "a call ran outside the lifecycle");
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
 
     // Not JSON: Parse error, to no id. JSON the parser cannot take (a

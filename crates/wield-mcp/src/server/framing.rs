@@ -17,14 +17,14 @@ use std::io;
 use std::sync::{Arc, LazyLock};
 
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::model::{ClientRequest, ContentBlock, JsonRpcMessage, JsonRpcRequest, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lines, parse};
+use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, parse};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -41,6 +41,8 @@ where
     /// the next line is read.
     reply: Option<Vec<u8>>,
     replying: bool,
+    /// `initialize` has come: the session's requests may follow.
+    initialized: bool,
 }
 
 impl<R, W> Framed<R, W>
@@ -57,6 +59,7 @@ where
             })),
             reply: None,
             replying: false,
+            initialized: false,
         }
     }
 
@@ -162,24 +165,38 @@ where
                     return None;
                 }
             };
-            match parse(line) {
-                Incoming::Message(message) => return Some(*message),
-                Incoming::Skip => {}
-                Incoming::Refuse(id, error) => {
-                    // JSON-RPC wants `"id": null` when the id cannot be
-                    // read; the SDK's type leaves the member out.
-                    let reply = serde_json::to_vec(&serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "error": error,
-                    }));
-                    match reply {
-                        Ok(mut bytes) => {
-                            bytes.push(b'\n');
-                            self.reply = Some(bytes);
-                        }
-                        Err(e) => tracing::debug!("encoding an error reply: {e}"),
+            let refused = match parse(line) {
+                Incoming::Message(message) => match lifecycle(&message, self.initialized) {
+                    Lifecycle::Pass => {
+                        self.initialized |= matches!(
+                            &*message,
+                            JsonRpcMessage::Request(JsonRpcRequest {
+                                request: ClientRequest::InitializeRequest(_),
+                                ..
+                            })
+                        );
+                        return Some(*message);
                     }
+                    Lifecycle::Drop => None,
+                    Lifecycle::Refuse(id, error) => Some((Some(id), error)),
+                },
+                Incoming::Skip => None,
+                Incoming::Refuse(id, error) => Some((id, error)),
+            };
+            if let Some((id, error)) = refused {
+                // JSON-RPC wants `"id": null` when the id cannot be read;
+                // the SDK's type leaves the member out.
+                let reply = serde_json::to_vec(&serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": error,
+                }));
+                match reply {
+                    Ok(mut bytes) => {
+                        bytes.push(b'\n');
+                        self.reply = Some(bytes);
+                    }
+                    Err(e) => tracing::debug!("encoding an error reply: {e}"),
                 }
             }
         }

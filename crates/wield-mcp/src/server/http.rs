@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::http_sessions::{Activities, FULL, session_capacity, spawn_reaper, track_activity};
+use super::incoming::{Incoming, Lifecycle, lifecycle};
 use crate::McpError;
 
 /// An idle session (no request for this long) is closed, unless
@@ -355,7 +356,9 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 /// JSON (or JSON that cannot be taken: a number out of range, nesting
 /// too deep), `Invalid Request` (-32600) for a batch or for JSON that is no
 /// message, and `Invalid params` (-32602) for a standard method whose
-/// params do not fit it, each to the request's id when it can be read.
+/// params do not fit it, `Method not found` (-32601) for a method wield does
+/// not serve, and `Invalid Request` for a request outside the session
+/// lifecycle, each to the request's id when it can be read.
 async fn json_rpc_errors(request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
@@ -398,13 +401,17 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
             ),
         );
     }
-    // An unknown method the SDK can parse is the SDK's to answer (in the
-    // session's stream).
-    if let super::incoming::Incoming::Refuse(id, error) = super::incoming::parse(&bytes)
-        && (error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
-            || serde_json::from_slice::<rmcp::service::RxJsonRpcMessage<rmcp::RoleServer>>(&bytes).is_err())
-    {
-        return refuse(id, error);
+    match super::incoming::parse(&bytes) {
+        Incoming::Refuse(id, error) => return refuse(id, error),
+        // A session is initialized; a request without one may only open one
+        // (`initialize`), and none is served outside the session lifecycle.
+        Incoming::Message(message) => {
+            let in_session = parts.headers.contains_key(super::http_sessions::SESSION_HEADER);
+            if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
+                return refuse(Some(id), error);
+            }
+        }
+        _ => {}
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await

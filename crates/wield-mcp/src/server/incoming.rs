@@ -213,6 +213,56 @@ fn plain_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     )))
 }
 
+/// What the 2025-11-25 lifecycle makes of a message: every request but
+/// `ping` waits for `initialize`, which comes once; a method wield does not
+/// serve is not found, saying which it serves; a request that carries
+/// its own protocol version in `_meta` (the stateless lifecycle of later
+/// revisions, which the SDK would serve without a handshake or a session)
+/// is not served.
+#[derive(Debug)]
+pub enum Lifecycle {
+    Pass,
+    /// A notification before `initialize`: nothing to answer, nothing to do.
+    Drop,
+    Refuse(RequestId, ErrorData),
+}
+
+/// Where `message` stands, the session being `initialized` or not.
+pub fn lifecycle(message: &RxJsonRpcMessage<RoleServer>, initialized: bool) -> Lifecycle {
+    use rmcp::model::GetMeta;
+    let request = match message {
+        JsonRpcMessage::Request(request) => request,
+        JsonRpcMessage::Notification(_) if !initialized => return Lifecycle::Drop,
+        _ => return Lifecycle::Pass,
+    };
+    let refuse = |why: &str| {
+        Lifecycle::Refuse(
+            request.id.clone(),
+            ErrorData::invalid_request(
+                format!(
+                    "{why}; this server speaks MCP up to 2025-11-25: send `initialize` once, then the session's requests"
+                ),
+                None,
+            ),
+        )
+    };
+    match &request.request {
+        ClientRequest::InitializeRequest(_) if initialized => refuse("the session is already initialized"),
+        ClientRequest::InitializeRequest(_) | ClientRequest::PingRequest(_) => Lifecycle::Pass,
+        ClientRequest::DiscoverRequest(_) => Lifecycle::Refuse(request.id.clone(), method_not_found("server/discover")),
+        other if other.get_meta().protocol_version().is_some() => {
+            refuse("a request that carries its own protocol version in `_meta` is not served")
+        }
+        _ if !initialized => refuse("the session is not initialized"),
+        ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_) | ClientRequest::SetLevelRequest(_) => {
+            Lifecycle::Pass
+        }
+        // Resources, prompts, completions, tasks…: the SDK would answer
+        // with the bare method name.
+        other => Lifecycle::Refuse(request.id.clone(), method_not_found(other.method())),
+    }
+}
+
 /// The `id` of a message that does not parse as a whole (a number out of
 /// range, nesting too deep) when its syntax still lets it be read.
 fn readable_id(line: &[u8]) -> Option<RequestId> {
@@ -454,6 +504,7 @@ mod tests {
     #[tokio::test]
     async fn every_line_is_taken_as_the_sdk_transport_takes_it() {
         let input = [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
             "",
             "not json",
             r#"{"jsonrpc":"2.0","id":1,"#,
@@ -478,7 +529,7 @@ mod tests {
         // The same messages, except the `tools/call` without a name that the
         // SDK passes on as an unknown method (answered "method not found").
         let expected: Vec<&String> = sdk.0.iter().filter(|m| !m.contains("CustomRequest")).collect();
-        assert_eq!(sdk.0.len(), 7, "{:#?}", sdk.0);
+        assert_eq!(sdk.0.len(), 8, "{:#?}", sdk.0);
         assert_eq!(framed.0.iter().collect::<Vec<_>>(), expected);
         // The same refusals, but each to its request's id when it has one
         // (JSON-RPC's `null` when not), and the call without a name told
@@ -510,6 +561,52 @@ mod tests {
             why.contains("tools/call") && why.contains("missing field `name`"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn requests_wait_for_one_initialize() {
+        let message = |line: &str| match parse(line.as_bytes()) {
+            Incoming::Message(m) => m,
+            other => panic!("{line}: {other:?}"),
+        };
+        let code = |l: Lifecycle| match l {
+            Lifecycle::Refuse(_, e) => e.code.0,
+            Lifecycle::Pass => 0,
+            Lifecycle::Drop => 1,
+        };
+        let init = message(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        let call = message(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{}}}"#);
+        let inline = message(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#,
+        );
+        let ping = message(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+        let note = message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(code(lifecycle(&init, false)), 0);
+        assert_eq!(code(lifecycle(&ping, false)), 0);
+        assert_eq!(code(lifecycle(&note, false)), 1);
+        assert_eq!(code(lifecycle(&call, false)), -32600);
+        assert_eq!(code(lifecycle(&inline, false)), -32600);
+        assert_eq!(code(lifecycle(&init, true)), -32600);
+        assert_eq!(code(lifecycle(&call, true)), 0);
+        assert_eq!(code(lifecycle(&note, true)), 0);
+        assert_eq!(code(lifecycle(&inline, true)), -32600);
+        for line in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list","params":{}}"#,
+        ] {
+            match lifecycle(&message(line), true) {
+                Lifecycle::Refuse(_, e) => {
+                    assert_eq!(e.code.0, -32601);
+                    assert!(
+                        e.message.contains("this server offers initialize, ping, tools/list"),
+                        "{e:?}"
+                    );
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -130,8 +130,8 @@ def _ignore(f) -> None:
         pass
 
 
-def raw_post(url: str, data: bytes) -> tuple[int, dict]:
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+def raw_post(url: str, data: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})}
     req = urllib.request.Request(url, data=data, headers=h, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
@@ -168,6 +168,30 @@ async def http_security(fx: Fixture) -> None:
         expect("tools/call" in body["error"]["message"], f"bad params: {body}")
         status, body = raw_post(url, b'{"jsonrpc":"1.0","id":"x","method":"ping"}')
         expect(status == 400 and body["id"] == "x" and body["error"]["code"] == -32600, f"not 2.0: {status} {body}")
+        # Only initialize opens a session; a request outside one, even with its
+        # own protocol version in _meta, is refused and does not run.
+        touched = fx.ws / "ran-without-session"
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        }
+        for n, params in enumerate([{}, {"_meta": meta}]):
+            sneak = {"jsonrpc": "2.0", "id": 20 + n, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": f"touch {touched}"}, **params}}
+            status, body = raw_post(url, json.dumps(sneak).encode(), {"Mcp-Protocol-Version": "2025-11-25"})
+            expect(status == 400 and body.get("id") == 20 + n and body["error"]["code"] == -32600, f"a call without a session: {status} {body}")
+        session = open_and_call(url)
+        again = dict(INITIALIZE, id=30)
+        status, body = raw_post(url, json.dumps(again).encode(), {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
+        expect(status == 400 and body["id"] == 30 and "already initialized" in body["error"]["message"], f"a second initialize: {status} {body}")
+        expect(not touched.exists(), "a call ran outside a session")
+        for n, method in enumerate(["vendor/thing", "resources/list"]):
+            unknown = {"jsonrpc": "2.0", "id": 40 + n, "method": method}
+            status, body = raw_post(url, json.dumps(unknown).encode(), {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
+            expect(
+                status == 400 and body["id"] == 40 + n and body["error"]["code"] == -32601 and "tools/call" in body["error"]["message"],
+                f"{method}: {status} {body}",
+            )
         # JSON the parser cannot take (a number out of range) is a parse error to its id.
         status, body = raw_post(url, b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}')
         expect(status == 400 and body["id"] == 8 and body["error"]["code"] == -32700, f"1e400: {status} {body}")
