@@ -163,6 +163,24 @@ fn a_missing_wield_directory_cannot_be_created_by_a_command() {
     }
 }
 
+#[test]
+fn a_command_cannot_make_a_git_repository_where_there_is_none() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    for backend in BACKENDS {
+        let (code, v) = ws.bash(
+            backend,
+            "git init -q . && git config core.fsmonitor 'touch pwned' && echo made",
+        );
+        assert_eq!(code, 1, "{backend}: {v}");
+        assert!(!output(&v).contains("made"), "{backend}: {v}");
+        assert!(!ws.ws.join(".git").exists(), "{backend}: a .git was left behind: {v}");
+        let (code, v) = ws.bash(backend, "mkdir -p .git/hooks && echo made");
+        assert_eq!(code, 1, "{backend}: {v}");
+        assert!(!ws.ws.join(".git").exists(), "{backend}: {v}");
+    }
+}
+
 /// Accept connections in the background; the count of accepted ones.
 fn listener() -> (u16, std::sync::mpsc::Receiver<String>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

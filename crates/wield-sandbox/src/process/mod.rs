@@ -32,7 +32,8 @@ pub use capture::{CaptureLimit, Captured, OutputCallback, OutputStream};
 pub use env::{CORE_VARS, EnvPolicy, Inherit, SECRET_PATTERNS, is_secret_name};
 pub use runner::{DEFAULT_GRACE, Exit, RunOutput, Runner, signal_name};
 pub use sandbox::{
-    Backend, BackendChoice, Enabled, Probe, SandboxError, SandboxPlan, SandboxSettings, denial_hints, sandbox_exec_main,
+    Backend, BackendChoice, Enabled, Probe, RunGuard, SandboxError, SandboxPlan, SandboxSettings, denial_hints,
+    sandbox_exec_main,
 };
 pub use tree::{MARKER_VAR, ensure_subreaper};
 

@@ -84,11 +84,13 @@ impl Tool for BashTool {
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
+        // `_sandbox` lives until the command's processes are gone.
         let Prepared {
             input,
             svc,
             workdir,
             argv,
+            sandbox: _sandbox,
         } = match prepare("bash", input, ctx) {
             Ok(p) => p,
             Err(e) => return e,

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use wield_core::{Config, Context, Services, ToolRef, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
+use wield_sandbox::process::RunGuard;
 
 use crate::SetupError;
 
@@ -116,6 +117,8 @@ pub(crate) struct Prepared {
     pub svc: Arc<ShellService>,
     pub workdir: PathBuf,
     pub argv: Vec<std::ffi::OsString>,
+    /// Held while the command's processes live.
+    pub sandbox: RunGuard,
 }
 
 /// What bash and process_start do before spawning, or the error result.
@@ -123,12 +126,13 @@ pub(crate) fn prepare(tool: &str, input: Value, ctx: &Context) -> Result<Prepare
     let input = CommandInput::parse(tool, input)?;
     let svc = service(ctx);
     let workdir = resolve_workdir(ctx, input.workdir.as_deref())?;
-    let argv = svc.argv(&input.command, &workdir).map_err(ToolResult::error)?;
+    let (argv, sandbox) = svc.argv(&input.command, &workdir).map_err(ToolResult::error)?;
     Ok(Prepared {
         input,
         svc,
         workdir,
         argv,
+        sandbox,
     })
 }
 

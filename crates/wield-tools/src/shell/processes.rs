@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use wield_core::{
     AUTO_APPROVE_IF_SANDBOXED, Context, Tool, ToolResult, ToolSpec, ToolTraits, human_duration, one_line,
 };
-use wield_sandbox::process::{Background, Exit, Runner, StopSignal};
+use wield_sandbox::process::{Background, Exit, RunGuard, Runner, StopSignal};
 
 use super::{Prepared, command_preview, prepare, service};
 
@@ -34,6 +34,9 @@ struct Entry {
     log: PathBuf,
     pid: u32,
     process: tokio::sync::Mutex<Background>,
+    /// What the sandbox needs while the process may live (until the
+    /// session drops its entry).
+    _sandbox: RunGuard,
 }
 
 /// The session's background processes. Dropping it kills them all.
@@ -198,6 +201,7 @@ impl Tool for ProcessStartTool {
             svc,
             workdir,
             argv,
+            sandbox,
         } = match prepare("process_start", input, ctx) {
             Ok(p) => p,
             Err(e) => return e,
@@ -226,6 +230,7 @@ impl Tool for ProcessStartTool {
             log: log.clone(),
             pid: bg.pid(),
             process: tokio::sync::Mutex::new(bg),
+            _sandbox: sandbox,
         });
         procs.entries().insert(n, Arc::clone(&entry));
         let mut text = format!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use wield_core::config::parse_duration;
 use wield_core::{Config, ConfigKey};
-use wield_sandbox::process::{BackendChoice, Enabled, EnvPolicy, Inherit, SandboxPlan, SandboxSettings};
+use wield_sandbox::process::{BackendChoice, Enabled, EnvPolicy, Inherit, RunGuard, SandboxPlan, SandboxSettings};
 
 use crate::SetupError;
 
@@ -339,8 +339,9 @@ impl ShellService {
     }
 
     /// The argv for a command: rewritten, appended to the shell, wrapped in
-    /// the sandbox.
-    pub(crate) fn argv(&self, command: &str, workdir: &Path) -> Result<Vec<OsString>, String> {
+    /// the sandbox; with the guard of what the sandbox needs while the
+    /// command's processes live.
+    pub(crate) fn argv(&self, command: &str, workdir: &Path) -> Result<(Vec<OsString>, RunGuard), String> {
         let command = match &self.settings.rewrite {
             Some(t) => rewrite(t, command, workdir, &self.workspace)?,
             None => command.to_owned(),
@@ -348,10 +349,10 @@ impl ShellService {
         let mut argv: Vec<OsString> = self.settings.shell.iter().map(OsString::from).collect();
         argv.push(command.into());
         match self.plan()? {
-            None => Ok(argv),
+            None => Ok((argv, RunGuard::default())),
             Some(plan) => {
-                plan.prepare().map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
-                plan.wrap(&argv).map_err(|e| e.to_string())
+                let guard = plan.prepare().map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+                Ok((plan.wrap(&argv).map_err(|e| e.to_string())?, guard))
             }
         }
     }

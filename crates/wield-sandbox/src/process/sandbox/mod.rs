@@ -46,10 +46,12 @@ use std::str::FromStr;
 mod bwrap;
 mod hint;
 mod landlock_exec;
+pub mod placeholder;
 mod probe;
 
 pub use hint::denial_hints;
 pub use landlock_exec::{SANDBOX_EXEC_SUBCOMMAND, SandboxExecArgs, sandbox_exec_main};
+pub use placeholder::RunGuard;
 pub use probe::{BwrapStatus, Probe, bwrap_status, bwrap_status_fresh, landlock_abi, probe, seccomp_available};
 
 /// `sandbox.enabled`.
@@ -279,20 +281,32 @@ impl SandboxPlan {
         self
     }
 
-    /// Side effects a run needs first: under bubblewrap, the workspace's
-    /// `.wield` directory is created if missing so that it can be mounted
-    /// read-only (a missing directory cannot be, and the command could
-    /// otherwise create wield's configuration).
-    pub fn prepare(&self) -> io::Result<()> {
-        if self.backend == Backend::Bwrap
-            && let Some(ws) = &self.workspace
-        {
-            let dir = ws.join(".wield");
-            if self.protected.contains(&dir) && !dir.exists() {
-                std::fs::create_dir_all(&dir)?;
+    /// Side effects a run needs first, under bubblewrap, so that every
+    /// protected path inside a write root exists to be mounted read-only
+    /// (a missing one cannot be, and the command could create it): the
+    /// workspace's `.wield` directory is created for good; any other missing
+    /// protected path (`.git`) gets an empty stand-in for as long as the
+    /// returned guard lives (see [`placeholder`]). Keep the guard until the
+    /// run's processes are gone.
+    pub fn prepare(&self) -> io::Result<RunGuard> {
+        let mut guard = RunGuard::default();
+        if self.backend != Backend::Bwrap {
+            return Ok(guard);
+        }
+        let wield_dir = self.workspace.as_ref().map(|ws| ws.join(".wield"));
+        for path in &self.protected {
+            if !self.write.iter().any(|w| path.starts_with(w) && path != w) {
+                continue;
+            }
+            if Some(path) == wield_dir.as_ref() {
+                if path.symlink_metadata().is_err() {
+                    std::fs::create_dir_all(path)?;
+                }
+            } else if path.parent().is_some_and(Path::is_dir) {
+                guard.hold(path.clone())?;
             }
         }
-        Ok(())
+        Ok(guard)
     }
 
     /// The argv that runs `argv` inside this sandbox.

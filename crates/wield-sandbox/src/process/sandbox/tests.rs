@@ -124,9 +124,37 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
     // `.wield` does not exist yet: `prepare` creates it so it can be bound.
     assert!(!text.contains(".wield"), "{text}");
     assert!(text.ends_with("-- make test"), "{text}");
-    plan.prepare().unwrap();
+    let _guard = plan.prepare().unwrap();
     let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
     assert!(text.contains(&format!("--ro-bind {w}/.wield {w}/.wield")), "{text}");
+}
+
+#[test]
+fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let git = ws.join(".git");
+    let plan = plan_for(&ws, BackendChoice::Bwrap);
+    let first = plan.prepare().unwrap();
+    assert_eq!(first.stand_ins(), [git.clone()]);
+    assert!(git.is_dir());
+    let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
+    let w = ws.display();
+    assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
+    // A second run holds the same one; it goes with the last.
+    let second = plan.prepare().unwrap();
+    assert_eq!(second.stand_ins(), [git.clone()]);
+    drop(first);
+    assert!(git.is_dir(), "removed while a run still holds it");
+    drop(second);
+    assert!(!git.exists(), "the stand-in outlived its runs");
+    // Something put in it meanwhile stays.
+    let guard = plan.prepare().unwrap();
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    drop(guard);
+    assert!(git.join("HEAD").exists());
+    // An existing `.git` is not a stand-in.
+    assert!(plan.prepare().unwrap().stand_ins().is_empty());
 }
 
 #[test]
