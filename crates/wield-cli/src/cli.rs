@@ -186,6 +186,10 @@ pub enum McpCommand {
         /// client sends its next request right away, for at most that much CPU per reply.
         #[arg(long, env = "WIELD_MCP_POLL_US", default_value_t = wield_mcp::DEFAULT_POLL_US, value_name = "US")]
         poll_us: u64,
+        /// How long the client's user has to answer an approval form before the call is
+        /// refused and the form withdrawn.
+        #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration_arg)]
+        approval_timeout: std::time::Duration,
     },
     /// The configured MCP servers ([mcp.servers.NAME]): state, tool count, and why one failed.
     List {

@@ -21,6 +21,7 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             allow_hosts,
             session_idle,
             poll_us,
+            approval_timeout,
         } => {
             let http = http.as_deref().map(parse_addr).transpose()?.map(|addr| {
                 let mut options = HttpOptions::new(addr);
@@ -31,7 +32,7 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
                 options
             });
             let poll = std::time::Duration::from_micros(poll_us);
-            serve(global, http, poll).await
+            serve(global, http, poll, approval_timeout).await
         }
         McpCommand::List { json } => list(global, json).await,
     }
@@ -57,7 +58,12 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::Duration) -> anyhow::Result<ExitCode> {
+async fn serve(
+    global: &GlobalArgs,
+    http: Option<HttpOptions>,
+    poll: std::time::Duration,
+    approval_timeout: std::time::Duration,
+) -> anyhow::Result<ExitCode> {
     // Over stdio there is one client: the servers wield bridges may ask it
     // for completions and for its user's input. Over HTTP, with many
     // clients, such requests are refused.
@@ -101,6 +107,7 @@ async fn serve(global: &GlobalArgs, http: Option<HttpOptions>, poll: std::time::
     let server = builder
         .services(rt.services.clone())
         .approval(approval)
+        .approval_timeout(approval_timeout)
         .workspace(&rt.workspace)
         .build();
 

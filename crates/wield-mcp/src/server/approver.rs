@@ -6,13 +6,15 @@
 //! - accept → approved once (or for the session, when the user ticks
 //!   `remember`);
 //! - decline → denied, with the user's reason when they gave one;
-//! - cancel, or the client failing to answer → denied.
+//! - cancel, the client failing to answer, or no answer within the
+//!   server's approval time limit (the form is withdrawn) → denied.
 //!
 //! When the call is cancelled while the form is open, the executor stops
 //! waiting and the client is told to close the form
 //! (`notifications/cancelled` for the elicitation request).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::ServiceError;
@@ -28,13 +30,18 @@ use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
 /// Longest diff or detail shown in the approval form.
 const MAX_DETAIL: usize = 8000;
 
+/// How long a user has to answer an approval form, unless the server says
+/// otherwise: a client that never answers does not hold the call for ever.
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+
 pub struct ClientApprover {
     peer: Peer<RoleServer>,
+    timeout: Duration,
 }
 
 impl ClientApprover {
-    pub fn new(peer: Peer<RoleServer>) -> Self {
-        Self { peer }
+    pub fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+        Self { peer, timeout }
     }
 }
 
@@ -61,7 +68,14 @@ impl Approver for ClientApprover {
             }
         };
         let tool = &request.tool;
-        match self.elicit(params).await {
+        // Past the time limit the form is withdrawn (the `Withdraw` guard).
+        let Ok(answered) = tokio::time::timeout(self.timeout, self.elicit(params)).await else {
+            return ApprovalAnswer::Deny(Some(format!(
+                "denied: the user did not answer the approval request for `{tool}` within {}",
+                wield_core::human_duration(self.timeout)
+            )));
+        };
+        match answered {
             Ok(answer) => {
                 let content = answer.content.unwrap_or(Value::Null);
                 let reason = content

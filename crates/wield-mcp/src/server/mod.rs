@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rmcp::ServiceExt;
 use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
-pub use approver::{ClientApprover, headless_message};
+pub use approver::{APPROVAL_TIMEOUT, ClientApprover, headless_message};
 pub use escape::push_json_string;
 pub use forward::ForwardToClient;
 pub use http::{HttpOptions, HttpServer, allowed_host, is_loopback_bind};
@@ -94,6 +94,8 @@ pub(crate) struct Inner {
     pub(crate) catalog: Arc<ToolCatalog>,
     pub(crate) services: Services,
     pub(crate) approval: ApprovalMode,
+    /// How long a client's user has to answer an approval form.
+    pub(crate) approval_timeout: std::time::Duration,
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) instructions: Option<String>,
@@ -130,6 +132,7 @@ pub struct McpServerBuilder {
     catalog: Arc<ToolCatalog>,
     services: Services,
     approval: ApprovalMode,
+    approval_timeout: std::time::Duration,
     version: String,
     instructions: Option<String>,
     forward: Option<Arc<ForwardToClient>>,
@@ -168,6 +171,15 @@ impl McpServerBuilder {
         self
     }
 
+    /// How long the client's user has to answer an approval form before the
+    /// call is refused and the form withdrawn (default
+    /// [`APPROVAL_TIMEOUT`]).
+    #[must_use]
+    pub fn approval_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.approval_timeout = timeout;
+        self
+    }
+
     /// The version reported in `serverInfo`.
     #[must_use]
     pub fn version(mut self, version: impl Into<String>) -> Self {
@@ -201,6 +213,7 @@ impl McpServerBuilder {
                 catalog: self.catalog,
                 services: self.services,
                 approval: self.approval,
+                approval_timeout: self.approval_timeout,
                 name: "wield".into(),
                 version: self.version,
                 instructions: self.instructions,
@@ -221,6 +234,7 @@ impl McpServer {
             catalog,
             services: Services::new(),
             approval: ApprovalMode::AskClient,
+            approval_timeout: APPROVAL_TIMEOUT,
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             forward: None,

@@ -176,7 +176,7 @@ impl SessionHandler {
         events.subscribe(Arc::clone(&progress) as Arc<dyn EventListener>);
         let approver: Arc<dyn Approver> = match self.inner.approval {
             ApprovalMode::Yes => Arc::new(YesApprover),
-            ApprovalMode::AskClient => Arc::new(ClientApprover::new(peer.clone())),
+            ApprovalMode::AskClient => Arc::new(ClientApprover::new(peer.clone(), self.inner.approval_timeout)),
         };
         let executor = (self.inner.factory)(SessionParts {
             approver,

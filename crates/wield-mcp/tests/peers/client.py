@@ -204,6 +204,30 @@ async def elicit(fx: Fixture) -> None:
         write = [x for x in lines if x["tool"] == "write"]
         expect(len(write) == 1 and write[0]["decision"] == "cancelled", f"audit: {lines}")
 
+    # A form nobody answers: past --approval-timeout the call is refused and
+    # the form withdrawn.
+    opened, withdrawn = anyio.Event(), anyio.Event()
+
+    async def never():
+        opened.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            withdrawn.set()
+            raise
+        return types.ElicitResult(action="accept", content={})
+
+    flags = ["--set", 'approval.auto_approve=["$readonly"]']
+    async with fx.session(flags, ["--approval-timeout", "1s"], elicitation_callback=on_elicit) as s:
+        answers.append(never)
+        started = time.time()
+        r = await call(s, "write", {"path": "unanswered.txt", "content": "x"})
+        took = time.time() - started
+        expect(r.is_error and "did not answer" in text_of(r) and took < 10, f"an unanswered form ({took:.1f}s): {r}")
+        with anyio.fail_after(5):
+            await withdrawn.wait()
+        expect(not (fx.ws / "unanswered.txt").exists(), "an unanswered call ran")
+
 
 async def policy(fx: Fixture) -> None:
     """tools/list is what the whole policy pipeline leaves; deferred tools appear once loaded."""

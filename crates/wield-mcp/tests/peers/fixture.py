@@ -63,16 +63,17 @@ class Fixture:
         return ["-C", str(self.ws), *flags, "mcp", "serve"]
 
     @asynccontextmanager
-    async def session(self, flags: list[str] | None = None, **callbacks):
+    async def session(self, flags: list[str] | None = None, serve: list[str] | None = None, **callbacks):
+        """A client session; `flags` go to wield, `serve` to `mcp serve`."""
         flags = flags or []
         if self.transport == "stdio":
-            params = StdioServerParameters(command=self.wield, args=self.args(flags), env=self.env())
+            params = StdioServerParameters(command=self.wield, args=[*self.args(flags), *(serve or [])], env=self.env())
             async with stdio_client(params) as (read, write):
                 async with ClientSession(read, write, **callbacks) as s:
                     await s.initialize()
                     yield s
         else:
-            with HttpServer(self, flags) as url:
+            with HttpServer(self, flags, serve) as url:
                 async with streamable_http_client(url) as (read, write):
                     async with ClientSession(read, write, **callbacks) as s:
                         await s.initialize()
