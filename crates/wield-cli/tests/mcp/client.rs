@@ -1,5 +1,7 @@
 //! wield's MCP client: external servers as `mcp__NAME__*` tools.
 
+mod raw_server;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,20 +20,7 @@ fn server_everything_tools_work_through_wield_call() {
         assert!(list.contains(t), "{t} missing:\n{list}");
     }
     // The server's description and schema pass through.
-    let out = ws
-        .wield()
-        .args(["tools", "schema", "--format", "mcp"])
-        .output()
-        .unwrap();
-    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let echo = tools
-        .as_array()
-        .or_else(|| tools["tools"].as_array())
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "mcp__everything__echo")
-        .cloned()
-        .unwrap_or_else(|| panic!("echo missing from {tools}"));
+    let echo = crate::support::mcp_schema_of(&ws, "mcp__everything__echo");
     assert_eq!(echo["description"], "Echoes back the input string", "{echo}");
     assert_eq!(echo["inputSchema"]["properties"]["message"]["type"], "string", "{echo}");
     assert_eq!(
@@ -291,6 +280,19 @@ fn deferred_servers_and_bad_config() {
     let out = ws.wield().args(["mcp", "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("both"));
+
+    // Regression: sections of the wrong type read as "no servers".
+    for config in [
+        "[mcp]\nservers = 5\n",
+        "[mcp]\nservers = []\n",
+        "mcp = \"x\"\n",
+        "mcp = 5\n",
+    ] {
+        let out = Ws::new(config).wield().args(["mcp", "list"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{config}: {stderr}");
+        assert!(stderr.contains("must be a table"), "{config}: {stderr}");
+    }
 }
 
 #[test]

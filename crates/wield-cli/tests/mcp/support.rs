@@ -171,3 +171,21 @@ pub fn everything_config() -> String {
         everything().display().to_string()
     )
 }
+
+/// The tool `name` as `wield tools schema --format mcp` offers it.
+pub fn mcp_schema_of(ws: &Ws, name: &str) -> serde_json::Value {
+    let out = ws
+        .wield()
+        .args(["tools", "schema", "--format", "mcp"])
+        .output()
+        .unwrap();
+    let tools: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    tools
+        .as_array()
+        .or_else(|| tools["tools"].as_array())
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} missing from {tools}"))
+}

@@ -9,6 +9,11 @@ use serde_json::{Map, Value, json};
 use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
 
 use super::ServerEntry;
+use super::process::MAX_MESSAGE;
+
+/// How long a call still waits for its reply once the server's process has
+/// exited: a reply written just before the exit is still in the pipe.
+const AFTER_EXIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Longest tool name providers accept.
 const MAX_NAME: usize = 64;
@@ -21,7 +26,7 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     if full.len() <= MAX_NAME {
         full
     } else {
-        hashed(server, tool)
+        hashed(server, tool, 0)
     }
 }
 
@@ -32,7 +37,11 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 /// change keeps it. A tool named before (in `given`, server name → wield
 /// name, from an earlier listing) keeps its name, so a name a client or an
 /// approval already holds never comes to mean another tool; a newcomer that
-/// would take it gets the hash instead.
+/// would take it gets the hash instead. A generated name never takes a name
+/// given to another tool (a server may well list `a_b_1234abcd` too): when
+/// it would, another hash is tried.
+///
+/// One server name in `tools` twice gets two names; callers keep the first.
 pub fn tool_names<'a>(
     server: &str,
     tools: impl IntoIterator<Item = &'a str>,
@@ -44,27 +53,58 @@ pub fn tool_names<'a>(
     for n in &plain {
         *uses.entry(n.as_str()).or_default() += 1;
     }
-    // Names kept from before, and whose they are.
-    let kept: std::collections::HashMap<&str, &str> = tools
-        .iter()
-        .filter_map(|t| given.get(*t).map(|n| (n.as_str(), *t)))
-        .collect();
+    let mut names: Vec<Option<String>> = vec![None; tools.len()];
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // First the names handed out before, then the names that need no
+    // change; what is left is generated around both.
+    for (i, tool) in tools.iter().enumerate() {
+        if let Some(old) = given.get(*tool)
+            && taken.insert(old.clone())
+        {
+            names[i] = Some(old.clone());
+        }
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        if names[i].is_none() && plain[i] == format!("mcp__{server}__{tool}") && taken.insert(plain[i].clone()) {
+            names[i] = Some(plain[i].clone());
+        }
+    }
     tools
         .iter()
         .zip(&plain)
-        .map(|(tool, name)| {
-            if let Some(old) = given.get(*tool) {
-                return old.clone();
+        .zip(names)
+        .map(|((tool, name), named)| {
+            if let Some(n) = named {
+                return n;
             }
-            let changed = *name != format!("mcp__{server}__{tool}");
-            let taken = kept.get(name.as_str()).is_some_and(|owner| owner != tool);
-            if taken || (changed && uses.get(name.as_str()).copied().unwrap_or(0) > 1) {
-                hashed(server, tool)
-            } else {
-                name.clone()
+            if uses.get(name.as_str()).copied().unwrap_or(0) == 1 && taken.insert(name.clone()) {
+                return name.clone();
+            }
+            let mut salt = 0u32;
+            loop {
+                let candidate = hashed(server, tool, salt);
+                if taken.insert(candidate.clone()) {
+                    return candidate;
+                }
+                salt += 1;
             }
         })
         .collect()
+}
+
+/// Why a tool cannot be offered, if it cannot: MCP tools take an object
+/// of arguments, and wield checks them against the tool's schema, so a
+/// schema that admits no object would make every call fail validation.
+pub(crate) fn unusable_schema(tool: &rmcp::model::Tool) -> Option<String> {
+    let object = |t: &Value| t.as_str() == Some("object");
+    match tool.input_schema.get("type") {
+        None => None,
+        Some(t) if object(t) => None,
+        Some(Value::Array(ts)) if ts.iter().any(object) => None,
+        Some(t) => Some(format!(
+            "its input schema has `\"type\": {t}`, but MCP tools take an object of arguments, so no call could pass it"
+        )),
+    }
 }
 
 fn clean(tool: &str) -> String {
@@ -81,10 +121,13 @@ fn clean(tool: &str) -> String {
 
 /// `mcp__SERVER__TOOL` cut to leave room for `_` and eight hex digits of an
 /// FNV-1a hash of the original name (stable, dependency-free; it only has
-/// to tell one server's tools apart).
-fn hashed(server: &str, tool: &str) -> String {
+/// to tell one server's tools apart). A nonzero `salt` is hashed after the
+/// name, for another name when the first is taken.
+fn hashed(server: &str, tool: &str, salt: u32) -> String {
     let mut h: u32 = 0x811c_9dc5;
-    for b in tool.bytes() {
+    let salt = salt.to_le_bytes();
+    let extra: &[u8] = if salt == [0; 4] { &[] } else { &salt };
+    for &b in tool.as_bytes().iter().chain(extra) {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
@@ -106,7 +149,13 @@ pub struct McpTool {
 impl McpTool {
     /// `tool` of `server`, named `name` (from [`tool_names`]).
     pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
-        let schema = Value::Object((*tool.input_schema).clone());
+        let mut schema = (*tool.input_schema).clone();
+        // `"type": ["object", "null"]`: wield always sends an object, and
+        // says so, so the schema it offers and the one it checks agree.
+        if schema.get("type").is_some_and(Value::is_array) {
+            schema.insert("type".into(), Value::String("object".into()));
+        }
+        let schema = Value::Object(schema);
         let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
         let title = tool
             .title
@@ -175,22 +224,54 @@ impl Tool for McpTool {
         // restarted server; one that may have reached the server is
         // retried only when the tool says it is read-only or idempotent.
         for attempt in 0..2 {
-            let peer = match self.server.peer().await {
-                Ok(p) => p,
+            let link = match self.server.link().await {
+                Ok(l) => l,
                 Err(e) => return ToolResult::error(e),
             };
             let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments.clone());
+            let oversized = link.health.oversized();
+            tokio::pin!(oversized);
             // Dropping the request (cancellation, timeout) sends
             // `notifications/cancelled` to the server.
+            let call = tokio::time::timeout(limit, link.peer.call_tool(params));
+            tokio::pin!(call);
             let outcome = tokio::select! {
-                r = tokio::time::timeout(limit, peer.call_tool(params)) => r,
+                biased;
+                r = &mut call => r.map(|r| r.map_err(Failure::Service)),
                 () = ctx.cancel.cancelled() => {
                     return ToolResult::error("cancelled").with_meta("cancelled", true);
                 }
+                () = &mut oversized => {
+                    return ToolResult::error(format!(
+                        "MCP server `{server}` sent a reply of more than {} MiB to the call to `{}`, more than wield \
+                         reads in one message, so it was dropped; ask the tool for less at a time",
+                        MAX_MESSAGE >> 20,
+                        self.remote
+                    ));
+                }
+                // The process exited while something it started may still
+                // hold its output open: the connection would not notice.
+                () = link.health.exited() => {
+                    // A reply written just before the exit is still read.
+                    match tokio::time::timeout(AFTER_EXIT, &mut call).await {
+                        Ok(r) => r.map(|r| r.map_err(Failure::Service)),
+                        Err(_) => Ok(Err(Failure::Exited)),
+                    }
+                }
             };
-            let error = match outcome {
+            let failure = match outcome {
                 Ok(Ok(result)) => return map_result(result).with_meta("mcp_server", server.as_str()),
-                Ok(Err(e)) => e,
+                Ok(Err(Failure::Service(ServiceError::TransportClosed))) => {
+                    // The pipe closing usually comes with the exit: say how
+                    // it ended when that is known.
+                    let _ = tokio::time::timeout(AFTER_EXIT, link.health.exited()).await;
+                    if link.health.has_exited() {
+                        Failure::Exited
+                    } else {
+                        Failure::Service(ServiceError::TransportClosed)
+                    }
+                }
+                Ok(Err(f)) => f,
                 Err(_) => {
                     return ToolResult::error(format!(
                         "MCP server `{server}` did not answer within {}",
@@ -199,30 +280,51 @@ impl Tool for McpTool {
                     .with_meta("timed_out", true);
                 }
             };
-            let retry = attempt == 0
-                && match &error {
-                    ServiceError::TransportSend(_) => true,
-                    ServiceError::TransportClosed => self.retry_safe,
-                    _ => false,
-                };
-            let broken = matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed);
-            let why = format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote);
+            let (retry, broken, why) = match &failure {
+                Failure::Exited => (
+                    self.retry_safe,
+                    true,
+                    format!(
+                        "MCP server `{server}` exited ({}) during the call to `{}`{}",
+                        link.health.status().unwrap_or("status unknown"),
+                        self.remote,
+                        link.health.stderr.suffix()
+                    ),
+                ),
+                Failure::Service(error) => (
+                    match error {
+                        ServiceError::TransportSend(_) => true,
+                        ServiceError::TransportClosed => self.retry_safe,
+                        _ => false,
+                    },
+                    matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed),
+                    format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote),
+                ),
+            };
             if broken {
                 self.server.forget(&why).await;
             }
-            if retry {
+            if retry && attempt == 0 {
                 tracing::warn!("{why}; restarting it and trying again");
                 continue;
             }
-            let hint = if broken {
-                " (its connection broke; it is restarted on the next call)"
-            } else {
-                ""
+            let hint = match failure {
+                Failure::Exited => " (it is started again on the next call)",
+                Failure::Service(_) if broken => " (its connection broke; it is restarted on the next call)",
+                Failure::Service(_) => "",
             };
             return ToolResult::error(format!("{why}{hint}"));
         }
         ToolResult::error(format!("MCP server `{server}` could not be reached"))
     }
+}
+
+/// How a call failed, short of an answer.
+enum Failure {
+    /// The SDK's error: a protocol error, or the connection broke.
+    Service(ServiceError),
+    /// The server's process exited before answering.
+    Exited,
 }
 
 /// An MCP result as a wield result: `isError` → `success: false`; text
@@ -364,6 +466,68 @@ mod tests {
             names[1].starts_with("mcp__s__read_file_") && names[1].len() == names[0].len() + 9,
             "{names:?}"
         );
+    }
+
+    /// Regression: `read.file` was given `…_2d6f0437`, the hash of its
+    /// name, though the server also lists a tool of that very name, which
+    /// was then dropped as "listed twice".
+    #[test]
+    fn generated_names_avoid_every_name_taken() {
+        let none = std::collections::HashMap::new();
+        let taken = hashed("odd", "read.file", 0);
+        assert_eq!(taken, "mcp__odd__read_file_2d6f0437");
+        let listed = ["read.file", "read_file", "read_file_2d6f0437"];
+        let names = tool_names("odd", listed, &none);
+        assert_eq!(names[1], "mcp__odd__read_file");
+        assert_eq!(
+            names[2], "mcp__odd__read_file_2d6f0437",
+            "a name that needs no change keeps it"
+        );
+        assert!(names[0].starts_with("mcp__odd__read_file_") && names[0].len() == taken.len());
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), 3, "{names:?}");
+        // The same in any order.
+        let names2 = tool_names("odd", ["read_file_2d6f0437", "read.file", "read_file"], &none);
+        assert_eq!(names2, [names[2].clone(), names[0].clone(), names[1].clone()]);
+
+        // A long name's generated name meets a listed one too.
+        let long = "x".repeat(80);
+        let generated = tool_name("s", &long);
+        let suffix = generated.trim_start_matches("mcp__s__").to_owned();
+        let names = tool_names("s", [long.as_str(), suffix.as_str()], &none);
+        assert_eq!(names[1], generated);
+        assert_ne!(names[0], generated, "{names:?}");
+        assert_eq!(names[0].len(), MAX_NAME);
+
+        // Names given before keep their tools even when a newcomer's
+        // unchanged name is one of them.
+        let given: std::collections::HashMap<String, String> =
+            [("read.file".to_owned(), "mcp__odd__read_file_2d6f0437".to_owned())].into();
+        let names = tool_names("odd", listed, &given);
+        assert_eq!(names[0], "mcp__odd__read_file_2d6f0437");
+        assert_eq!(names[1], "mcp__odd__read_file");
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), 3, "{names:?}");
+    }
+
+    fn tool(schema: Value) -> rmcp::model::Tool {
+        serde_json::from_value(json!({"name": "t", "inputSchema": schema})).unwrap()
+    }
+
+    #[test]
+    fn a_schema_that_admits_no_object_is_unusable() {
+        for ok in [
+            json!({}),
+            json!({"type": "object"}),
+            json!({"properties": {"a": {}}}),
+            json!({"type": ["object", "null"]}),
+        ] {
+            assert_eq!(unusable_schema(&tool(ok.clone())), None, "{ok}");
+        }
+        for bad in [json!({"type": "string"}), json!({"type": ["array", "null"]})] {
+            let why = unusable_schema(&tool(bad.clone())).unwrap();
+            assert!(why.contains("object of arguments"), "{bad}: {why}");
+        }
     }
 
     fn result(v: Value) -> CallToolResult {

@@ -77,6 +77,21 @@ impl ServerConfig {
     /// Every `[mcp.servers.NAME]` table, in name order. Relative `cwd`s are
     /// resolved against `workspace`.
     pub fn all_from(config: &Config, workspace: &Path) -> Result<Vec<ServerConfig>, McpError> {
+        // A section of the wrong type would otherwise read as "no servers".
+        for (path, example) in [
+            ("mcp", "[mcp.servers.NAME] with command = \"...\" or url = \"...\""),
+            (
+                "mcp.servers",
+                "[mcp.servers.NAME] with command = \"...\" or url = \"...\", one table per server",
+            ),
+        ] {
+            if let Some(v) = config.value(path).filter(|v| !v.is_table()) {
+                return Err(McpError::Config(format!(
+                    "{path} must be a table, e.g. {example}; found {}",
+                    v.type_str()
+                )));
+            }
+        }
         config
             .table_at("mcp.servers")
             .iter()
@@ -341,6 +356,26 @@ mod tests {
             let e = ServerConfig::parse(bad, &t, Path::new("/")).unwrap_err().to_string();
             assert!(e.contains("either end"), "{e}");
         }
+    }
+
+    /// Regression: `mcp` or `mcp.servers` of another type than a table was
+    /// read as "no servers configured".
+    #[test]
+    fn sections_of_the_wrong_type_are_errors() {
+        for text in ["[mcp]\nservers = 5", "[mcp]\nservers = []", "mcp = \"x\"", "mcp = 5"] {
+            let table: toml::Table = toml::from_str(text).unwrap();
+            let config = Config::from_table(table).unwrap();
+            let e = ServerConfig::all_from(&config, Path::new("/ws"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("must be a table"), "{text}: {e}");
+        }
+        let table: toml::Table = toml::from_str("[mcp]\n").unwrap();
+        assert!(
+            ServerConfig::all_from(&Config::from_table(table).unwrap(), Path::new("/ws"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -4,9 +4,9 @@
 // servers speaking current revisions still send it; the handler refuses it.
 #![allow(deprecated)]
 
-use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -14,16 +14,12 @@ use rmcp::model::{
     ElicitResult, ElicitationCapability, ErrorCode, Implementation, SamplingCapability,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::config::{ServerConfig, Transport};
-
-/// How much of a server's stderr is kept to explain a failure.
-const STDERR_LINES: usize = 20;
-const STDERR_LINE_BYTES: usize = 400;
+use super::process::{self, Health, ServerProcess};
 
 /// What a front-end offers the external servers it bridges: its model
 /// (`sampling/createMessage`) and its user (`elicitation/create`). Each is
@@ -147,83 +143,64 @@ impl ClientHandler for BridgeClient {
     }
 }
 
-/// The last lines a server wrote to stderr.
-#[derive(Default)]
-pub struct StderrTail {
-    lines: Mutex<VecDeque<String>>,
-}
-
-impl StderrTail {
-    fn spawn(stderr: Option<tokio::process::ChildStderr>) -> Arc<Self> {
-        let tail = Arc::new(Self::default());
-        if let Some(stderr) = stderr {
-            let t = Arc::clone(&tail);
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(mut line)) = lines.next_line().await {
-                    if line.len() > STDERR_LINE_BYTES {
-                        let mut end = STDERR_LINE_BYTES;
-                        while !line.is_char_boundary(end) {
-                            end -= 1;
-                        }
-                        line.truncate(end);
-                        line.push('…');
-                    }
-                    let mut l = t.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if l.len() == STDERR_LINES {
-                        l.pop_front();
-                    }
-                    l.push_back(line);
-                }
-            });
-        }
-        tail
-    }
-
-    /// `; stderr: …` with the kept lines, or nothing.
-    pub fn suffix(&self) -> String {
-        let l = self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text: Vec<&str> = l.iter().map(String::as_str).filter(|s| !s.trim().is_empty()).collect();
-        if text.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr ends with: {}", text.join(" | "))
-        }
-    }
-}
-
-/// The process group of a local server: the server and whatever it starts
-/// (`npx`, `uvx` and shell wrappers start the real server as a child).
-/// Dropping it kills the whole group at once, so nothing is left behind
-/// when a start times out, a connection is given up or wield exits. It is
-/// dropped before the SDK's handle on the leader, which is not reaped before
-/// then unless it exited by itself; a group's id is not reused while any
-/// member lives.
-struct ProcessGroup(rustix::process::Pid);
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        let _ = rustix::process::kill_process_group(self.0, rustix::process::Signal::KILL);
-    }
-}
-
 /// A live connection to a server.
 pub struct Connection {
-    // Declared (so dropped) before the service, which owns the leader.
-    _group: Option<ProcessGroup>,
     service: RunningService<RoleClient, BridgeClient>,
-    pub stderr: Arc<StderrTail>,
+    /// A local server's process; stopped when dropped.
+    process: Option<ServerProcess>,
+    pub health: Arc<Health>,
+}
+
+/// What a call needs of a connection: the peer to send to, and the
+/// server's health to see it exit or send a reply too large to read.
+#[derive(Clone)]
+pub struct Link {
+    pub peer: Peer<RoleClient>,
+    pub health: Arc<Health>,
 }
 
 impl Connection {
-    pub fn peer(&self) -> Peer<RoleClient> {
-        self.service.peer().clone()
+    pub fn link(&self) -> Link {
+        Link {
+            peer: self.service.peer().clone(),
+            health: Arc::clone(&self.health),
+        }
     }
 
-    /// False once the server exited or the connection broke.
+    /// False once the server's process exited or the connection broke.
     pub fn is_alive(&self) -> bool {
-        !self.service.peer().is_transport_closed()
+        !self.health.has_exited() && !self.service.peer().is_transport_closed()
     }
+
+    /// Why it is not alive: how its process ended and what its stderr said.
+    pub fn exit_reason(&self) -> String {
+        if self.health.has_exited() {
+            self.health.exit_reason()
+        } else {
+            format!("closed its connection{}", self.health.stderr.suffix())
+        }
+    }
+
+    /// Stop the server (a local one: stdin closed, then SIGTERM, then
+    /// SIGKILL) without blocking the thread, and drop the connection.
+    pub async fn close(self) {
+        if let Some(p) = &self.process {
+            p.stop().await;
+        }
+    }
+
+    pub(crate) fn process(&self) -> Option<&ServerProcess> {
+        self.process.as_ref()
+    }
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("the start timed out")]
+    TimedOut,
 }
 
 /// The innermost error in a chain ("Connection refused (os error 111)"),
@@ -236,13 +213,14 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     current.to_string()
 }
 
-/// Start (or reach) the server and complete the MCP handshake. No timeout
-/// here: the caller bounds the whole start.
+/// Start (or reach) the server and complete the MCP handshake within
+/// `limit`. A local server that does not make it is stopped.
 pub async fn connect(
     config: &ServerConfig,
     front: Option<Arc<dyn FrontEnd>>,
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
-) -> Result<Connection, String> {
+    limit: Duration,
+) -> Result<Connection, StartError> {
     let mut client = BridgeClient::new(config.name.clone(), front);
     if let Some(call) = on_list_changed {
         client = client.on_list_changed(call);
@@ -255,80 +233,81 @@ pub async fn connect(
             cwd,
         } => {
             if !cwd.is_dir() {
-                return Err(format!(
+                return Err(StartError::Failed(format!(
                     "cannot start `{command}`: its working directory {} does not exist (check `cwd`)",
                     cwd.display()
-                ));
+                )));
             }
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args)
-                .envs(env)
-                .current_dir(cwd)
-                .process_group(0)
-                .kill_on_drop(true);
-            let (process, stderr) =
-                TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => {
-                            format!("cannot start `{command}`: command not found (check `command` and PATH)")
-                        }
-                        _ => format!("cannot start `{command}`: {e}"),
-                    })?;
-            let group = process
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .and_then(rustix::process::Pid::from_raw)
-                .map(ProcessGroup);
-            let stderr = StderrTail::spawn(stderr);
-            match client.serve(process).await {
-                Ok(service) => Ok(Connection {
-                    _group: group,
-                    service,
-                    stderr,
-                }),
-                Err(e) => {
+            let health = Arc::new(Health::default());
+            let spawned = process::spawn(command, args, env, cwd, Arc::clone(&health)).map_err(StartError::Failed)?;
+            let process = spawned.process;
+            let handshake = tokio::time::timeout(limit, client.serve((spawned.output, spawned.input)));
+            // A server that exits while something it started keeps its
+            // stdout open would leave the handshake waiting: its exit ends
+            // the wait too.
+            let served = tokio::select! {
+                r = handshake => r.ok().map(|r| r.map_err(|e| e.to_string())),
+                () = health.exited() => Some(Err(String::new())),
+            };
+            let failure = match served {
+                Some(Ok(service)) => {
+                    return Ok(Connection {
+                        service,
+                        process: Some(process),
+                        health,
+                    });
+                }
+                Some(Err(detail)) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    let detail = e.to_string();
-                    let reason = if detail.contains("connection closed") || detail.contains("Broken pipe") {
+                    let _ = tokio::time::timeout(Duration::from_millis(50), health.exited()).await;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let reason = if let Some(status) = health.status() {
+                        format!("it exited ({status}) before completing the MCP handshake")
+                    } else if detail.contains("connection closed") || detail.contains("Broken pipe") {
                         "it exited (or closed its output) before completing the MCP handshake".to_owned()
                     } else {
                         format!("the MCP handshake failed: {detail}")
                     };
-                    Err(format!("{reason}{}", stderr.suffix()))
+                    StartError::Failed(format!("{reason}{}", health.stderr.suffix()))
                 }
-            }
+                None => StartError::TimedOut,
+            };
+            // Stopped in the background, so the failure is reported at
+            // once; if wield exits first, dropping it kills the group.
+            tokio::spawn(async move { process.stop().await });
+            Err(failure)
         }
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
             for (name, value) in headers {
-                let n =
-                    HeaderName::try_from(name.as_str()).map_err(|e| format!("invalid header name `{name}`: {e}"))?;
+                let n = HeaderName::try_from(name.as_str())
+                    .map_err(|e| StartError::Failed(format!("invalid header name `{name}`: {e}")))?;
                 let v = HeaderValue::try_from(value.as_str())
-                    .map_err(|e| format!("invalid value for header `{name}`: {e}"))?;
+                    .map_err(|e| StartError::Failed(format!("invalid value for header `{name}`: {e}")))?;
                 custom.insert(n, v);
             }
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
             );
-            let service = client.serve(transport).await.map_err(|e| {
-                if e.is_authorization_required() {
-                    format!(
-                        "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
-                    )
-                } else if let ClientInitializeError::TransportError { error, .. } = &e {
-                    format!("cannot reach {url}: {}", root_cause(error.error.as_ref()))
-                } else {
-                    format!("cannot reach {url}: {e}")
-                }
-            })?;
+            let service = tokio::time::timeout(limit, client.serve(transport))
+                .await
+                .map_err(|_| StartError::TimedOut)?
+                .map_err(|e| {
+                    StartError::Failed(if e.is_authorization_required() {
+                        format!(
+                            "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
+                        )
+                    } else if let ClientInitializeError::TransportError { error, .. } = &e {
+                        format!("cannot reach {url}: {}", root_cause(error.error.as_ref()))
+                    } else {
+                        format!("cannot reach {url}: {e}")
+                    })
+                })?;
             Ok(Connection {
-                _group: None,
                 service,
-                stderr: Arc::new(StderrTail::default()),
+                process: None,
+                health: Arc::new(Health::default()),
             })
         }
     }

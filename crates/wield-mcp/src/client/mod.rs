@@ -8,7 +8,10 @@
 //! [`McpClients::status`] (`wield mcp list`).
 //!
 //! Tools are named `mcp__NAME__tool` ([`bridge::tool_name`]); a call that
-//! finds its server gone (crashed, closed) starts it again first.
+//! finds its server gone (crashed, closed) starts it again first. A local
+//! server's exit is seen by waiting on its process, not only by its output
+//! closing, and the calls it leaves waiting fail at once; a local server is
+//! stopped as the MCP lifecycle asks, end of input first (`process`).
 //!
 //! A long-running front-end (`wield mcp serve`) [`McpClients::watch`]es the
 //! servers: a server's `notifications/tools/list_changed`, or a restart,
@@ -25,11 +28,12 @@
 mod bridge;
 mod config;
 mod connect;
+mod process;
+mod stderr;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::service::{Peer, RoleClient};
 use serde::Serialize;
 use wield_core::{Registry, ToolRef};
 
@@ -37,7 +41,7 @@ pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
 
-use connect::{Connection, connect};
+use connect::{Connection, Link, StartError, connect};
 
 /// Where a configured server stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -79,6 +83,9 @@ pub struct ServerStatus {
     /// Why it failed or exited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Tools it lists that wield leaves out, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What a watching front-end is called with when the tool set changed.
@@ -105,6 +112,8 @@ pub(crate) struct ServerEntry {
     relisting: Mutex<(bool, bool)>,
     /// Every name given to a tool of this server: server name → wield name.
     names: Mutex<std::collections::HashMap<String, String>>,
+    /// Why tools of its last listing were left out.
+    warnings: Mutex<Vec<String>>,
 }
 
 impl ServerEntry {
@@ -114,6 +123,10 @@ impl ServerEntry {
 
     fn state(&self) -> ServerState {
         self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0
+    }
+
+    fn set_warnings(&self, warnings: Vec<String>) {
+        *self.warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = warnings;
     }
 
     fn set_tools(&self, tools: Vec<Listed>) {
@@ -181,34 +194,45 @@ impl ServerEntry {
                 entry.relist_later();
             }
         });
-        let connecting = connect(&self.config, self.front.clone(), Some(on_list_changed));
-        match tokio::time::timeout(self.config.timeout, connecting).await {
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(format!("MCP server `{name}` failed to start: {e}")),
-            Err(_) => Err(format!(
+        // The start is bounded here and not only by the registry: a local
+        // server that does not make it in time is stopped (stdin closed,
+        // then signals).
+        match connect(
+            &self.config,
+            self.front.clone(),
+            Some(on_list_changed),
+            self.config.timeout,
+        )
+        .await
+        {
+            Ok(c) => Ok(c),
+            Err(StartError::Failed(e)) => Err(format!("MCP server `{name}` failed to start: {e}")),
+            Err(StartError::TimedOut) => Err(format!(
                 "MCP server `{name}` did not complete its start within {} (raise mcp.servers.{name}.timeout if it is slow)",
                 wield_core::human_duration(self.config.timeout)
             )),
         }
     }
 
-    /// The server's peer, restarting the server when it has exited.
-    pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+    /// The server's connection, restarting the server when it has exited.
+    pub(crate) async fn link(self: &Arc<Self>) -> Result<Link, String> {
         let mut conn = self.conn.lock().await;
         let mut restart = false;
-        if let Some(c) = conn.as_ref() {
+        if let Some(c) = conn.take() {
             if c.is_alive() {
-                return Ok(c.peer());
+                let link = c.link();
+                *conn = Some(c);
+                return Ok(link);
             }
-            let why = format!("exited{}", c.stderr.suffix());
+            let why = c.exit_reason();
             tracing::warn!("MCP server `{}` {why}; restarting it", self.config.name);
             self.set(ServerState::Exited, Some(why));
+            c.close().await;
             restart = true;
         }
-        *conn = None;
         match self.start().await {
             Ok(c) => {
-                let peer = c.peer();
+                let link = c.link();
                 *conn = Some(c);
                 self.set(ServerState::Ready, None);
                 drop(conn);
@@ -216,7 +240,7 @@ impl ServerEntry {
                     // A new process may offer other tools.
                     self.relist_later();
                 }
-                Ok(peer)
+                Ok(link)
             }
             Err(e) => {
                 self.set(ServerState::Exited, Some(e.clone()));
@@ -225,12 +249,14 @@ impl ServerEntry {
         }
     }
 
-    /// Drop the connection after a transport failure, so the next call
-    /// starts the server again.
+    /// Drop the connection after a transport failure or the server's exit,
+    /// stopping what is left of the server, so the next call starts it
+    /// again.
     pub(crate) async fn forget(&self, why: &str) {
         let mut conn = self.conn.lock().await;
-        if conn.take().is_some() {
+        if let Some(c) = conn.take() {
             self.set(ServerState::Exited, Some(why.to_owned()));
+            c.close().await;
         }
     }
 }
@@ -268,6 +294,7 @@ impl McpClients {
                     on_change: Arc::clone(&on_change),
                     relisting: Mutex::new((false, false)),
                     names: Mutex::new(std::collections::HashMap::new()),
+                    warnings: Mutex::new(Vec::new()),
                 })
             })
             .collect();
@@ -368,6 +395,11 @@ impl McpClients {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clone();
                 let tools = e.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+                let warnings = e
+                    .warnings
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
                 ServerStatus {
                     name: e.config.name.clone(),
                     transport: e.config.transport.summary(),
@@ -375,9 +407,25 @@ impl McpClients {
                     tools,
                     deferred: e.config.deferred,
                     error,
+                    warnings,
                 }
             })
             .collect()
+    }
+}
+
+impl Drop for McpClients {
+    /// Stop every local server at once: all stdins are closed together and
+    /// the servers share one grace period, so wield's exit waits for the
+    /// slowest server, not for the sum of them. A server being started
+    /// right now is stopped by its own connection when that is dropped.
+    fn drop(&mut self) {
+        let conns: Vec<_> = self.servers.iter().filter_map(|e| e.conn.try_lock().ok()).collect();
+        let processes: Vec<&process::ServerProcess> = conns
+            .iter()
+            .filter_map(|c| c.as_ref().and_then(Connection::process))
+            .collect();
+        process::stop_all(&processes);
     }
 }
 
@@ -417,36 +465,73 @@ fn wield_tools_of(entry: &Arc<ServerEntry>, listed: Vec<Listed>) -> Vec<ToolRef>
         .collect()
 }
 
-/// Start the server and list its tools, each with its wield name.
+/// Start the server and list its tools, each with its wield name. Tools
+/// wield cannot offer (a name listed twice, arguments that are not an
+/// object) are left out with a warning, kept for [`McpClients::status`].
 async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let started = Instant::now();
-    let peer = entry.peer().await?;
+    let link = entry.link().await?;
     let name = &entry.config.name;
+    // A server that does not offer tools is ready with none: asking it
+    // for them is an error the MCP spec tells clients not to provoke.
+    if link
+        .peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.tools.is_none())
+    {
+        entry.set_warnings(Vec::new());
+        entry.set(ServerState::Ready, None);
+        return Ok(Vec::new());
+    }
     let left = entry.config.timeout.saturating_sub(started.elapsed());
-    let listed = match tokio::time::timeout(left, peer.list_all_tools()).await {
-        Ok(Ok(tools)) => tools,
-        Ok(Err(e)) => return Err(format!("MCP server `{name}` failed to list its tools: {e}")),
-        Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
+    let listed = tokio::select! {
+        listed = tokio::time::timeout(left, link.peer.list_all_tools()) => match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => return Err(format!("MCP server `{name}` failed to list its tools: {e}")),
+            Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
+        },
+        () = link.health.exited() => {
+            let why = format!("MCP server `{name}` {} while listing its tools", link.health.exit_reason());
+            entry.forget(&why).await;
+            return Err(why);
+        }
     };
+    let mut warnings = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let usable: Vec<rmcp::model::Tool> = listed
+        .into_iter()
+        .filter(|tool| {
+            if !seen.insert(tool.name.clone()) {
+                warnings.push(format!(
+                    "MCP server `{name}` lists `{}` twice; keeping the first",
+                    tool.name
+                ));
+                return false;
+            }
+            if let Some(why) = bridge::unusable_schema(tool) {
+                warnings.push(format!("MCP server `{name}`: tool `{}` is left out: {why}", tool.name));
+                return false;
+            }
+            true
+        })
+        .collect();
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    entry.set_warnings(warnings);
     // Names handed out before keep pointing at the same tools.
     let names = {
         let mut given = entry.names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let names = bridge::tool_names(name, listed.iter().map(|t| t.name.as_ref()), &given);
-        for (tool, wield_name) in listed.iter().zip(&names) {
+        let names = bridge::tool_names(name, usable.iter().map(|t| t.name.as_ref()), &given);
+        for (tool, wield_name) in usable.iter().zip(&names) {
             given.insert(tool.name.to_string(), wield_name.clone());
         }
         names
     };
-    let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<Listed> = Vec::with_capacity(listed.len());
-    for (tool, wield_name) in listed.into_iter().zip(names) {
-        if seen.insert(wield_name.clone()) {
-            out.push(Listed { tool, name: wield_name });
-        } else {
-            // Only a server that lists one name twice gets here.
-            tracing::warn!("MCP server `{name}` lists `{}` twice; keeping the first", tool.name);
-        }
-    }
     entry.set(ServerState::Ready, None);
-    Ok(out)
+    Ok(usable
+        .into_iter()
+        .zip(names)
+        .map(|(tool, name)| Listed { tool, name })
+        .collect())
 }

@@ -1,0 +1,303 @@
+//! wield's MCP client against a hand-written JSON-RPC stdio server that
+//! misbehaves on purpose: it crashes while a child holds its output, floods
+//! its stderr, replies beyond the SDK's message limit, ignores the end of
+//! its input, offers no tools or tools wield cannot offer.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Ws, python, wield_bin};
+
+/// The server: standard library only. Its tools: `ok`; `crash` (starts a
+/// `sleep` that keeps its stdout, writes its pid to `grandchild.pid`, exits
+/// 9); `flaky` (read-only: does that the first time, answers the second);
+/// `big` (`n` bytes of text). The environment picks the rest: `TOOLS`
+/// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
+/// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
+/// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
+/// and SIGTERM do; both leave a file named after them. It writes its pid to
+/// `server.pid`.
+const SERVER: &str = r#"
+import json, os, signal, subprocess, sys, time
+
+def mark(name):
+    open(name, "a").write("x")
+
+def on_term(*_):
+    mark("term")
+    if os.environ.get("ON_TERM", "exit") == "exit":
+        os._exit(0)
+
+signal.signal(signal.SIGTERM, on_term)
+open("server.pid", "w").write(str(os.getpid()))
+mb = int(os.environ.get("FLOOD_MB", "0"))
+chunk = "y" * (1 << 20)
+for _ in range(mb):
+    sys.stderr.write(chunk)
+sys.stderr.flush()
+
+obj = {"type": "object"}
+tools = [
+    {"name": "ok", "inputSchema": obj},
+    {"name": "crash", "inputSchema": obj},
+    {"name": "flaky", "inputSchema": obj, "annotations": {"readOnlyHint": True}},
+    {"name": "big", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+]
+if os.environ.get("TOOLS"):
+    tools = json.loads(os.environ["TOOLS"])
+
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+
+def crash():
+    child = subprocess.Popen(["sleep", "300"])
+    open("grandchild.pid", "w").write(str(child.pid))
+    os._exit(9)
+
+for line in sys.stdin:
+    m = json.loads(line)
+    mid, method = m.get("id"), m.get("method")
+    if method == "initialize":
+        caps = {} if os.environ.get("NO_TOOLS") else {"tools": {}}
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "tools/list" and os.environ.get("NO_TOOLS"):
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
+    elif method == "tools/call":
+        name = m["params"]["name"]
+        text = "called " + name
+        if name == "crash" or (name == "flaky" and not os.path.exists("flaky.once")):
+            if name == "flaky":
+                mark("flaky.once")
+            crash()
+        elif name == "flaky":
+            text = "second try"
+        elif name == "big":
+            text = "A" * m["params"]["arguments"]["n"]
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+mark("eof")
+if os.environ.get("ON_EOF", "exit") == "ignore":
+    while True:
+        time.sleep(1)
+"#;
+
+/// A workspace with the server as each of `servers` (name, TOML env table).
+fn workspace(servers: &[(&str, &str)]) -> Ws {
+    let mut config = String::from("[approval]\nauto_approve = [\"$standard\", \"mcp__*\"]\n");
+    for (name, env) in servers {
+        config.push_str(&format!(
+            "\n[mcp.servers.{name}]\ncommand = {:?}\nargs = [\"raw.py\"]\ntimeout = \"20s\"\nenv = {env}\n",
+            python().display().to_string()
+        ));
+    }
+    let ws = Ws::new(&config);
+    std::fs::write(ws.ws().join("raw.py"), SERVER).unwrap();
+    ws
+}
+
+fn call(ws: &Ws, tool: &str, args: &str) -> (Value, Duration) {
+    let start = Instant::now();
+    let out = ws.wield().args(["call", "--json", tool, args]).output().unwrap();
+    let v =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (v, start.elapsed())
+}
+
+fn gone(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let dead = std::fs::read_to_string(Path::new("/proc").join(pid.trim()).join("stat")).map_or(true, |s| {
+            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if dead || Instant::now() > deadline {
+            return dead;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Regression: wield noticed a crash only by the server's stdout closing,
+/// so a server whose child kept it open made every call wait for its
+/// timeout (20 s here) and was never restarted.
+#[test]
+fn a_server_that_exits_while_its_child_holds_its_output_fails_the_call_at_once() {
+    let ws = workspace(&[("raw", "{}")]);
+    let (v, took) = call(&ws, "mcp__raw__crash", "{}");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("MCP server `raw` exited (exit status: 9) during the call to `crash`"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(10), "the crash was noticed after {took:?}");
+    // What it left holding the pipe is stopped with it.
+    let pid = std::fs::read_to_string(ws.ws().join("grandchild.pid")).unwrap();
+    assert!(gone(&pid), "the crashed server's child {pid} outlived it");
+
+    // A read-only tool is sent again to the restarted server.
+    let (v, took) = call(&ws, "mcp__raw__flaky", "{}");
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["output"], "second try", "{v}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// Regression: stderr was read a line at a time, so a server writing
+/// without newlines grew wield's memory by as much as it wrote.
+#[test]
+fn a_server_flooding_stderr_without_newlines_costs_bounded_memory() {
+    let ws = workspace(&[("flood", "{ FLOOD_MB = \"256\" }")]);
+    // The peak resident size of wield (and of the server), from a parent
+    // that waited for them.
+    let peak = "import resource, subprocess, sys\n\
+                subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
+                print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(peak)
+        .arg(wield_bin())
+        .args(["mcp", "list", "--json"])
+        .current_dir(ws.ws())
+        .env("HOME", ws.dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
+        .output()
+        .unwrap();
+    let kib: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(kib < 128 * 1024, "wield grew to {} MiB", kib / 1024);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["servers"][0]["state"], "ready", "{v}");
+}
+
+/// Stopping follows the MCP lifecycle for stdio: end of input first, then
+/// SIGTERM, then SIGKILL. Regression: servers were SIGKILLed at once.
+#[test]
+fn servers_are_stopped_by_end_of_input_then_sigterm_then_sigkill() {
+    let ws = workspace(&[
+        ("polite", "{}"),
+        ("deaf", "{ ON_EOF = \"ignore\" }"),
+        ("stubborn", "{ ON_EOF = \"ignore\", ON_TERM = \"ignore\" }"),
+    ]);
+    let stopped = || gone(&std::fs::read_to_string(ws.ws().join("server.pid")).unwrap());
+    let marks = |what: &str| -> bool {
+        let p = ws.ws().join(what);
+        let there = p.exists();
+        let _ = std::fs::remove_file(p);
+        there
+    };
+    let server = |name: &str| -> Duration {
+        let (v, took) = call(&ws, &format!("mcp__{name}__ok"), "{}");
+        assert_eq!(v["success"], true, "{v}");
+        took
+    };
+    // A server that exits at the end of its input is not signalled (and
+    // costs only the time it takes to exit).
+    server("polite");
+    assert!(marks("eof") && !marks("term") && stopped(), "polite");
+    // One that stays gets SIGTERM after a short grace.
+    let took = server("deaf");
+    assert!(marks("eof") && marks("term") && stopped(), "deaf");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // One that ignores SIGTERM too is killed, and wield exits in bounded time.
+    let took = server("stubborn");
+    assert!(marks("eof") && marks("term") && stopped(), "stubborn");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// Regression: a reply beyond the SDK's 16 MiB line limit was dropped and
+/// the call waited for its timeout.
+#[test]
+fn a_reply_too_large_to_read_fails_the_call_at_once() {
+    let ws = workspace(&[("raw", "{}")]);
+    let (v, took) = call(&ws, "mcp__raw__big", r#"{"n":17000000}"#);
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("reply of more than 16 MiB"), "{error}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (v, _) = call(&ws, "mcp__raw__big", r#"{"n":1000}"#);
+    assert_eq!(v["output"].as_str().map(str::len), Some(1000), "{v}");
+}
+
+/// A server without the `tools` capability is ready with no tools (it is
+/// not asked for them); a tool whose schema admits no object is left out,
+/// with why; generated names avoid every name the server lists.
+#[test]
+fn what_a_server_lists_is_offered_consistently() {
+    let tools = [
+        r#"{"name": "read.file", "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "read_file", "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "read_file_2d6f0437", "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "text_only", "inputSchema": {"type": "string"}}"#,
+        r#"{"name": "nullable", "inputSchema": {"type": ["object", "null"], "properties": {"a": {"type": "string"}}}}"#,
+    ]
+    .join(", ");
+    let ws = workspace(&[
+        ("bare", "{ NO_TOOLS = \"1\" }"),
+        ("odd", &format!("{{ TOOLS = '[{tools}]' }}")),
+    ]);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let bare = &v["servers"][0];
+    assert_eq!(bare["state"], "ready", "{v}");
+    assert_eq!(bare["tools"], 0, "{v}");
+    let odd = &v["servers"][1];
+    assert_eq!(odd["tools"], 4, "{v}");
+    let warning = odd["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("`text_only` is left out") && warning.contains("object"),
+        "{v}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("twice"), "{stderr}");
+
+    let out = ws.wield().args(["tools", "debug"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`text_only` is left out"),
+        "{out:?}"
+    );
+    let out = ws.wield().args(["tools", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = list
+        .split_whitespace()
+        .filter(|w| w.starts_with("mcp__odd__"))
+        .collect();
+    assert_eq!(names.len(), 4, "{list}");
+    assert!(!list.contains("text_only"), "{list}");
+    // The names that need no change keep them; the dotted one gets another.
+    for (name, tool) in [
+        ("mcp__odd__read_file", "read_file"),
+        ("mcp__odd__read_file_2d6f0437", "read_file_2d6f0437"),
+    ] {
+        assert_eq!(call(&ws, name, "{}").0["output"], format!("called {tool}"));
+    }
+    let dotted = names
+        .iter()
+        .find(|n| {
+            ![
+                "mcp__odd__read_file",
+                "mcp__odd__read_file_2d6f0437",
+                "mcp__odd__nullable",
+            ]
+            .contains(n)
+        })
+        .unwrap();
+    assert_eq!(call(&ws, dotted, "{}").0["output"], "called read.file");
+    // A schema that admits an object among other types is offered (and
+    // checked) as the object schema it is.
+    let (v, _) = call(&ws, "mcp__odd__nullable", r#"{"a":"x"}"#);
+    assert_eq!(v["output"], "called nullable", "{v}");
+    let nullable = crate::support::mcp_schema_of(&ws, "mcp__odd__nullable");
+    assert_eq!(nullable["inputSchema"]["type"], "object", "{nullable}");
+    assert_eq!(
+        nullable["inputSchema"]["properties"]["a"]["type"], "string",
+        "{nullable}"
+    );
+}

@@ -1,0 +1,445 @@
+//! The process of a local (stdio) server: starting it in its own process
+//! group, noticing when it exits, and stopping it.
+//!
+//! A server's exit is noticed by waiting on the process itself, not only by
+//! its stdout closing: a server that crashes while something it started
+//! still holds the pipe (a shell wrapper's helper, a child it spawned) would
+//! otherwise look alive until every call timed out. When the leader exits,
+//! what is left of its group is killed and [`Health::exited`] fires, so
+//! pending calls fail at once and the next use starts the server again.
+//!
+//! Stopping follows the MCP lifecycle for stdio: close the server's stdin,
+//! give it a moment to exit, then SIGTERM its group, then SIGKILL. A server
+//! that exits on end of input costs only the time it takes to do so.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::stderr::StderrTail;
+
+/// How long a server gets to exit after its stdin is closed, and again
+/// after SIGTERM, before the next step. Together they bound how long wield
+/// waits for a server on its way out.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// The most rmcp reads as one message from a stdio server; a longer line
+/// is dropped by the SDK without a word to the caller waiting for it.
+pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// How much of the start of a message is kept to tell a reply from a
+/// request or notification.
+const HEAD: usize = 128;
+
+/// What wield knows about a server besides its messages: whether its
+/// process exited (and how), whether it sent a message too large to read,
+/// and the end of its stderr. Servers reached over HTTP have no process:
+/// their health never changes.
+#[derive(Default)]
+pub struct Health {
+    exited: CancellationToken,
+    status: OnceLock<String>,
+    oversized: Notify,
+    pub stderr: StderrTail,
+}
+
+impl Health {
+    /// Resolves when the server's process has exited.
+    pub async fn exited(&self) {
+        self.exited.cancelled().await;
+    }
+
+    pub fn has_exited(&self) -> bool {
+        self.exited.is_cancelled()
+    }
+
+    /// How the process ended ("exit status: 3", "signal: 9 (SIGKILL)").
+    pub fn status(&self) -> Option<&str> {
+        self.status.get().map(String::as_str)
+    }
+
+    /// `exited (exit status: 3)` and what its stderr ended with.
+    pub fn exit_reason(&self) -> String {
+        let status = self.status().map(|s| format!(" ({s})")).unwrap_or_default();
+        format!("exited{status}{}", self.stderr.suffix())
+    }
+
+    /// Resolves at the next reply too large to be read. Create it before
+    /// sending the request it is about: it then sees every later one.
+    pub fn oversized(&self) -> tokio::sync::futures::Notified<'_> {
+        self.oversized.notified()
+    }
+
+    fn set_exited(&self, status: &io::Result<ExitStatus>) {
+        let text = match status {
+            Ok(s) => s.to_string(),
+            Err(e) => format!("cannot tell how: {e}"),
+        };
+        let _ = self.status.set(text);
+        self.exited.cancel();
+    }
+}
+
+/// The process group of a local server: the server and whatever it starts
+/// (`npx`, `uvx` and shell wrappers start the real server as a child). It
+/// is signalled while its leader is unreaped or right after reaping it,
+/// while the rest of the group still holds the id: a group's id is not
+/// reused while any member lives.
+struct Group {
+    pgid: Option<Pid>,
+    killed: Mutex<bool>,
+}
+
+impl Group {
+    fn signal(&self, signal: Signal) {
+        let killed = self.killed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (false, Some(pgid)) = (*killed, self.pgid) {
+            let _ = rustix::process::kill_process_group(pgid, signal);
+        }
+    }
+
+    fn kill(&self) {
+        let mut killed = self.killed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (false, Some(pgid)) = (*killed, self.pgid) {
+            let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+        }
+        *killed = true;
+    }
+}
+
+/// A running local server. Dropping it stops the server ([`stop_all`]);
+/// [`ServerProcess::stop`] does the same without blocking a thread.
+pub struct ServerProcess {
+    pid: Option<Pid>,
+    /// Lets a blocking stop see the exit even when the runtime cannot run
+    /// the task that waits on the process (it is shutting down, or it is
+    /// the thread doing the stop). `None` where pidfds are not available.
+    pidfd: Option<OwnedFd>,
+    stdin: Arc<Mutex<Option<ChildStdin>>>,
+    group: Arc<Group>,
+    health: Arc<Health>,
+    stopped: AtomicBool,
+}
+
+/// A started server: its process, and the two ends of its stdio to speak
+/// MCP over.
+pub struct Spawned {
+    pub process: ServerProcess,
+    pub output: WatchedOutput,
+    pub input: ServerInput,
+}
+
+/// Start `command` in a new process group, its stderr read into
+/// `health`, a task waiting for its exit.
+pub fn spawn(
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: &std::path::Path,
+    health: Arc<Health>,
+) -> Result<Spawned, String> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .envs(env)
+        .current_dir(cwd)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Stopping is ours (stdin closed first); the runtime dropping the
+        // waiting task at exit must not kill the server before that.
+        .kill_on_drop(false);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!("cannot start `{command}`: command not found (check `command` and PATH)"),
+        _ => format!("cannot start `{command}`: {e}"),
+    })?;
+    let pid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
+    let pidfd = pid.and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
+    let group = Arc::new(Group {
+        pgid: pid,
+        killed: Mutex::new(false),
+    });
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        group.kill();
+        return Err(format!("cannot start `{command}`: its stdio could not be set up"));
+    };
+    if let Some(stderr) = child.stderr.take() {
+        StderrTail::read(Arc::clone(&health), stderr);
+    }
+    let stdin = Arc::new(Mutex::new(Some(stdin)));
+    {
+        let group = Arc::clone(&group);
+        let health = Arc::clone(&health);
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            // What the server left behind goes with it; its stdout closes
+            // with the last holder.
+            group.kill();
+            health.set_exited(&status);
+        });
+    }
+    Ok(Spawned {
+        process: ServerProcess {
+            pid,
+            pidfd,
+            stdin: Arc::clone(&stdin),
+            group,
+            health: Arc::clone(&health),
+            stopped: AtomicBool::new(false),
+        },
+        output: WatchedOutput::new(stdout, health),
+        input: ServerInput(stdin),
+    })
+}
+
+impl ServerProcess {
+    /// Whether the server's process has exited, asking the kernel when
+    /// the waiting task has not said so yet.
+    fn has_exited(&self) -> bool {
+        if self.health.has_exited() {
+            return true;
+        }
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        let by_fd = self
+            .pidfd
+            .as_ref()
+            .map(|fd| rustix::process::waitid(WaitId::PidFd(fd.as_fd()), options))
+            // Kernels before 5.4 open pidfds but cannot wait on them.
+            .filter(|r| !matches!(r, Err(Errno::INVAL)));
+        let outcome = match (by_fd, self.pid) {
+            (Some(r), _) => r,
+            (None, Some(pid)) => rustix::process::waitid(WaitId::Pid(pid), options),
+            (None, None) => return true,
+        };
+        // No such child: it was reaped, so it has exited.
+        matches!(outcome, Ok(Some(_)) | Err(Errno::CHILD))
+    }
+
+    fn close_input(&self) {
+        drop(self.stdin.lock().unwrap_or_else(PoisonError::into_inner).take());
+    }
+
+    /// Stop the server without blocking: close its stdin, wait for it to
+    /// exit, SIGTERM its group, wait again, SIGKILL the group.
+    pub async fn stop(&self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.close_input();
+        if tokio::time::timeout(EXIT_GRACE, self.health.exited()).await.is_err() {
+            self.group.signal(Signal::TERM);
+            let _ = tokio::time::timeout(EXIT_GRACE, self.health.exited()).await;
+        }
+        self.group.kill();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        stop_all(&[self]);
+    }
+}
+
+/// Stop several servers at once, blocking (for `Drop`, the only hook there
+/// is on the way out): every stdin is closed, then each server has the same
+/// grace to exit before its group gets SIGTERM, and the same again before
+/// SIGKILL. At most twice [`EXIT_GRACE`] in all, however many servers;
+/// servers that exit on end of input cost only the time they take. A
+/// server whose stop already began elsewhere (a task the runtime dropped
+/// on its way out) is killed at once.
+pub fn stop_all(processes: &[&ServerProcess]) {
+    let pending: Vec<&ServerProcess> = processes
+        .iter()
+        .copied()
+        .filter(|p| !p.stopped.swap(true, Ordering::SeqCst))
+        .collect();
+    for p in &pending {
+        p.close_input();
+    }
+    let mut alive = wait_blocking(pending.clone(), EXIT_GRACE);
+    if !alive.is_empty() {
+        for p in &alive {
+            p.group.signal(Signal::TERM);
+        }
+        alive = wait_blocking(alive, EXIT_GRACE);
+        for p in &alive {
+            tracing::debug!(
+                "MCP server process {:?} ignored the end of its input and SIGTERM; killing it",
+                p.pid.map(Pid::as_raw_pid)
+            );
+        }
+    }
+    for p in processes {
+        p.group.kill();
+    }
+}
+
+/// The processes of `waiting` still running after `limit`. Polled every
+/// millisecond (one `waitid` each): an exit is seen within a millisecond,
+/// for a few hundred system calls at most.
+fn wait_blocking(mut waiting: Vec<&ServerProcess>, limit: Duration) -> Vec<&ServerProcess> {
+    let deadline = Instant::now() + limit;
+    loop {
+        waiting.retain(|p| !p.has_exited());
+        let left = deadline.saturating_duration_since(Instant::now());
+        if waiting.is_empty() || left.is_zero() {
+            return waiting;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(1)));
+    }
+}
+
+/// The server's stdin, shared with its [`ServerProcess`] so that stopping
+/// the server closes it whoever else holds the transport.
+pub struct ServerInput(Arc<Mutex<Option<ChildStdin>>>);
+
+impl ServerInput {
+    fn with<T>(&self, f: impl FnOnce(Pin<&mut ChildStdin>) -> Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        let mut stdin = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match stdin.as_mut() {
+            Some(s) => f(Pin::new(s)),
+            None => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the server's stdin is closed",
+            ))),
+        }
+    }
+}
+
+impl AsyncWrite for ServerInput {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.with(|s| s.poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with(|s| s.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with(|s| s.poll_shutdown(cx))
+    }
+}
+
+/// The server's stdout, watched for messages longer than the SDK reads
+/// ([`MAX_MESSAGE`]): the SDK drops such a line and the call it answers
+/// would wait for its timeout; here a reply that long wakes
+/// [`Health::oversized`] instead.
+pub struct WatchedOutput {
+    inner: ChildStdout,
+    health: Arc<Health>,
+    meter: LineMeter,
+}
+
+impl WatchedOutput {
+    fn new(inner: ChildStdout, health: Arc<Health>) -> Self {
+        Self {
+            inner,
+            health,
+            meter: LineMeter::default(),
+        }
+    }
+}
+
+impl AsyncRead for WatchedOutput {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let this = &mut *self;
+            this.meter.feed(&buf.filled()[before..], |reply| {
+                if reply {
+                    this.health.oversized.notify_waiters();
+                } else {
+                    tracing::warn!("an MCP server sent a request or notification of more than 16 MiB; it was dropped");
+                }
+            });
+        }
+        polled
+    }
+}
+
+/// The length of the line being read, and its first [`HEAD`] bytes. Costs
+/// one `memchr` per read and a copy of at most [`HEAD`] bytes per line.
+#[derive(Default)]
+struct LineMeter {
+    line: usize,
+    head: Vec<u8>,
+    reported: bool,
+}
+
+impl LineMeter {
+    /// Account for `bytes`; `oversized` is called once for each line that
+    /// reaches [`MAX_MESSAGE`], with whether it may be a reply: a request
+    /// or a notification names its `method` at its start (every SDK writes
+    /// it before the parameters); a reply does not.
+    fn feed(&mut self, mut bytes: &[u8], mut oversized: impl FnMut(bool)) {
+        while !bytes.is_empty() {
+            let end = memchr::memchr(b'\n', bytes);
+            let part = &bytes[..end.unwrap_or(bytes.len())];
+            let room = HEAD.saturating_sub(self.head.len()).min(part.len());
+            self.head.extend_from_slice(&part[..room]);
+            self.line += part.len();
+            if self.line >= MAX_MESSAGE && !self.reported {
+                self.reported = true;
+                oversized(memchr::memmem::find(&self.head, b"\"method\"").is_none());
+            }
+            match end {
+                Some(i) => {
+                    self.line = 0;
+                    self.head.clear();
+                    self.reported = false;
+                    bytes = &bytes[i + 1..];
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn only_lines_past_the_limit_are_reported_once_each() {
+        let mut meter = LineMeter::default();
+        let mut seen = Vec::new();
+        let chunk = vec![b'x'; 1 << 20];
+        meter.feed(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"", |r| seen.push(r));
+        for _ in 0..20 {
+            meter.feed(&chunk, |r| seen.push(r));
+        }
+        assert_eq!(seen, [true], "one report for one long reply");
+        meter.feed(b"\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n", |r| seen.push(r));
+        assert_eq!(seen, [true], "short lines after it are not reported");
+        assert_eq!(meter.line, 0);
+
+        meter.feed(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":\"",
+            |r| seen.push(r),
+        );
+        for _ in 0..17 {
+            meter.feed(&chunk, |r| seen.push(r));
+        }
+        assert_eq!(seen, [true, false], "a notification is told apart");
+        // A line just under the limit is not reported.
+        meter.feed(b"\n", |r| seen.push(r));
+        meter.feed(&vec![b'y'; MAX_MESSAGE - 1], |r| seen.push(r));
+        meter.feed(b"\n", |r| seen.push(r));
+        assert_eq!(seen, [true, false]);
+        assert!(meter.head.len() <= HEAD);
+    }
+}
