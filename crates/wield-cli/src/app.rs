@@ -88,13 +88,14 @@ impl Runtime {
         Self::load_with(global, None, servers).await
     }
 
-    /// As [`Runtime::load`], with `front` answering the sampling and
-    /// elicitation requests of the external MCP servers.
+    /// As [`Runtime::load_servers`], with `front` answering the sampling
+    /// and elicitation requests of the external MCP servers.
     pub async fn load_with_front_end(
         global: &GlobalArgs,
         front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
+        servers: Servers<'_>,
     ) -> anyhow::Result<Self> {
-        Self::load_with(global, front, Servers::All).await
+        Self::load_with(global, front, servers).await
     }
 
     async fn load_with(
@@ -146,6 +147,7 @@ impl Runtime {
             for warning in registry.load_sources().await {
                 tracing::warn!("{}", warning.message);
             }
+            crate::tool_set::warn_left_out(&mut registry, &mcp);
         }
         services.insert(mcp);
         let options = policy_options(global)?;

@@ -100,6 +100,7 @@ impl SharedTools {
                 registry.warn(format!("mcp:{}", s.name), why.clone());
             }
         }
+        warn_left_out(&mut registry, mcp);
         let policy = PolicyBuilder::from_config(&self.0.config, &self.0.options)
             .map_err(|e| e.to_string())?
             .build(&registry);
@@ -109,5 +110,16 @@ impl SharedTools {
         };
         *self.0.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
         Ok(())
+    }
+}
+
+/// Record, with the sources' other warnings, why tools of a bridged
+/// server's listing were left out (`wield tools debug`, unknown-tool
+/// errors).
+pub fn warn_left_out(registry: &mut Registry, mcp: &McpClients) {
+    for s in mcp.status() {
+        for w in s.warnings {
+            registry.warn(format!("mcp:{}", s.name), w);
+        }
     }
 }

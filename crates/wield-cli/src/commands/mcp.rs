@@ -9,7 +9,7 @@ use serde_json::json;
 use wield_core::Registered;
 use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts};
 
-use crate::app::{Runtime, usage};
+use crate::app::{Runtime, Servers, usage};
 use crate::cli::{GlobalArgs, McpCommand};
 
 pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCode> {
@@ -69,7 +69,9 @@ async fn serve(
     // clients, such requests are refused.
     let forward = http.is_none().then(|| Arc::new(ForwardToClient::new()));
     let front = forward.clone().map(|f| f as Arc<dyn wield_mcp::client::FrontEnd>);
-    let rt = Runtime::load_with_front_end(global, front).await?;
+    // Bridged servers start in the background, below: the client gets its
+    // answers at once, and each server's tools when it is up.
+    let rt = Runtime::load_with_front_end(global, front, Servers::None).await?;
     let make = rt.executor_factory()?;
     let factory: Arc<wield_mcp::ExecutorFactory> =
         Arc::new(move |parts: SessionParts| make(parts.approver, parts.services, parts.events));
@@ -101,6 +103,19 @@ async fn serve(
     let note: Arc<wield_mcp::DeferredNote> =
         Arc::new(move |session: &wield_core::Session| shared.current().policy.deferred_prompt(session));
     let mut builder = McpServer::builder(factory, catalog).deferred_note(note);
+    // Listing, and calling a tool not there yet, wait for the bridged
+    // servers' first start (each within its own `timeout`).
+    if let Some(mcp) = rt.services.get::<McpClients>() {
+        let mcp = Arc::downgrade(&mcp);
+        builder = builder.tools_ready(Arc::new(move || {
+            let mcp = mcp.upgrade();
+            Box::pin(async move {
+                if let Some(mcp) = mcp {
+                    mcp.started().await;
+                }
+            })
+        }));
+    }
     if let Some(forward) = forward {
         builder = builder.forward_to_client(forward);
     }
@@ -132,8 +147,11 @@ async fn serve(
                 tracing::warn!("cannot update the tool list: {e}");
                 return;
             }
+            // At once: a call that waited for these tools finds them.
+            server.executors_stale();
             handle.spawn(async move { server.tools_changed().await });
         });
+        mcp.start_in_background(|_| true);
     }
 
     let Some(options) = http else {
@@ -199,6 +217,9 @@ async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
         )?;
         if let Some(e) = &s.error {
             writeln!(out, "{:width$}  error: {e}", "")?;
+        }
+        for w in &s.warnings {
+            writeln!(out, "{:width$}  warning: {w}", "")?;
         }
     }
     if status.iter().any(|s| s.deferred) {

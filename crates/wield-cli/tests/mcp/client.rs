@@ -497,9 +497,6 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
 /// and after `wield mcp serve` gets SIGTERM.
 #[test]
 fn a_bridged_servers_children_end_with_wield() {
-    use std::io::Write;
-    use std::process::Stdio;
-
     let ws = Ws::new("");
     let dir = ws.ws();
     std::fs::copy(
@@ -514,7 +511,15 @@ fn a_bridged_servers_children_end_with_wield() {
         python().display()
     );
     std::fs::write(dir.join(".wield/config.toml"), config).unwrap();
+    // `mcp serve` starts its servers in the background: the file may come
+    // after the handshake.
     let child = || -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(dir.join("child.pid")).is_ok_and(|t| t.ends_with('\n'))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let text = std::fs::read_to_string(dir.join("child.pid")).unwrap();
         std::fs::remove_file(dir.join("child.pid")).unwrap();
         text.trim().parse().unwrap()
@@ -544,26 +549,17 @@ fn a_bridged_servers_children_end_with_wield() {
 
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     for how in ["end of input", "SIGTERM"] {
-        let mut serve = ws
-            .command()
-            .args(["mcp", "serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut input = serve.stdin.take().unwrap();
-        writeln!(input, "{init}").unwrap();
-        let mut reply = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(serve.stdout.take().unwrap()), &mut reply).unwrap();
-        assert!(reply.contains("serverInfo"), "{reply}");
+        let mut serve = crate::support::RawServe::start(&ws);
+        serve.send(init);
+        let reply = serve.reply(Duration::from_secs(20));
+        assert!(reply["result"]["serverInfo"].is_object(), "{reply}");
         let pid = child();
-        if how == "SIGTERM" {
-            let _ = Command::new("kill").arg(serve.id().to_string()).status();
+        let status = if how == "SIGTERM" {
+            let _ = Command::new("kill").arg(serve.child.id().to_string()).status();
+            serve.wait(Duration::from_secs(20))
         } else {
-            drop(input);
-        }
-        let status = serve.wait().unwrap();
+            serve.finish(Duration::from_secs(20))
+        };
         assert!(status.success(), "{how}: {status:?}");
         assert!(gone(pid), "after {how}, the server's child {pid} still runs");
     }

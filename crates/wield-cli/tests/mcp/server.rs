@@ -304,3 +304,63 @@ fn sigterm_ends_a_stdio_session_with_its_input_open() {
         signalled.elapsed()
     );
 }
+
+/// A bridged server that hangs at start-up delays neither the handshake
+/// nor the built-in tools: it starts in the background, and only a listing
+/// (or a call of a tool not there yet) waits for it, within its timeout.
+#[test]
+fn a_slow_bridged_server_does_not_hold_up_the_session() {
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+
+    let ws = crate::support::Ws::new("[mcp.servers.stuck]\ncommand = \"sleep\"\nargs = [\"60\"]\ntimeout = \"3s\"\n");
+    let started = Instant::now();
+    let mut serve = crate::support::RawServe::start(&ws);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    let init = serve.reply(Duration::from_secs(10));
+    assert_eq!(init["result"]["serverInfo"]["name"], "wield", "{init}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "initialize took {:?}",
+        started.elapsed()
+    );
+    serve.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"6*7"}}}"#);
+    let r = serve.reply(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["content"][0]["text"].as_str().map(str::trim),
+        Some("42"),
+        "{r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(2000),
+        "a built-in call waited: {:?}",
+        started.elapsed()
+    );
+    // The listing waits for the server's start to end (it fails after 3 s).
+    serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let listed = serve.reply(Duration::from_secs(20));
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "listed before the server's start ended"
+    );
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"calculator") && !names.iter().any(|n| n.starts_with("mcp__stuck")),
+        "{names:?}"
+    );
+    // A call of its tools says why they are absent.
+    serve.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp__stuck__x","arguments":{}}}"#);
+    let r = serve.reply(Duration::from_secs(10));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(r.to_string().contains("stuck"), "{r}");
+    let status = serve.finish(Duration::from_secs(5));
+    assert!(status.success(), "{status}");
+}

@@ -189,3 +189,86 @@ pub fn mcp_schema_of(ws: &Ws, name: &str) -> serde_json::Value {
         .cloned()
         .unwrap_or_else(|| panic!("{name} missing from {tools}"))
 }
+
+/// `wield mcp serve` over its own pipes, spoken to line by line.
+pub struct RawServe {
+    pub child: std::process::Child,
+    input: Option<std::process::ChildStdin>,
+    replies: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawServe {
+    pub fn start(ws: &Ws) -> Self {
+        use std::io::BufRead;
+        let mut child = ws
+            .command()
+            .arg("-C")
+            .arg(ws.ws())
+            .args(["mcp", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take();
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, replies) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in output.lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, input, replies }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let input = self.input.as_mut().unwrap();
+        input.write_all(line.as_bytes()).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    }
+
+    /// The next reply, within `within`.
+    pub fn next(&self, within: Duration) -> serde_json::Value {
+        let line = self
+            .replies
+            .recv_timeout(within)
+            .unwrap_or_else(|e| panic!("no reply within {within:?}: {e}"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// The next reply to a request (notifications are passed over).
+    pub fn reply(&self, within: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let m = self.next(deadline.saturating_duration_since(Instant::now()));
+            if m.get("id").is_some() {
+                return m;
+            }
+        }
+    }
+
+    /// Close the input; the exit status, within `within`.
+    pub fn finish(mut self, within: Duration) -> std::process::ExitStatus {
+        drop(self.input.take());
+        self.wait(within)
+    }
+
+    /// The exit status, within `within`.
+    pub fn wait(mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wield did not exit within {within:?} of its input's end"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

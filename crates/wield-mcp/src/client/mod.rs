@@ -264,6 +264,9 @@ impl ServerEntry {
 /// The configured external servers.
 pub struct McpClients {
     servers: Vec<Arc<ServerEntry>>,
+    /// Servers of [`McpClients::start_in_background`] whose first start has
+    /// not ended yet.
+    starting: tokio::sync::watch::Sender<usize>,
 }
 
 impl McpClients {
@@ -298,7 +301,10 @@ impl McpClients {
                 })
             })
             .collect();
-        Arc::new(Self { servers })
+        Arc::new(Self {
+            servers,
+            starting: tokio::sync::watch::Sender::new(0),
+        })
     }
 
     /// For a long-running front-end: from now on, list a server's tools
@@ -382,6 +388,54 @@ impl McpClients {
                 }),
             );
         }
+    }
+
+    /// Start every enabled server that `start` picks without waiting for
+    /// any (a long-running front-end that should answer at once): each one
+    /// that comes up calls back the [`McpClients::watch`] callback with its
+    /// tools; one that fails is a warning and is tried again in the
+    /// background. Call [`McpClients::watch`] first.
+    pub fn start_in_background(self: &Arc<Self>, start: impl Fn(&str) -> bool) {
+        let picked: Vec<&Arc<ServerEntry>> = self
+            .servers
+            .iter()
+            .filter(|e| e.config.enabled && start(&e.config.name))
+            .collect();
+        self.starting.send_modify(|n| *n += picked.len());
+        for entry in picked {
+            let weak = Arc::downgrade(entry);
+            let starting = self.starting.clone();
+            tokio::spawn(async move {
+                let Some(e) = weak.upgrade() else {
+                    starting.send_modify(|n| *n = n.saturating_sub(1));
+                    return;
+                };
+                let first = list_tools(&e).await;
+                match first {
+                    Ok(tools) => e.replace_tools(tools),
+                    Err(why) => {
+                        tracing::warn!("{why}");
+                        e.set(ServerState::Failed, Some(why));
+                        // The front-end's tool set says why its tools are absent.
+                        if let Some(call) = e.on_change.get() {
+                            call();
+                        }
+                    }
+                }
+                starting.send_modify(|n| *n = n.saturating_sub(1));
+                if e.state() == ServerState::Failed {
+                    drop(e);
+                    retry(weak).await;
+                }
+            });
+        }
+    }
+
+    /// When every server of [`McpClients::start_in_background`] has
+    /// started or failed its first start (each within its `timeout`).
+    pub async fn started(&self) {
+        let mut rx = self.starting.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// Every configured server, in name order.

@@ -65,6 +65,10 @@ pub type ToolCatalog = dyn Fn(&Session) -> Vec<Arc<Registered>> + Send + Sync;
 /// the note goes into the loader's description.
 pub type DeferredNote = dyn Fn(&Session) -> Option<String> + Send + Sync;
 
+/// Resolves when the tools that were still coming at start-up (bridged
+/// servers starting in the background) are there, or will not come.
+pub type ToolsReady = dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync;
+
 /// Who approves calls that need approval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ApprovalMode {
@@ -102,6 +106,9 @@ pub(crate) struct Inner {
     pub(crate) sessions: AtomicU64,
     pub(crate) forward: Option<Arc<ForwardToClient>>,
     pub(crate) deferred_note: Option<Arc<DeferredNote>>,
+    pub(crate) tools_ready: Option<Arc<ToolsReady>>,
+    /// `tools_ready` has resolved once: no more waiting.
+    pub(crate) ready: std::sync::atomic::AtomicBool,
     /// Bumped by [`McpServer::tools_changed`]: a session whose executor is
     /// older builds a new one on its next call.
     pub(crate) generation: AtomicU64,
@@ -137,6 +144,7 @@ pub struct McpServerBuilder {
     instructions: Option<String>,
     forward: Option<Arc<ForwardToClient>>,
     deferred_note: Option<Arc<DeferredNote>>,
+    tools_ready: Option<Arc<ToolsReady>>,
 }
 
 impl McpServerBuilder {
@@ -145,6 +153,15 @@ impl McpServerBuilder {
     #[must_use]
     pub fn deferred_note(mut self, note: Arc<DeferredNote>) -> Self {
         self.deferred_note = Some(note);
+        self
+    }
+
+    /// Tools that come after start-up: `tools/list`, and a call of a tool
+    /// not listed yet, wait for `ready` (once; the handshake and calls of
+    /// the tools already there do not).
+    #[must_use]
+    pub fn tools_ready(mut self, ready: Arc<ToolsReady>) -> Self {
+        self.tools_ready = Some(ready);
         self
     }
 
@@ -220,6 +237,8 @@ impl McpServerBuilder {
                 sessions: AtomicU64::new(0),
                 forward: self.forward,
                 deferred_note: self.deferred_note,
+                ready: std::sync::atomic::AtomicBool::new(self.tools_ready.is_none()),
+                tools_ready: self.tools_ready,
                 generation: AtomicU64::new(0),
                 peers: std::sync::Mutex::new(Vec::new()),
             }),
@@ -239,6 +258,7 @@ impl McpServer {
             instructions: None,
             forward: None,
             deferred_note: None,
+            tools_ready: None,
         }
     }
 
@@ -252,11 +272,18 @@ impl McpServer {
     /// `notifications/tools/list_changed` and lists again through the
     /// [`ToolCatalog`].
     pub async fn tools_changed(&self) {
-        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        self.executors_stale();
         let peers = self.inner.connected_peers().clone();
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
         }
+    }
+
+    /// The tools changed: every session builds a new executor on its next
+    /// call. [`McpServer::tools_changed`] does this too; call this where
+    /// the change must hold before anything else runs.
+    pub fn executors_stale(&self) {
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// A handler for one new MCP connection.

@@ -28,7 +28,7 @@ use wield_tools::shell::ShellService;
 use super::approver::ClientApprover;
 use super::http::SessionSlot;
 use super::http_sessions::{Activities, SESSION_HEADER};
-use super::listing::to_mcp_tool;
+use super::listing::{mcp_name, to_mcp_tool};
 use super::progress::ProgressRouter;
 use super::result::to_call_tool_result;
 use super::roots::{RootsAnswer, client_roots};
@@ -116,6 +116,17 @@ impl SessionHandler {
 
     pub fn session(&self) -> &Arc<Session> {
         &self.session
+    }
+
+    /// Wait, the first time, for the tools still coming at start-up.
+    async fn tools_ready(&self) {
+        if self.inner.ready.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(ready) = &self.inner.tools_ready {
+            ready().await;
+        }
+        self.inner.ready.store(true, Ordering::Release);
     }
 
     async fn prepared(&self, peer: &Peer<RoleServer>) -> Arc<Prepared> {
@@ -261,6 +272,7 @@ impl ServerHandler for SessionHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.tools_ready().await;
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
@@ -273,6 +285,13 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if !self.inner.ready.load(Ordering::Acquire)
+            && !(self.inner.catalog)(&self.session)
+                .iter()
+                .any(|r| mcp_name(r) == request.name)
+        {
+            self.tools_ready().await;
+        }
         let prepared = self.prepared(&context.peer).await;
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call_id = format!("{}-{n}", self.session.id());
