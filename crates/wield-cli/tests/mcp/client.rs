@@ -109,8 +109,15 @@ fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
 
 #[test]
 fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
+    // A port nothing listens on.
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let config = format!(
-        "{}\n[mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
+        "{}\n[mcp.servers.refused]\nurl = \"http://127.0.0.1:{refused}/mcp\"\n\n\
+         [mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
          [mcp.servers.hangs]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 300 & echo $! > grandchild.pid; wait\"]\ntimeout = \"1s\"\n\n\
          [mcp.servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n\n\
          [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
@@ -192,6 +199,19 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
         "{v}"
     );
     assert_eq!(server("off")["state"], "disabled");
+    // Regression: an HTTP server whose connection was refused said only
+    // "error sending request for url"; the cause is told.
+    let why = server("refused")["error"].as_str().unwrap().to_owned();
+    assert!(why.contains("Connection refused"), "{why}");
+
+    // Regression: a call of a disabled server's tool said only "unknown tool".
+    let out = ws.wield().args(["call", "mcp__off__x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown tool") && stderr.contains("MCP server `off` is disabled in the config"),
+        "{stderr}"
+    );
 
     let out = ws.wield().args(["mcp", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -281,6 +301,29 @@ fn deferred_servers_and_bad_config() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("both"));
 
+    // Regression: a `${VAR}` that is not set became an empty string.
+    let ws = Ws::new(
+        "[mcp.servers.x]\nurl = \"http://127.0.0.1:1/mcp\"\n\
+         headers = { Authorization = \"Bearer ${WIELD_TEST_SURELY_UNSET_TOKEN}\" }\n",
+    );
+    // It fails that server only (a warning, `mcp list` exits 1), and
+    // commands that do not use it run.
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("failed")
+            && stdout.contains("mcp.servers.x.headers.Authorization")
+            && stdout.contains("WIELD_TEST_SURELY_UNSET_TOKEN is not set"),
+        "{stdout}"
+    );
+    let out = ws
+        .wield()
+        .args(["call", "calculator", r#"{"expression":"1+1"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
     // Regression: sections of the wrong type read as "no servers".
     for config in [
         "[mcp]\nservers = 5\n",
@@ -295,8 +338,12 @@ fn deferred_servers_and_bad_config() {
     }
 }
 
+/// server-everything bridged through `wield mcp serve`, seen by the Python
+/// SDK's client: its progress notifications reach the client, its task-only
+/// tool is left out, its roots are the workspace, and it is restarted on
+/// next use after a crash.
 #[test]
-fn a_crashed_server_is_restarted_on_next_use() {
+fn server_everything_progress_roots_and_restart_through_mcp_serve() {
     python_scenarios("http", &["everything_restart"]);
 }
 

@@ -487,7 +487,8 @@ impl Executor {
         all.truncate(40);
         msg.push_str(&format!(" Available tools: {}.", all.join(", ")));
         // The tool may belong to a source that failed (an MCP server that
-        // did not start): say so, or the model keeps guessing names.
+        // did not start) or is disabled: say so, or the model keeps
+        // guessing names.
         let failed: Vec<String> = self
             .registry
             .warnings()
@@ -496,7 +497,7 @@ impl Executor {
             .collect();
         if !failed.is_empty() {
             msg.push_str(&format!(
-                " Tool sources that failed to load (their tools are missing): {}.",
+                " Tool sources whose tools are missing: {}.",
                 failed.join("; ")
             ));
         }

@@ -232,8 +232,12 @@ impl Tool for McpTool {
             let oversized = link.health.oversized();
             tokio::pin!(oversized);
             // Dropping the request (cancellation, timeout) sends
-            // `notifications/cancelled` to the server.
-            let call = tokio::time::timeout(limit, link.peer.call_tool(params));
+            // `notifications/cancelled` to the server; its progress
+            // notifications become this call's output.
+            let call = tokio::time::timeout(
+                limit,
+                super::progress::call_tool(&link.peer, &link.progress, params, ctx),
+            );
             tokio::pin!(call);
             let outcome = tokio::select! {
                 biased;
@@ -298,7 +302,11 @@ impl Tool for McpTool {
                         _ => false,
                     },
                     matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed),
-                    format!("MCP server `{server}` failed the call to `{}`: {error}", self.remote),
+                    format!(
+                        "MCP server `{server}` failed the call to `{}`: {}",
+                        self.remote,
+                        super::connect::with_causes(error)
+                    ),
                 ),
             };
             if broken {

@@ -16,7 +16,11 @@
 //! ```
 //!
 //! `${VAR}` in `env` and `headers` values is replaced by the variable from
-//! wield's environment, so secrets stay out of config files.
+//! wield's environment, so secrets stay out of config files. A variable
+//! that is not set makes that server's start fail, naming it (a warning,
+//! like any failed start): an empty token would only fail later, less
+//! clearly.
+//! A local server gets wield's whole environment, with `env` added on top.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +75,12 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// For start-up and for each call.
     pub timeout: Duration,
+    /// The workspace, offered to the server as its one root.
+    pub workspace: PathBuf,
+    /// Why the server cannot start as configured (an `env` or `headers`
+    /// value names a variable that is not set): its start fails with this,
+    /// a warning like any failed start, and nothing else is held up.
+    pub unresolved: Option<String>,
 }
 
 impl ServerConfig {
@@ -108,6 +118,16 @@ impl ServerConfig {
 
     pub fn parse(name: &str, table: &toml::Table, workspace: &Path) -> Result<ServerConfig, McpError> {
         check_name(name)?;
+        let enabled = match table.get("enabled") {
+            None => true,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(other) => {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name}.enabled must be true or false, found {}",
+                    other.type_str()
+                )));
+            }
+        };
         let key = |k: &str| format!("mcp.servers.{name}.{k}");
         let string = |k: &str| -> Result<Option<String>, McpError> {
             match table.get(k) {
@@ -131,13 +151,27 @@ impl ServerConfig {
                 ))),
             }
         };
+        let unresolved: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
         let map = |k: &str| -> Result<BTreeMap<String, String>, McpError> {
             match table.get(k) {
                 None => Ok(BTreeMap::new()),
                 Some(toml::Value::Table(t)) => t
                     .iter()
                     .map(|(n, v)| match v {
-                        toml::Value::String(s) => Ok((n.clone(), expand_env(s))),
+                        // A server that is not started needs no values.
+                        toml::Value::String(s) if !enabled => Ok((n.clone(), s.clone())),
+                        toml::Value::String(s) => match expand_env(s) {
+                            Ok(s) => Ok((n.clone(), s)),
+                            Err(var) => {
+                                unresolved.borrow_mut().get_or_insert_with(|| {
+                                    format!(
+                                        "{}.{n} refers to ${{{var}}}, but {var} is not set in wield's environment",
+                                        key(k)
+                                    )
+                                });
+                                Ok((n.clone(), s.clone()))
+                            }
+                        },
                         other => Err(McpError::Config(format!(
                             "{}.{n} must be a string, found {}",
                             key(k),
@@ -245,8 +279,10 @@ impl ServerConfig {
             name: name.to_owned(),
             transport,
             deferred: boolean("deferred", false)?,
-            enabled: boolean("enabled", true)?,
+            enabled,
             timeout,
+            workspace: workspace.to_path_buf(),
+            unresolved: unresolved.into_inner(),
         })
     }
 }
@@ -283,8 +319,10 @@ fn parse_timeout(v: &toml::Value) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 
-/// Replace `${VAR}` with the environment variable (empty when unset).
-fn expand_env(s: &str) -> String {
+/// Replace each `${VAR}` with the environment variable; the name of the
+/// first variable that is not set (or not Unicode) is the error. A `${`
+/// without its `}` stays as it is.
+fn expand_env(s: &str) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${") {
@@ -292,7 +330,8 @@ fn expand_env(s: &str) -> String {
         let after = &rest[start + 2..];
         match after.find('}') {
             Some(end) => {
-                out.push_str(&std::env::var(&after[..end]).unwrap_or_default());
+                let var = &after[..end];
+                out.push_str(&std::env::var(var).map_err(|_| var.to_owned())?);
                 rest = &after[end + 1..];
             }
             None => {
@@ -302,7 +341,7 @@ fn expand_env(s: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -381,8 +420,34 @@ mod tests {
     #[test]
     fn env_references_expand() {
         let path = std::env::var("PATH").unwrap_or_default();
-        assert_eq!(expand_env("x${PATH}y"), format!("x{path}y"));
-        assert_eq!(expand_env("${WIELD_SURELY_UNSET_VAR}"), "");
-        assert_eq!(expand_env("a${b"), "a${b");
+        assert_eq!(expand_env("x${PATH}y").unwrap(), format!("x{path}y"));
+        assert_eq!(expand_env("a${b").unwrap(), "a${b");
+        assert_eq!(
+            expand_env("${WIELD_SURELY_UNSET_VAR}").unwrap_err(),
+            "WIELD_SURELY_UNSET_VAR"
+        );
+    }
+
+    /// Regression: a variable that is not set became an empty string, so
+    /// `Bearer ${TOKEN}` sent `Bearer ` and the server's refusal was all
+    /// the user saw. Now that server's start fails, saying why.
+    #[test]
+    fn an_unset_variable_fails_its_server_naming_it() {
+        let s =
+            parse("url = \"http://x\"\nheaders = { Authorization = \"Bearer ${WIELD_SURELY_UNSET_VAR}\" }").unwrap();
+        let e = s.unresolved.unwrap();
+        assert!(
+            e.contains("mcp.servers.srv.headers.Authorization") && e.contains("WIELD_SURELY_UNSET_VAR is not set"),
+            "{e}"
+        );
+        let s = parse("command = \"a\"\nenv = { A = \"${WIELD_SURELY_UNSET_VAR}\" }").unwrap();
+        assert!(s.unresolved.unwrap().contains("mcp.servers.srv.env.A"));
+        // A server that is not started is not checked.
+        let s = parse("command = \"a\"\nenabled = false\nenv = { A = \"${WIELD_SURELY_UNSET_VAR}\" }").unwrap();
+        assert!(!s.enabled && s.unresolved.is_none());
+        assert_eq!(
+            parse("command = \"a\"\nenv = { A = \"${PATH}\" }").unwrap().unresolved,
+            None
+        );
     }
 }

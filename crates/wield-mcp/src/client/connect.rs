@@ -5,13 +5,15 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, ErrorCode, Implementation, SamplingCapability,
+    ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult, ProgressNotificationParam, Root,
+    RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -20,6 +22,7 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 
 use super::config::{ServerConfig, Transport};
 use super::process::{self, Health, ServerProcess};
+use super::progress::ProgressRoutes;
 
 /// What a front-end offers the external servers it bridges: its model
 /// (`sampling/createMessage`) and its user (`elicitation/create`). Each is
@@ -75,11 +78,15 @@ fn no_elicitation() -> ErrorData {
 
 /// wield as an MCP client of one server. Sampling and elicitation requests
 /// go to the front-end when there is one that answers them, and are refused
-/// with an error that says so otherwise.
+/// with an error that says so otherwise. With a [`BridgeClient::root`], the
+/// `roots` capability is advertised and `roots/list` answers that one
+/// directory; without, `roots/list` is refused as not supported.
 pub struct BridgeClient {
     server: String,
     front: Option<Arc<dyn FrontEnd>>,
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+    root: Option<PathBuf>,
+    progress: Arc<ProgressRoutes>,
 }
 
 impl BridgeClient {
@@ -89,7 +96,23 @@ impl BridgeClient {
             server: server.into(),
             front,
             on_list_changed: None,
+            root: None,
+            progress: Arc::default(),
         }
+    }
+
+    /// Offer `dir` (the workspace) to the server as its one root.
+    #[must_use]
+    pub fn root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.root = Some(dir.into());
+        self
+    }
+
+    /// Where the server's progress notifications go.
+    #[must_use]
+    pub(crate) fn progress(mut self, routes: Arc<ProgressRoutes>) -> Self {
+        self.progress = routes;
+        self
     }
 
     /// Called when the server sends `notifications/tools/list_changed`.
@@ -103,6 +126,9 @@ impl BridgeClient {
 impl ClientHandler for BridgeClient {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        if self.root.is_some() {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
         if let Some(front) = &self.front {
             if front.samples() {
                 capabilities.sampling = Some(SamplingCapability::default());
@@ -136,11 +162,43 @@ impl ClientHandler for BridgeClient {
         }
     }
 
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        match &self.root {
+            Some(dir) => Ok(ListRootsResult::new(vec![
+                Root::new(file_uri(dir)).with_name("workspace"),
+            ])),
+            None => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "roots are not supported: this client offers no roots",
+                None,
+            )),
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(call) = &self.on_list_changed {
             call();
         }
     }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        self.progress.dispatch(&params);
+    }
+}
+
+/// `file:///path`, every byte outside RFC 3986's unreserved set and `/`
+/// percent-encoded.
+pub fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 /// A live connection to a server.
@@ -149,14 +207,17 @@ pub struct Connection {
     /// A local server's process; stopped when dropped.
     process: Option<ServerProcess>,
     pub health: Arc<Health>,
+    progress: Arc<ProgressRoutes>,
 }
 
-/// What a call needs of a connection: the peer to send to, and the
-/// server's health to see it exit or send a reply too large to read.
+/// What a call needs of a connection: the peer to send to, the server's
+/// health to see it exit or send a reply too large to read, and where its
+/// progress notifications go.
 #[derive(Clone)]
 pub struct Link {
     pub peer: Peer<RoleClient>,
     pub health: Arc<Health>,
+    pub progress: Arc<ProgressRoutes>,
 }
 
 impl Connection {
@@ -164,6 +225,7 @@ impl Connection {
         Link {
             peer: self.service.peer().clone(),
             health: Arc::clone(&self.health),
+            progress: Arc::clone(&self.progress),
         }
     }
 
@@ -203,14 +265,49 @@ pub enum StartError {
     TimedOut,
 }
 
-/// The innermost error in a chain ("Connection refused (os error 111)"),
-/// which says more than the transport layers wrapped around it.
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error with its causes (`std::error::Error::source`), outermost
+/// first: "error sending request: client error (Connect): tcp connect error:
+/// Connection refused (os error 111)". A cause whose text the chain already
+/// says is left out.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
     let mut current = e;
     while let Some(next) = current.source() {
+        let part = next.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
         current = next;
     }
-    current.to_string()
+    text
+}
+
+/// Why `url` cannot be reached, as the network says it: the SDK's HTTP
+/// error does not link to its cause, so a plain TCP connection to the
+/// server's address is tried. `None` when that connects (the failure lies
+/// above TCP: TLS, HTTP) or the URL has no address.
+async fn unreachable(url: &str, limit: Duration) -> Option<String> {
+    let uri: axum::http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+    let attempt = async {
+        let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((host.as_str(), port)).await {
+            Ok(a) => a.collect(),
+            Err(e) => return Some(format!("cannot resolve `{host}`: {e}")),
+        };
+        let mut last = None;
+        for addr in addrs {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(_) => return None,
+                Err(e) => last = Some(format!("cannot connect to {addr}: {e}")),
+            }
+        }
+        last
+    };
+    tokio::time::timeout(limit, attempt).await.ok().flatten()
 }
 
 /// Start (or reach) the server and complete the MCP handshake within
@@ -221,7 +318,13 @@ pub async fn connect(
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     limit: Duration,
 ) -> Result<Connection, StartError> {
-    let mut client = BridgeClient::new(config.name.clone(), front);
+    if let Some(why) = &config.unresolved {
+        return Err(StartError::Failed(why.clone()));
+    }
+    let progress = Arc::new(ProgressRoutes::default());
+    let mut client = BridgeClient::new(config.name.clone(), front)
+        .root(&config.workspace)
+        .progress(Arc::clone(&progress));
     if let Some(call) = on_list_changed {
         client = client.on_list_changed(call);
     }
@@ -246,7 +349,7 @@ pub async fn connect(
             // stdout open would leave the handshake waiting: its exit ends
             // the wait too.
             let served = tokio::select! {
-                r = handshake => r.ok().map(|r| r.map_err(|e| e.to_string())),
+                r = handshake => r.ok().map(|r| r.map_err(|e| with_causes(&e))),
                 () = health.exited() => Some(Err(String::new())),
             };
             let failure = match served {
@@ -255,6 +358,7 @@ pub async fn connect(
                         service,
                         process: Some(process),
                         health,
+                        progress,
                     });
                 }
                 Some(Err(detail)) => {
@@ -290,24 +394,32 @@ pub async fn connect(
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
             );
-            let service = tokio::time::timeout(limit, client.serve(transport))
+            let started = std::time::Instant::now();
+            let served = tokio::time::timeout(limit, client.serve(transport))
                 .await
-                .map_err(|_| StartError::TimedOut)?
-                .map_err(|e| {
-                    StartError::Failed(if e.is_authorization_required() {
-                        format!(
-                            "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
-                        )
-                    } else if let ClientInitializeError::TransportError { error, .. } = &e {
-                        format!("cannot reach {url}: {}", root_cause(error.error.as_ref()))
-                    } else {
-                        format!("cannot reach {url}: {e}")
-                    })
-                })?;
+                .map_err(|_| StartError::TimedOut)?;
+            let service = match served {
+                Ok(service) => service,
+                Err(e) if e.is_authorization_required() => {
+                    return Err(StartError::Failed(format!(
+                        "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
+                    )));
+                }
+                Err(ClientInitializeError::TransportError { error, .. }) => {
+                    let mut why = with_causes(error.error.as_ref());
+                    let left = limit.saturating_sub(started.elapsed()).min(Duration::from_secs(2));
+                    if let Some(net) = unreachable(url, left).await {
+                        why = format!("{net} ({why})");
+                    }
+                    return Err(StartError::Failed(format!("cannot reach {url}: {why}")));
+                }
+                Err(e) => return Err(StartError::Failed(format!("cannot reach {url}: {}", with_causes(&e)))),
+            };
             Ok(Connection {
                 service,
                 process: None,
                 health: Arc::new(Health::default()),
+                progress,
             })
         }
     }

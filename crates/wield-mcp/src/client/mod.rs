@@ -28,7 +28,9 @@
 mod bridge;
 mod config;
 mod connect;
+mod listing;
 mod process;
+mod progress;
 mod stderr;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -83,7 +85,8 @@ pub struct ServerStatus {
     /// Why it failed or exited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Tools it lists that wield leaves out, and why.
+    /// Tools it lists that wield leaves out, and why; for a disabled
+    /// server, that it is disabled (so an unknown-tool error says so).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -449,11 +452,18 @@ impl McpClients {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clone();
                 let tools = e.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
-                let warnings = e
+                let mut warnings = e
                     .warnings
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clone();
+                if !e.config.enabled {
+                    let n = &e.config.name;
+                    warnings.push(format!(
+                        "MCP server `{n}` is disabled in the config (mcp.servers.{n}.enabled = false), so its tools \
+                         (mcp__{n}__*) are not offered"
+                    ));
+                }
                 ServerStatus {
                     name: e.config.name.clone(),
                     transport: e.config.transport.summary(),
@@ -520,8 +530,9 @@ fn wield_tools_of(entry: &Arc<ServerEntry>, listed: Vec<Listed>) -> Vec<ToolRef>
 }
 
 /// Start the server and list its tools, each with its wield name. Tools
-/// wield cannot offer (a name listed twice, arguments that are not an
-/// object) are left out with a warning, kept for [`McpClients::status`].
+/// wield cannot offer (a name listed twice, an empty name, arguments that
+/// are not an object, a tool that must be called as a task) are left out
+/// with a warning, kept for [`McpClients::status`].
 async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let started = Instant::now();
     let link = entry.link().await?;
@@ -538,10 +549,11 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
         return Ok(Vec::new());
     }
     let left = entry.config.timeout.saturating_sub(started.elapsed());
+    let capture = link.health.capture();
     let listed = tokio::select! {
-        listed = tokio::time::timeout(left, link.peer.list_all_tools()) => match listed {
+        listed = tokio::time::timeout(left, listing::list_all(&link.peer, name)) => match listed {
             Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => return Err(format!("MCP server `{name}` failed to list its tools: {e}")),
+            Ok(Err(e)) => return Err(e),
             Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
         },
         () = link.health.exited() => {
@@ -550,11 +562,18 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
             return Err(why);
         }
     };
+    let tasks_only = listing::task_required(&capture.take());
     let mut warnings = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let usable: Vec<rmcp::model::Tool> = listed
         .into_iter()
         .filter(|tool| {
+            if tool.name.is_empty() {
+                warnings.push(format!(
+                    "MCP server `{name}` lists a tool with an empty name; it is left out"
+                ));
+                return false;
+            }
             if !seen.insert(tool.name.clone()) {
                 warnings.push(format!(
                     "MCP server `{name}` lists `{}` twice; keeping the first",
@@ -564,6 +583,14 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
             }
             if let Some(why) = bridge::unusable_schema(tool) {
                 warnings.push(format!("MCP server `{name}`: tool `{}` is left out: {why}", tool.name));
+                return false;
+            }
+            if tasks_only.contains(tool.name.as_ref()) {
+                warnings.push(format!(
+                    "MCP server `{name}`: tool `{}` is left out: it can only be called as a task \
+                     (`execution.taskSupport` is \"required\"), and wield calls tools directly",
+                    tool.name
+                ));
                 return false;
             }
             true

@@ -43,6 +43,10 @@ pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// request or notification.
 const HEAD: usize = 128;
 
+/// The most of a server's output kept while its tools are listed
+/// ([`Health::capture`]); past it, the rest of the listing is not kept.
+const MAX_CAPTURE: usize = 64 * 1024 * 1024;
+
 /// What wield knows about a server besides its messages: whether its
 /// process exited (and how), whether it sent a message too large to read,
 /// and the end of its stderr. Servers reached over HTTP have no process:
@@ -53,6 +57,9 @@ pub struct Health {
     status: OnceLock<String>,
     oversized: Notify,
     pub stderr: StderrTail,
+    /// Whether [`Health::capture`] keeps what the server writes.
+    capturing: AtomicBool,
+    captured: Mutex<Vec<u8>>,
 }
 
 impl Health {
@@ -82,6 +89,25 @@ impl Health {
         self.oversized.notified()
     }
 
+    /// Keep what a local server writes from now until the returned guard
+    /// is taken ([`Capture::take`]): the SDK's types drop the parts of a
+    /// message it does not model (a tool's `execution`), which the raw
+    /// text still has. At most [`MAX_CAPTURE`] bytes; a server reached over
+    /// HTTP has no output to keep. One capture at a time: a second one
+    /// started while the first runs keeps nothing.
+    pub fn capture(&self) -> Capture<'_> {
+        let own = !self.capturing.swap(true, Ordering::SeqCst);
+        Capture { health: self, own }
+    }
+
+    fn keep(&self, bytes: &[u8]) {
+        if self.capturing.load(Ordering::Relaxed) {
+            let mut kept = self.captured.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = MAX_CAPTURE.saturating_sub(kept.len());
+            kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
+    }
+
     fn set_exited(&self, status: &io::Result<ExitStatus>) {
         let text = match status {
             Ok(s) => s.to_string(),
@@ -89,6 +115,35 @@ impl Health {
         };
         let _ = self.status.set(text);
         self.exited.cancel();
+    }
+}
+
+/// What a local server wrote while its tools were listed.
+pub struct Capture<'a> {
+    health: &'a Health,
+    own: bool,
+}
+
+impl Capture<'_> {
+    /// Stop keeping the server's output, and have what was kept.
+    pub fn take(self) -> Vec<u8> {
+        if !self.own {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.health.captured.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Drop for Capture<'_> {
+    fn drop(&mut self) {
+        if self.own {
+            self.health.capturing.store(false, Ordering::SeqCst);
+            self.health
+                .captured
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
     }
 }
 
@@ -358,6 +413,7 @@ impl AsyncRead for WatchedOutput {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
             let this = &mut *self;
+            this.health.keep(&buf.filled()[before..]);
             this.meter.feed(&buf.filled()[before..], |reply| {
                 if reply {
                     this.health.oversized.notify_waiters();

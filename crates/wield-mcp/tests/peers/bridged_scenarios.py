@@ -31,7 +31,10 @@ def child_pids(pid: int) -> list[int]:
 
 
 async def everything_restart(fx: Fixture) -> None:
-    """wield bridging server-everything: a crashed server is restarted on next use."""
+    """wield bridging server-everything: a bridged call's progress notifications
+    reach this client, a tool that must be called as a task is left out, the
+    server sees the workspace as its one root, and a crashed server is
+    restarted on next use."""
     node = os.environ["WIELD_TEST_NODE"]
     everything = os.environ["WIELD_TEST_EVERYTHING"]
     fx.config(
@@ -54,6 +57,31 @@ async def everything_restart(fx: Fixture) -> None:
                 expect(a.open_world_hint is True, f"gzip-file-as-resource: {a}")
                 r = await call(s, "mcp__everything__echo", {"message": "one"})
                 expect(not r.is_error and "one" in text_of(r), f"echo: {r}")
+
+                # Regression: the server's notifications/progress for a bridged
+                # call went nowhere; each is now a line of the call's output,
+                # which reaches this client as progress.
+                progress: list[tuple[float, str | None]] = []
+
+                async def on_progress(p, total, message):
+                    progress.append((p, message))
+
+                r = await call(
+                    s,
+                    "mcp__everything__trigger-long-running-operation",
+                    {"duration": 1.2, "steps": 4},
+                    progress_callback=on_progress,
+                )
+                expect(not r.is_error and "Steps: 4" in text_of(r), f"long-running operation: {r}")
+                joined = "".join(m or "" for _, m in progress)
+                expect("progress 1/4" in joined and "progress 4/4" in joined, f"bridged progress: {progress}")
+
+                # Regression: a tool that can only be called as a task was
+                # offered, and every call of it failed.
+                expect("mcp__everything__simulate-research-query" not in names, f"task-only tool offered: {sorted(names)}")
+                # The workspace is the server's one root (wield offers roots).
+                r = await call(s, "mcp__everything__get-roots-list", {})
+                expect(not r.is_error and f"file://{fx.ws}" in text_of(r), f"roots: {r}")
                 wield_pid = server.proc.pid
                 kids = [p for p in child_pids(wield_pid) if "node" in open(f"/proc/{p}/cmdline").read()]
                 expect(len(kids) == 1, f"server-everything process: {kids}")

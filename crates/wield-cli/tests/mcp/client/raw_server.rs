@@ -1,7 +1,8 @@
 //! wield's MCP client against a hand-written JSON-RPC stdio server that
 //! misbehaves on purpose: it crashes while a child holds its output, floods
 //! its stderr, replies beyond the SDK's message limit, ignores the end of
-//! its input, offers no tools or tools wield cannot offer.
+//! its input, offers no tools or tools wield cannot offer, pages its tools
+//! without end.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +17,8 @@ use crate::support::{Ws, python, wield_bin};
 /// 9); `flaky` (read-only: does that the first time, answers the second);
 /// `big` (`n` bytes of text). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
+/// `PAGES` makes every page of tools (50 new ones) point to another
+/// (`endless`) or to the same cursor again (`same`),
 /// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
 /// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
 /// and SIGTERM do; both leave a file named after them. It writes its pid to
@@ -67,6 +70,11 @@ for line in sys.stdin:
               "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}})
     elif method == "tools/list" and os.environ.get("NO_TOOLS"):
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+    elif method == "tools/list" and os.environ.get("PAGES"):
+        page = int((m.get("params") or {}).get("cursor") or "0")
+        more = [{"name": f"t{page}_{i}", "inputSchema": obj} for i in range(50)]
+        cursor = str(page + 1) if os.environ["PAGES"] == "endless" else "1"
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": more, "nextCursor": cursor}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
     elif method == "tools/call":
@@ -236,6 +244,7 @@ fn what_a_server_lists_is_offered_consistently() {
         r#"{"name": "read_file_2d6f0437", "inputSchema": {"type": "object"}}"#,
         r#"{"name": "text_only", "inputSchema": {"type": "string"}}"#,
         r#"{"name": "nullable", "inputSchema": {"type": ["object", "null"], "properties": {"a": {"type": "string"}}}}"#,
+        r#"{"name": "", "inputSchema": {"type": "object"}}"#,
     ]
     .join(", ");
     let ws = workspace(&[
@@ -255,12 +264,27 @@ fn what_a_server_lists_is_offered_consistently() {
         warning.contains("`text_only` is left out") && warning.contains("object"),
         "{v}"
     );
+    // Regression: a tool with an empty name became `mcp__odd__`.
+    assert!(
+        odd["warnings"][1]
+            .as_str()
+            .is_some_and(|w| w.contains("empty name") && w.contains("left out")),
+        "{v}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("twice"), "{stderr}");
 
+    // The table says so too, and `tools debug` lists it with the sources'
+    // warnings (not only in the log on stderr).
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("warning: ") && table.contains("`text_only` is left out"),
+        "{table}"
+    );
     let out = ws.wield().args(["tools", "debug"]).output().unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("`text_only` is left out"),
+        String::from_utf8_lossy(&out.stdout).contains("`text_only` is left out"),
         "{out:?}"
     );
     let out = ws.wield().args(["tools", "list"]).output().unwrap();
@@ -300,4 +324,27 @@ fn what_a_server_lists_is_offered_consistently() {
         nullable["inputSchema"]["properties"]["a"]["type"], "string",
         "{nullable}"
     );
+}
+
+/// Regression: a server that always answered with a `nextCursor` had wield
+/// ask for page after page, holding every tool, until the start timed out.
+/// The listing is bounded, a cursor sent twice ends it, and either way the
+/// server fails with the reason.
+#[test]
+fn a_server_that_pages_without_end_fails_with_the_reason() {
+    let ws = workspace(&[("endless", "{ PAGES = \"endless\" }"), ("same", "{ PAGES = \"same\" }")]);
+    let start = Instant::now();
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let took = start.elapsed();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    let endless = &v["servers"][0];
+    assert_eq!(endless["state"], "failed", "{v}");
+    let why = endless["error"].as_str().unwrap();
+    assert!(why.contains("more than 10000 tools"), "{why}");
+    let same = &v["servers"][1];
+    assert_eq!(same["state"], "failed", "{v}");
+    let why = same["error"].as_str().unwrap();
+    assert!(why.contains("same `nextCursor` twice"), "{why}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
 }

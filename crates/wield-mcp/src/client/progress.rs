@@ -1,0 +1,178 @@
+//! A bridged call's `notifications/progress` as wield output.
+//!
+//! The SDK gives every request a progress token of its own. A call whose
+//! context has event listeners (a front-end that streams output, such as
+//! `wield mcp serve`) registers its token here; each progress notification
+//! the server sends under it becomes one line of output
+//! (`progress 3/10: message`), an `OutputDelta` event like a command's
+//! output, which `wield mcp serve` passes on to its own client as progress.
+//! Notifications for tokens nobody registered (a call without listeners,
+//! one that already ended) are dropped.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use rmcp::ServiceError;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use wield_core::{Context, Stream};
+
+/// Longest progress message kept; a longer one is cut.
+const MAX_MESSAGE: usize = 1024;
+
+/// The calls waiting for progress, by their token.
+#[derive(Default)]
+pub struct ProgressRoutes {
+    calls: Mutex<HashMap<ProgressToken, Context>>,
+}
+
+impl ProgressRoutes {
+    /// Pass on a notification to the call it is about, if one waits for it.
+    pub fn dispatch(&self, param: &ProgressNotificationParam) {
+        let ctx = self
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&param.progress_token)
+            .cloned();
+        if let Some(ctx) = ctx {
+            ctx.emit_output(Stream::Stdout, &line(param));
+        }
+    }
+
+    fn remove(&self, token: &ProgressToken) {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(token);
+    }
+}
+
+/// `progress 3/10: message`, with the total and the message when the server
+/// gives them, and a newline.
+pub fn line(param: &ProgressNotificationParam) -> String {
+    let mut s = format!("progress {}", number(param.progress));
+    if let Some(total) = param.total {
+        s.push('/');
+        s.push_str(&number(total));
+    }
+    if let Some(m) = param.message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        s.push_str(": ");
+        let mut end = m.len().min(MAX_MESSAGE);
+        while !m.is_char_boundary(end) {
+            end -= 1;
+        }
+        // One notification, one line.
+        s.push_str(&m[..end].replace(['\r', '\n'], " "));
+        if end < m.len() {
+            s.push('…');
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// `3` rather than `3.0`; fractions as they are.
+fn number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{n:.0}")
+    } else {
+        n.to_string()
+    }
+}
+
+/// Sends `notifications/cancelled` for a request dropped before its reply
+/// (the call was cancelled or timed out), as the SDK's own `call_tool` does,
+/// so the server stops working on a result nobody will read.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let param = CancelledNotificationParam::new(Some(id), Some("request abandoned by the caller".into()));
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+/// Unregisters a call's token however the call ends.
+struct Registered<'a> {
+    routes: &'a ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.routes.remove(&self.token);
+    }
+}
+
+/// `tools/call` with `params`, its progress notifications turned into
+/// `ctx`'s output when `ctx` has listeners. Dropped before the reply, it
+/// tells the server the call is cancelled.
+pub async fn call_tool(
+    peer: &Peer<RoleClient>,
+    routes: &ProgressRoutes,
+    params: CallToolRequestParams,
+    ctx: &Context,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut cancel = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    // Registered right after the request is queued: a notification about it
+    // needs a round trip to the server, which this beats.
+    let _registered = ctx.events.has_listeners().then(|| {
+        routes
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(handle.progress_token.clone(), ctx.clone());
+        Registered {
+            routes,
+            token: handle.progress_token.clone(),
+        }
+    });
+    let result = handle.await_response().await;
+    cancel.id = None;
+    match result? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        // A result with nothing in it is a call that succeeded silently.
+        ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn param(progress: f64, total: Option<f64>, message: Option<&str>) -> ProgressNotificationParam {
+        let mut p = ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(1)), progress);
+        p.total = total;
+        p.message = message.map(str::to_owned);
+        p
+    }
+
+    #[test]
+    fn progress_lines() {
+        assert_eq!(line(&param(3.0, Some(10.0), Some("step 3"))), "progress 3/10: step 3\n");
+        assert_eq!(line(&param(0.5, None, None)), "progress 0.5\n");
+        assert_eq!(line(&param(2.0, None, Some("a\nb"))), "progress 2: a b\n");
+        let long = line(&param(1.0, None, Some(&"é".repeat(MAX_MESSAGE))));
+        assert!(long.ends_with("…\n") && long.len() < MAX_MESSAGE + 40, "{long}");
+    }
+}
