@@ -596,8 +596,10 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
             true
         })
         .collect();
+    // Not a failure: said where tools are looked into (`wield mcp list`,
+    // `wield tools debug`, the error for a call of one), not on every run.
     for w in &warnings {
-        tracing::warn!("{w}");
+        tracing::debug!("{w}");
     }
     entry.set_warnings(warnings);
     // Names handed out before keep pointing at the same tools.
