@@ -179,6 +179,24 @@ fn a_command_cannot_make_a_git_repository_where_there_is_none() {
         assert_eq!(code, 1, "{backend}: {v}");
         assert!(!ws.ws.join(".git").exists(), "{backend}: {v}");
     }
+    // Two wield processes at once: the one that ends first leaves the
+    // other's protection in place.
+    std::thread::scope(|s| {
+        // The short run makes the stand-in; the long one finds it.
+        let short = s.spawn(|| ws.bash("bwrap", "sleep 1"));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let long = s.spawn(|| {
+            ws.bash(
+                "bwrap",
+                "sleep 2; git init -q . && git config core.fsmonitor 'touch pwned' && echo made",
+            )
+        });
+        assert_eq!(short.join().unwrap().0, 0);
+        let (code, v) = long.join().unwrap();
+        assert_eq!(code, 1, "{v}");
+        assert!(!output(&v).contains("made"), "{v}");
+    });
+    assert!(!ws.ws.join(".git").exists());
 }
 
 /// Accept connections in the background; the count of accepted ones.

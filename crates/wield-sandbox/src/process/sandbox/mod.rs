@@ -281,13 +281,14 @@ impl SandboxPlan {
         self
     }
 
-    /// Side effects a run needs first, under bubblewrap, so that every
-    /// protected path inside a write root exists to be mounted read-only
-    /// (a missing one cannot be, and the command could create it): the
-    /// workspace's `.wield` directory is created for good; any other missing
-    /// protected path (`.git`) gets an empty stand-in for as long as the
-    /// returned guard lives (see [`placeholder`]). Keep the guard until the
-    /// run's processes are gone.
+    /// Side effects a run needs first, under bubblewrap, so that the
+    /// protected paths inside a write root exist to be mounted read-only (a
+    /// missing one cannot be, and the command could create it): the
+    /// workspace's `.wield` directory is created for good; a missing `.git`
+    /// gets an empty stand-in for as long as the returned guard lives (see
+    /// [`placeholder`]). Keep the guard until the run's processes are gone.
+    /// A protected path that is a link to nothing is refused: the command
+    /// could create what it points to.
     pub fn prepare(&self) -> io::Result<RunGuard> {
         let mut guard = RunGuard::default();
         if self.backend != Backend::Bwrap {
@@ -298,12 +299,18 @@ impl SandboxPlan {
             if !self.write.iter().any(|w| path.starts_with(w) && path != w) {
                 continue;
             }
+            if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) && !path.exists() {
+                return Err(io::Error::other(format!(
+                    "the protected path {} is a symbolic link to nothing: a command could create its target                      and write through it; remove the link",
+                    path.display()
+                )));
+            }
             if Some(path) == wield_dir.as_ref() {
                 if path.symlink_metadata().is_err() {
                     std::fs::create_dir_all(path)?;
                 }
-            } else if path.parent().is_some_and(Path::is_dir) {
-                guard.hold(path.clone())?;
+            } else if path.file_name().is_some_and(|n| n == ".git") && path.parent().is_some_and(Path::is_dir) {
+                guard.hold(path)?;
             }
         }
         Ok(guard)

@@ -1,4 +1,4 @@
-//! Stand-ins for missing protected paths under bubblewrap.
+//! A stand-in for a missing `.git` under bubblewrap.
 //!
 //! Bubblewrap protects a path inside a writable root by mounting it
 //! read-only over the writable bind, and only an existing path can be
@@ -6,79 +6,144 @@
 //! without a stand-in, a command could create one (`git init`, then a hook
 //! or `core.fsmonitor`) and have its code run, outside any sandbox, the next
 //! time the user runs git there. So while a sandboxed run lives, a missing
-//! protected directory is an empty directory mounted read-only; when the
-//! last run of this process that needed it ends, it is removed again (only
-//! while still empty: nothing anyone put there is lost). An empty `.git`
-//! directory is inert meanwhile: git passes over it to the enclosing
-//! repository, if any, and `git init` outside the sandbox fills it in.
+//! `.git` is an empty directory (but for its lock file) mounted read-only;
+//! when the last run that needs it ends, it is removed again, only while it
+//! holds nothing else: what anyone put there meanwhile (a `git init` of the
+//! user's) stays. Such a `.git` is inert: git passes over it to the
+//! enclosing repository, if any, and `git init` fills it in.
+//!
+//! Runs of every wield process share one stand-in: each holds a shared
+//! `flock` on its lock file for as long as its processes live, and a run
+//! that ends removes the stand-in only when it can lock the file
+//! exclusively, that is when no run anywhere holds it. Removing it while
+//! another process's run has it mounted would detach that mount and let
+//! its command create `.git` after all.
 
-use std::collections::HashMap;
+use std::fs::File;
 use std::io;
-use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
-/// The stand-ins this process made, with how many runs hold each.
-static HELD: LazyLock<Mutex<HashMap<PathBuf, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+use rustix::fs::FlockOperation;
+
+/// The lock file in a stand-in `.git`: runs using it hold it shared.
+const LOCK: &str = ".wield-stand-in";
+
+/// How often a stand-in removed between being found and being locked is
+/// looked for again before giving up.
+const TRIES: usize = 8;
 
 /// What a sandboxed run holds while its processes live: the stand-ins made
-/// for it. Dropping it releases them; the last release removes each one.
+/// or found for it. Dropping it releases them; the last release anywhere
+/// removes each one.
 #[derive(Debug, Default)]
 #[must_use = "the stand-ins go when the guard does: keep it while the sandboxed processes live"]
 pub struct RunGuard {
-    held: Vec<PathBuf>,
+    held: Vec<(PathBuf, File)>,
 }
 
 impl RunGuard {
-    /// Holds a stand-in at `path`: the one this process made, or a new one
-    /// when nothing is there. A path that exists otherwise is not a
-    /// stand-in, and is left alone (it is mounted as it is).
-    pub(crate) fn hold(&mut self, path: PathBuf) -> io::Result<()> {
-        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = held.get_mut(&path) {
-            if path.is_dir() {
-                *count += 1;
-                self.held.push(path);
+    /// Holds the stand-in at `path`, making it when nothing is there. A
+    /// path that is there and is not a stand-in is left alone (it is
+    /// mounted as it is).
+    pub(crate) fn hold(&mut self, path: &Path) -> io::Result<()> {
+        for _ in 0..TRIES {
+            match path.symlink_metadata() {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => make(path)?,
+                Err(e) => return Err(e),
+                Ok(_) => {}
+            }
+            let lock = path.join(LOCK);
+            let file = match File::options().read(true).open(&lock) {
+                Ok(f) => f,
+                // A `.git` of someone else's: not ours to hold.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && path.symlink_metadata().is_ok() => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            rustix::fs::flock(&file, FlockOperation::LockShared)?;
+            // Removed between opening and locking: look again.
+            if still_linked(&file, &lock) {
+                self.held.push((path.to_path_buf(), file));
                 return Ok(());
             }
-            // Removed behind our back: make it again.
-            held.remove(&path);
         }
-        if path.symlink_metadata().is_ok() {
-            return Ok(());
-        }
-        match std::fs::create_dir(&path) {
-            Ok(()) => {
-                held.insert(path.clone(), 1);
-                self.held.push(path);
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(e),
-        }
+        Err(io::Error::other(format!(
+            "{} keeps disappearing while it is being set up",
+            path.display()
+        )))
     }
 
     /// The stand-ins this guard holds.
-    pub fn stand_ins(&self) -> &[PathBuf] {
-        &self.held
+    pub fn stand_ins(&self) -> Vec<&Path> {
+        self.held.iter().map(|(p, _)| p.as_path()).collect()
     }
 }
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
-        if self.held.is_empty() {
-            return;
-        }
-        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        for path in self.held.drain(..) {
-            let Some(count) = held.get_mut(&path) else {
+        for (path, file) in self.held.drain(..) {
+            drop(file);
+            let lock = path.join(LOCK);
+            let Ok(file) = File::options().read(true).open(&lock) else {
                 continue;
             };
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&path);
-                // Only an empty directory goes: whatever was put there stays.
-                let _ = std::fs::remove_dir(&path);
+            // Held anywhere else: the last of them removes it.
+            if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_err()
+                || !still_linked(&file, &lock)
+            {
+                continue;
             }
+            let _ = std::fs::remove_file(&lock);
+            // Only an empty directory goes: whatever was put there stays.
+            let _ = std::fs::remove_dir(&path);
         }
+    }
+}
+
+/// Creates the stand-in whole, lock file included, under a temporary name
+/// and renames it into place, so nobody finds it half made. Someone else
+/// making it first is fine.
+fn make(path: &Path) -> io::Result<()> {
+    let parent = path
+        .parent()
+        .ok_or_else(|| io::Error::other("a stand-in needs a parent directory"))?;
+    let staging = tempfile::Builder::new().prefix(".wield-stand-in-").tempdir_in(parent)?;
+    File::create(staging.path().join(LOCK))?;
+    // Never over anything there, not even an empty directory.
+    let moved = match rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        staging.path(),
+        rustix::fs::CWD,
+        path,
+        rustix::fs::RenameFlags::NOREPLACE,
+    ) {
+        // A file system that cannot say "no replace": make the target
+        // first, then fill it (what is already there stays untouched).
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            return match std::fs::create_dir(path) {
+                Ok(()) => File::create(path.join(LOCK)).map(drop),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(e),
+            };
+        }
+        other => other,
+    };
+    match moved {
+        Ok(()) => {
+            // Renamed away: nothing left for the temp dir to remove.
+            let _ = staging.keep();
+            Ok(())
+        }
+        Err(_) if path.symlink_metadata().is_ok() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the open `file` is still the one at `path`.
+fn still_linked(file: &File, path: &Path) -> bool {
+    match (file.metadata(), path.symlink_metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }

@@ -136,25 +136,60 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     let git = ws.join(".git");
     let plan = plan_for(&ws, BackendChoice::Bwrap);
     let first = plan.prepare().unwrap();
-    assert_eq!(first.stand_ins(), std::slice::from_ref(&git));
+    assert_eq!(first.stand_ins(), [git.as_path()]);
     assert!(git.is_dir());
     let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
     let w = ws.display();
     assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
-    // A second run holds the same one; it goes with the last.
+    // A second run (of this process or another: each holds its own lock)
+    // holds the same one; it goes with the last.
     let second = plan.prepare().unwrap();
-    assert_eq!(second.stand_ins(), std::slice::from_ref(&git));
+    assert_eq!(second.stand_ins(), [git.as_path()]);
     drop(first);
     assert!(git.is_dir(), "removed while a run still holds it");
     drop(second);
     assert!(!git.exists(), "the stand-in outlived its runs");
+    // Removed behind a run's back and made again for another: the first
+    // run's end does not take the second's.
+    let old = plan.prepare().unwrap();
+    std::fs::remove_dir_all(&git).unwrap();
+    let new = plan.prepare().unwrap();
+    drop(old);
+    assert!(git.is_dir(), "a run's end removed another run's stand-in");
+    drop(new);
+    assert!(!git.exists());
     // Something put in it meanwhile stays.
     let guard = plan.prepare().unwrap();
+    assert!(
+        std::fs::read_dir(&ws).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".wield-stand-in")),
+        "staging left behind"
+    );
     std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     drop(guard);
     assert!(git.join("HEAD").exists());
     // An existing `.git` is not a stand-in.
     assert!(plan.prepare().unwrap().stand_ins().is_empty());
+    std::fs::remove_dir_all(&git).unwrap();
+    // Nor is anything else missing that is protected.
+    let mut settings = SandboxSettings {
+        enabled: Enabled::Yes,
+        backend: BackendChoice::Bwrap,
+        write: vec![ws.clone()],
+        ..SandboxSettings::for_workspace(&ws)
+    };
+    settings.protected.push(ws.join(".env"));
+    let plan = settings.resolve_with(Some(7), true, &bwrap_ok).unwrap().unwrap();
+    let guard = plan.prepare().unwrap();
+    assert!(!ws.join(".env").exists());
+    drop(guard);
+    // A protected link to nothing refuses the run.
+    std::os::unix::fs::symlink(ws.join("nowhere"), &git).unwrap();
+    let e = plan.prepare().unwrap_err().to_string();
+    assert!(e.contains("symbolic link to nothing"), "{e}");
 }
 
 #[test]
