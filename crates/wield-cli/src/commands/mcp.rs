@@ -23,6 +23,9 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             poll_us,
             approval_timeout,
         } => {
+            if approval_timeout.is_zero() {
+                return Err(usage("--approval-timeout must be longer than 0 (e.g. 10m)"));
+            }
             let http = http.as_deref().map(parse_addr).transpose()?.map(|addr| {
                 let mut options = HttpOptions::new(addr);
                 options.token = token;

@@ -94,7 +94,19 @@ pub fn printable(text: &str) -> String {
 
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            // Direction marks and overrides, invisible separators and
+            // spaces, line and paragraph separators.
+            '\u{061c}'
+                | '\u{200b}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{feff}'
+        )
 }
 
 #[cfg(test)]
@@ -158,6 +170,7 @@ mod tests {
             printable("a\u{1b}[31mb\rc\u{202e}d\te\nf"),
             "a\\u{1b}[31mb\\u{d}c\\u{202e}d\te\nf"
         );
+        assert_eq!(printable("x\u{200b}\u{2028}\u{feff}y"), "x\\u{200b}\\u{2028}\\u{feff}y");
         let r = request("$ echo \u{1b}[2Jok", json!({"command": "echo \u{1b}[2Jok"}), None);
         assert_eq!(r.shown_preview(), "$ echo \\u{1b}[2Jok");
         assert!(r.shown_detail().unwrap().contains("echo \\u{1b}[2Jok"));

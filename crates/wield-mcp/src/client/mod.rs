@@ -117,6 +117,10 @@ pub(crate) struct ServerEntry {
     names: Mutex<std::collections::HashMap<String, String>>,
     /// Why tools of its last listing were left out.
     warnings: Mutex<Vec<String>>,
+    /// Held while its tools are listed: one listing at a time, so the last
+    /// one asked for is the last one kept, and each sees the server's raw
+    /// output whole (for what the SDK's types drop).
+    listing: tokio::sync::Mutex<()>,
 }
 
 impl ServerEntry {
@@ -301,6 +305,7 @@ impl McpClients {
                     relisting: Mutex::new((false, false)),
                     names: Mutex::new(std::collections::HashMap::new()),
                     warnings: Mutex::new(Vec::new()),
+                    listing: tokio::sync::Mutex::new(()),
                 })
             })
             .collect();
@@ -407,25 +412,24 @@ impl McpClients {
         self.starting.send_modify(|n| *n += picked.len());
         for entry in picked {
             let weak = Arc::downgrade(entry);
-            let starting = self.starting.clone();
+            // Counted down however the start ends, a panic included, so
+            // `started` cannot wait for ever.
+            let counted = StartCounted(self.starting.clone());
             tokio::spawn(async move {
-                let Some(e) = weak.upgrade() else {
-                    starting.send_modify(|n| *n = n.saturating_sub(1));
-                    return;
-                };
-                let first = list_tools(&e).await;
-                match first {
-                    Ok(tools) => e.replace_tools(tools),
+                let Some(e) = weak.upgrade() else { return };
+                match list_tools(&e).await {
+                    Ok(tools) => e.set_tools(tools),
                     Err(why) => {
                         tracing::warn!("{why}");
                         e.set(ServerState::Failed, Some(why));
-                        // The front-end's tool set says why its tools are absent.
-                        if let Some(call) = e.on_change.get() {
-                            call();
-                        }
                     }
                 }
-                starting.send_modify(|n| *n = n.saturating_sub(1));
+                // The front-end's tool set takes the tools, or says why they
+                // are absent or left out, even when there are none.
+                if let Some(call) = e.on_change.get() {
+                    call();
+                }
+                drop(counted);
                 if e.state() == ServerState::Failed {
                     drop(e);
                     retry(weak).await;
@@ -493,6 +497,16 @@ impl Drop for McpClients {
     }
 }
 
+/// One start of [`McpClients::start_in_background`] under way; dropping it
+/// counts it as ended.
+struct StartCounted(tokio::sync::watch::Sender<usize>);
+
+impl Drop for StartCounted {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// Try a server that failed to start again, waiting 1 s, then twice as long
 /// each time (at most [`RETRY_MAX`]), until it starts or is dropped.
 async fn retry(entry: Weak<ServerEntry>) {
@@ -535,6 +549,7 @@ fn wield_tools_of(entry: &Arc<ServerEntry>, listed: Vec<Listed>) -> Vec<ToolRef>
 /// with a warning, kept for [`McpClients::status`].
 async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let started = Instant::now();
+    let _one = entry.listing.lock().await;
     let link = entry.link().await?;
     let name = &entry.config.name;
     // A server that does not offer tools is ready with none: asking it

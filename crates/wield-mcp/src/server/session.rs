@@ -227,9 +227,10 @@ impl SessionHandler {
             .iter()
             .map(|r| {
                 let mut tool = to_mcp_tool(r);
-                if r.tool.traits().sandboxable
-                    && let Some(hints) = tool.annotations.as_mut()
-                {
+                // The tools that run a command (not process_kill, say).
+                let runs_commands =
+                    r.tool.traits().sandboxable && r.tool.spec().input_schema["properties"].get("command").is_some();
+                if runs_commands && let Some(hints) = tool.annotations.as_mut() {
                     hints.open_world_hint = Some(commands_reach_network);
                 }
                 if let Some(note) = &note
@@ -285,10 +286,12 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A tool not listed yet, or the loader of deferred ones, may be one
+        // of those still coming.
         if !self.inner.ready.load(Ordering::Acquire)
-            && !(self.inner.catalog)(&self.session)
-                .iter()
-                .any(|r| mcp_name(r) == request.name)
+            && !(self.inner.catalog)(&self.session).iter().any(|r| {
+                mcp_name(r) == request.name && !r.tool.traits().has_capability(wield_core::policy::LOADS_DEFERRED)
+            })
         {
             self.tools_ready().await;
         }

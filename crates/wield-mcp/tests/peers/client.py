@@ -69,6 +69,8 @@ async def tools(fx: Fixture) -> None:
         for name in ["bash", "process_start"]:
             a = next(t for t in listed if t.name == name).annotations
             expect(a.open_world_hint is True, f"{name} with sandbox.network: {a}")
+        a = next(t for t in listed if t.name == "process_kill").annotations
+        expect(a.open_world_hint is False, f"process_kill runs no command: {a}")
         expect(next(t for t in listed if t.name == "read").annotations.open_world_hint is False, "read reaches the world")
     async with fx.session() as s:
 

@@ -348,3 +348,23 @@ fn a_server_that_pages_without_end_fails_with_the_reason() {
     assert!(why.contains("same `nextCursor` twice"), "{why}");
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
+
+/// Under `mcp serve` (servers started in the background), a server whose
+/// every tool is left out still has the reason reach a call of one.
+#[test]
+fn under_mcp_serve_a_left_out_tool_says_why() {
+    let tools = r#"{"name": "text_only", "inputSchema": {"type": "string"}}"#;
+    let ws = workspace(&[("odd", &format!("{{ TOOLS = '[{tools}]' }}"))]);
+    let mut serve = crate::support::RawServe::start(&ws);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    serve.reply(Duration::from_secs(20));
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__odd__text_only","arguments":{}}}"#,
+    );
+    let r = serve.reply(Duration::from_secs(20));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r.to_string().contains("`text_only` is left out"), "{r}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
+}
