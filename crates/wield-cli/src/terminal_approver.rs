@@ -144,7 +144,7 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
 
     let options: Vec<Labelled> = CHOICES
         .iter()
-        .map(|c| Labelled(*c, c.label(&request.pattern)))
+        .map(|c| Labelled(*c, c.label(&wield_core::approval::printable(&request.pattern))))
         .collect();
     let answer = inquire::Select::new("Allow this call?", options)
         .with_page_size(CHOICES.len())

@@ -49,11 +49,27 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(run(cli));
+    let outcome = runtime.block_on(async {
+        let run = run(cli);
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            outcome = &mut run => outcome,
+            // `call` and `mcp serve` answer the signal themselves and return
+            // at once; anything else (starting bridged servers, say) stops
+            // here.
+            () = stop_signal() => match tokio::time::timeout(std::time::Duration::from_secs(2), &mut run).await {
+                Ok(outcome) => outcome,
+                Err(_) => Ok(ExitCode::from(130)),
+            },
+        }
+    });
     // A read of stdin that cannot be cancelled (a blocking one, when stdin
     // is not a pipe) must not keep wield alive after its command returned:
     // what the command started was stopped on its way out.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    // Bridged servers whose stop the runtime's end cut short.
+    wield_mcp::client::stop_stragglers(std::time::Duration::from_millis(500));
     match outcome {
         Ok(code) => code,
         Err(e) => {
@@ -67,18 +83,23 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// SIGINT (Ctrl-C) or SIGTERM: a command stops what it does and returns,
-/// so everything it started (bridged MCP servers with their process groups,
-/// commands) is stopped on the way out. Never resolves if no handler can
-/// be installed.
+/// SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal closed): a command
+/// stops what it does and returns, so everything it started (bridged MCP
+/// servers with their process groups, commands) is stopped on the way out.
+/// Never resolves if no handler can be installed.
 pub async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {
         _ = int.recv() => {}
         _ = term.recv() => {}
+        _ = hup.recv() => {}
     }
 }
 

@@ -611,3 +611,63 @@ fn a_bridged_servers_children_end_with_wield() {
         assert!(gone(pid), "after {how}, the server's child {pid} still runs");
     }
 }
+
+/// SIGTERM while a bridged server is still starting (for `wield call`, and
+/// for `wield mcp serve --http`, which starts its servers in the
+/// background) ends wield, and the server's whole group with it, even one
+/// that ignores SIGTERM.
+#[test]
+fn sigterm_while_a_server_starts_stops_it_too() {
+    let ws = Ws::new(
+        "[mcp.servers.slow]\ncommand = \"sh\"\n\
+         args = [\"-c\", \"echo $$ > server.pid; trap '' TERM; sleep 300; sleep 300\"]\ntimeout = \"60s\"\n",
+    );
+    let dir = ws.ws();
+    let pid_file = dir.join("server.pid");
+    let server_pid = || -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(t) = std::fs::read_to_string(&pid_file)
+                && t.ends_with('\n')
+            {
+                std::fs::remove_file(&pid_file).unwrap();
+                return t.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the server never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+    };
+    for args in [
+        vec!["call", "mcp__slow__x", "{}"],
+        vec!["mcp", "serve", "--http", "127.0.0.1:0"],
+    ] {
+        let mut wield = ws
+            .command()
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = server_pid();
+        let _ = Command::new("kill").arg(wield.id().to_string()).status();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(10);
+        while wield.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "{args:?}: wield ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !alive(pid),
+            "{args:?}: the server outlived wield by {:?}",
+            started.elapsed()
+        );
+    }
+}

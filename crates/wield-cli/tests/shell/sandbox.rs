@@ -140,6 +140,8 @@ fn wield_config_and_git_internals_are_never_writable() {
             "echo evil > .wield/approvals.toml",
             "echo 'exit 0' > .git/hooks/pre-commit",
             "echo x >> .git/config",
+            // As root too: no capability is left to take the binds away.
+            "umount .git; umount .wield; echo x >> .git/config && echo 'x = 1' > .wield/config.toml",
         ] {
             let (code, v) = ws.bash(backend, cmd);
             assert_eq!(code, 1, "{backend}: `{cmd}` succeeded: {v}");

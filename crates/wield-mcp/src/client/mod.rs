@@ -42,6 +42,7 @@ use wield_core::{Registry, ToolRef};
 pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
+pub use process::stop_stragglers;
 
 use connect::{Connection, Link, StartError, connect};
 

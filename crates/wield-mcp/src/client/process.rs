@@ -157,7 +157,21 @@ struct Group {
     killed: Mutex<bool>,
 }
 
+/// The groups of every server started and not killed yet, for
+/// [`stop_stragglers`].
+static LIVE: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
+
 impl Group {
+    fn new(pgid: Option<Pid>) -> Self {
+        if let Some(pgid) = pgid {
+            LIVE.lock().unwrap_or_else(PoisonError::into_inner).push(pgid);
+        }
+        Self {
+            pgid,
+            killed: Mutex::new(false),
+        }
+    }
+
     fn signal(&self, signal: Signal) {
         let killed = self.killed.lock().unwrap_or_else(PoisonError::into_inner);
         if let (false, Some(pgid)) = (*killed, self.pgid) {
@@ -169,8 +183,33 @@ impl Group {
         let mut killed = self.killed.lock().unwrap_or_else(PoisonError::into_inner);
         if let (false, Some(pgid)) = (*killed, self.pgid) {
             let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            LIVE.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|p| *p != pgid);
         }
         *killed = true;
+    }
+}
+
+/// For the very end of the process, after the async runtime is gone: the
+/// servers whose stop never ran or never finished (wield was interrupted
+/// while they were starting, and the runtime dropped what held them) get
+/// SIGTERM, up to `grace` to exit, then SIGKILL, each group whole.
+pub fn stop_stragglers(grace: Duration) {
+    let groups = std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
+    if groups.is_empty() {
+        return;
+    }
+    for &pgid in &groups {
+        let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
+    }
+    let deadline = Instant::now() + grace;
+    let gone = |pgid: Pid| rustix::process::test_kill_process_group(pgid).is_err();
+    while Instant::now() < deadline && !groups.iter().all(|&p| gone(p)) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pgid in &groups {
+        let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
     }
 }
 
@@ -222,10 +261,7 @@ pub fn spawn(
     })?;
     let pid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
     let pidfd = pid.and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
-    let group = Arc::new(Group {
-        pgid: pid,
-        killed: Mutex::new(false),
-    });
+    let group = Arc::new(Group::new(pid));
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         group.kill();
         return Err(format!("cannot start `{command}`: its stdio could not be set up"));

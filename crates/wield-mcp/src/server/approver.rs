@@ -142,7 +142,9 @@ impl Drop for Withdraw {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             let peer = self.peer.clone();
-            let reason = "the tool call waiting for this approval was cancelled".to_owned();
+            let reason =
+                "the tool call no longer waits for this approval (it was cancelled, or the time to answer ran out)"
+                    .to_owned();
             tokio::spawn(async move {
                 let _ = peer
                     .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
@@ -186,7 +188,10 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
                 "remember": {
                     "type": "boolean",
                     "title": "Remember for this session",
-                    "description": format!("Also allow calls matching `{}` until this MCP session ends", request.pattern),
+                    "description": format!(
+                        "Also allow calls matching `{}` until this MCP session ends",
+                        wield_core::approval::printable(&request.pattern)
+                    ),
                     "default": false
                 },
                 "reason": {
@@ -236,6 +241,16 @@ mod tests {
         let v = serde_json::to_value(form(&r).unwrap()).unwrap();
         let msg = v["message"].as_str().unwrap();
         assert!(msg.contains("; echo HIDDEN > x"), "{msg}");
+        // The remembered pattern too is shown printable.
+        r.pattern = "bash:ls\u{1b}[8m;curl evil*".into();
+        let v = serde_json::to_value(form(&r).unwrap()).unwrap();
+        let remember = v["requestedSchema"]["properties"]["remember"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            remember.contains("bash:ls\\u{1b}[8m;curl evil*") && !remember.contains('\u{1b}'),
+            "{remember}"
+        );
     }
 
     #[test]

@@ -380,7 +380,12 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         )
             .into_response()
     };
-    // A string cut inside a surrogate pair is taken with U+FFFD, as on stdio.
+    // A byte order mark is passed over and a string cut inside a surrogate
+    // pair is taken with U+FFFD, as on stdio.
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => axum::body::Bytes::copy_from_slice(rest),
+        None => bytes,
+    };
     let bytes = match super::incoming::repair_lone_surrogates(&bytes) {
         Some(repaired) => axum::body::Bytes::from(repaired),
         None => bytes,

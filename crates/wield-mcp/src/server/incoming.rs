@@ -376,7 +376,6 @@ fn standard_method(method: &str) -> bool {
         method,
         "initialize"
             | "ping"
-            | "server/discover"
             | "prompts/get"
             | "prompts/list"
             | "resources/list"

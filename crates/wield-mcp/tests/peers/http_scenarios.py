@@ -192,6 +192,11 @@ async def http_security(fx: Fixture) -> None:
                 status == 400 and body["id"] == 40 + n and body["error"]["code"] == -32601 and "tools/call" in body["error"]["message"],
                 f"{method}: {status} {body}",
             )
+        # A byte order mark is passed over, as on stdio; server/discover is not served.
+        status, body = raw_post(url, b"\xef\xbb\xbf" + json.dumps(dict(INITIALIZE, id=50)).encode())
+        expect(status == 200, f"a BOM before initialize: {status} {body}")
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","id":51,"method":"server/discover"}')
+        expect(status == 400 and body["id"] == 51 and body["error"]["code"] == -32601, f"server/discover: {status} {body}")
         # JSON the parser cannot take (a number out of range) is a parse error to its id.
         status, body = raw_post(url, b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}')
         expect(status == 400 and body["id"] == 8 and body["error"]["code"] == -32700, f"1e400: {status} {body}")

@@ -14,7 +14,9 @@ pub(crate) const SYSTEM_READ: &[&str] = &[
 pub(crate) fn argv(bwrap: &Path, plan: &SandboxPlan, command: &[OsString]) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec![bwrap.into()];
     let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
-    push(&["--die-with-parent", "--new-session"]);
+    // Run as root, a command would keep every capability, and could unmount
+    // the read-only binds that protect `.wield` and `.git`.
+    push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
     if !plan.network {
         push(&["--unshare-net"]);
     }

@@ -301,7 +301,7 @@ impl SandboxPlan {
             }
             if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) && !path.exists() {
                 return Err(io::Error::other(format!(
-                    "the protected path {} is a symbolic link to nothing: a command could create its target                      and write through it; remove the link",
+                    "the protected path {} is a symbolic link to nothing: a command could create its target and write through it; remove the link",
                     path.display()
                 )));
             }

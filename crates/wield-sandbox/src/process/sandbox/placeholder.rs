@@ -9,7 +9,7 @@
 //! `.git` is an empty directory (but for its lock file) mounted read-only;
 //! when the last run that needs it ends, it is removed again, only while it
 //! holds nothing else: what anyone put there meanwhile (a `git init` of the
-//! user's) stays. Such a `.git` is inert: git passes over it to the
+//! user's) stays, without the lock file. Such a `.git` is inert: git passes over it to the
 //! enclosing repository, if any, and `git init` fills it in.
 //!
 //! Runs of every wield process share one stand-in: each holds a shared
@@ -51,13 +51,20 @@ impl RunGuard {
             match path.symlink_metadata() {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => make(path)?,
                 Err(e) => return Err(e),
+                // A `.git` file (a linked worktree, a submodule): not ours.
+                Ok(meta) if !meta.is_dir() => return Ok(()),
                 Ok(_) => {}
             }
             let lock = path.join(LOCK);
             let file = match File::options().read(true).open(&lock) {
                 Ok(f) => f,
                 // A `.git` of someone else's: not ours to hold.
-                Err(e) if e.kind() == io::ErrorKind::NotFound && path.symlink_metadata().is_ok() => return Ok(()),
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+                        && path.symlink_metadata().is_ok() =>
+                {
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
@@ -94,10 +101,46 @@ impl Drop for RunGuard {
             {
                 continue;
             }
-            let _ = std::fs::remove_file(&lock);
-            // Only an empty directory goes: whatever was put there stays.
-            let _ = std::fs::remove_dir(&path);
+            remove(&path, &lock);
         }
+    }
+}
+
+/// Removes the stand-in at `path` (its lock held exclusively), or, when
+/// something was put in it meanwhile, only its lock file. It is first moved
+/// out of the way in one step: a run starting meanwhile finds either the
+/// stand-in with its lock (and waits for it) or nothing (and makes its
+/// own), never a `.git` without a lock, which it would take for someone
+/// else's and not hold while its own command runs.
+fn remove(path: &Path, lock: &Path) {
+    let only_lock =
+        std::fs::read_dir(path).is_ok_and(|entries| entries.filter_map(Result::ok).all(|e| e.file_name() == LOCK));
+    let Some(parent) = path.parent() else { return };
+    if !only_lock {
+        let _ = std::fs::remove_file(lock);
+        return;
+    }
+    let gone = parent.join(format!(
+        ".wield-stand-in-gone-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    if std::fs::rename(path, &gone).is_err() {
+        return;
+    }
+    let _ = std::fs::remove_file(gone.join(LOCK));
+    if std::fs::remove_dir(&gone).is_err() {
+        // Something came in between the look and the move: put it back
+        // where it was, unless a new stand-in took the place.
+        let _ = rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &gone,
+            rustix::fs::CWD,
+            path,
+            rustix::fs::RenameFlags::NOREPLACE,
+        );
     }
 }
 

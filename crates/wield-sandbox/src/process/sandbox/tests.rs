@@ -115,7 +115,7 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
     let text = argv.join(" ");
     let w = ws.display();
     assert!(
-        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --unshare-net"),
+        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-net"),
         "{text}"
     );
     assert!(text.contains("--ro-bind / / --dev /dev --bind"), "{text}");
@@ -186,6 +186,21 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     let guard = plan.prepare().unwrap();
     assert!(!ws.join(".env").exists());
     drop(guard);
+    // Nothing of the stand-ins' is left behind.
+    let left: Vec<String> = std::fs::read_dir(&ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".wield-stand-in"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A `.git` file (a linked worktree) is left alone, and runs go on.
+    std::fs::write(&git, "gitdir: /elsewhere/.git/worktrees/x\n").unwrap();
+    assert!(plan.prepare().unwrap().stand_ins().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&git).unwrap(),
+        "gitdir: /elsewhere/.git/worktrees/x\n"
+    );
+    std::fs::remove_file(&git).unwrap();
     // A protected link to nothing refuses the run.
     std::os::unix::fs::symlink(ws.join("nowhere"), &git).unwrap();
     let e = plan.prepare().unwrap_err().to_string();
