@@ -415,6 +415,27 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
                 return refuse(Some(id), error);
             }
+            // Anything else outside a session (a ping, a notification) is
+            // told what to do in JSON-RPC too, not in the SDK's plain text.
+            let opens = matches!(
+                &*message,
+                rmcp::model::JsonRpcMessage::Request(r)
+                    if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_))
+            );
+            if !in_session && !opens {
+                let id = match &*message {
+                    rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
+                    _ => None,
+                };
+                return refuse(
+                    id,
+                    rmcp::ErrorData::invalid_request(
+                        "no session: send `initialize` first, then every message with the `Mcp-Session-Id` \
+                         header its reply carries",
+                        None,
+                    ),
+                );
+            }
         }
         _ => {}
     }

@@ -192,6 +192,11 @@ async def http_security(fx: Fixture) -> None:
                 status == 400 and body["id"] == 40 + n and body["error"]["code"] == -32601 and "tools/call" in body["error"]["message"],
                 f"{method}: {status} {body}",
             )
+        # Outside a session, a ping or a notification is told to initialize, in JSON-RPC.
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","id":52,"method":"ping"}')
+        expect(status == 400 and body["id"] == 52 and "initialize" in body["error"]["message"], f"ping without a session: {status} {body}")
+        status, body = raw_post(url, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        expect(status == 400 and body["error"]["code"] == -32600, f"a notification without a session: {status} {body}")
         # A byte order mark is passed over, as on stdio; server/discover is not served.
         status, body = raw_post(url, b"\xef\xbb\xbf" + json.dumps(dict(INITIALIZE, id=50)).encode())
         expect(status == 200, f"a BOM before initialize: {status} {body}")
