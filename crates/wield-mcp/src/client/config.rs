@@ -329,6 +329,11 @@ fn expand_env(s: &str) -> Result<String, String> {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         match after.find('}') {
+            // `${}` names no variable: kept as written.
+            Some(0) => {
+                out.push_str("${}");
+                rest = &after[1..];
+            }
             Some(end) => {
                 let var = &after[..end];
                 out.push_str(&std::env::var(var).map_err(|_| var.to_owned())?);
@@ -422,6 +427,7 @@ mod tests {
         let path = std::env::var("PATH").unwrap_or_default();
         assert_eq!(expand_env("x${PATH}y").unwrap(), format!("x{path}y"));
         assert_eq!(expand_env("a${b").unwrap(), "a${b");
+        assert_eq!(expand_env("a${}b").unwrap(), "a${}b");
         assert_eq!(
             expand_env("${WIELD_SURELY_UNSET_VAR}").unwrap_err(),
             "WIELD_SURELY_UNSET_VAR"
