@@ -146,6 +146,15 @@ pub async fn call_tool(
     });
     let result = handle.await_response().await;
     cancel.id = None;
+    // The SDK hands each notification to a task of its own but a reply
+    // straight to its caller, so the last progress notifications, sent
+    // before the reply, may still be on their way: let them arrive.
+    if _registered.is_some() {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
     match result? {
         ServerResult::CallToolResult(r) => Ok(r),
         // A result with nothing in it is a call that succeeded silently.

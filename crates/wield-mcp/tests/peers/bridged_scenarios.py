@@ -25,8 +25,21 @@ def child_pids(pid: int) -> list[int]:
                     fields = f.read().split(") ", 1)[1].split()
                 if int(fields[1]) == pid:
                     out.append(int(entry))
-            except (FileNotFoundError, IndexError, ValueError):
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
                 pass
+    return out
+
+
+def node_children(pid: int) -> list[int]:
+    """The children of `pid` that run node (one may end while it is looked at)."""
+    out = []
+    for p in child_pids(pid):
+        try:
+            with open(f"/proc/{p}/cmdline") as f:
+                if "node" in f.read():
+                    out.append(p)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
     return out
 
 
@@ -83,7 +96,7 @@ async def everything_restart(fx: Fixture) -> None:
                 r = await call(s, "mcp__everything__get-roots-list", {})
                 expect(not r.is_error and f"file://{fx.ws}" in text_of(r), f"roots: {r}")
                 wield_pid = server.proc.pid
-                kids = [p for p in child_pids(wield_pid) if "node" in open(f"/proc/{p}/cmdline").read()]
+                kids = node_children(wield_pid)
                 expect(len(kids) == 1, f"server-everything process: {kids}")
                 os.kill(kids[0], 9)
                 deadline = time.time() + 5
@@ -94,7 +107,7 @@ async def everything_restart(fx: Fixture) -> None:
                 await anyio.sleep(0.3)
                 r = await call(s, "mcp__everything__echo", {"message": "two"})
                 expect(not r.is_error and "two" in text_of(r), f"echo after the crash: {r}")
-                kids2 = [p for p in child_pids(wield_pid) if "node" in open(f"/proc/{p}/cmdline").read()]
+                kids2 = node_children(wield_pid)
                 expect(len(kids2) == 1 and kids2 != kids, f"restarted process: {kids} -> {kids2}")
 
 
