@@ -17,14 +17,14 @@ use std::io;
 use std::sync::{Arc, LazyLock};
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientRequest, ContentBlock, JsonRpcMessage, JsonRpcRequest, ServerResult};
+use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, parse};
+use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -168,13 +168,7 @@ where
             let refused = match parse(line) {
                 Incoming::Message(message) => match lifecycle(&message, self.initialized) {
                     Lifecycle::Pass => {
-                        self.initialized |= matches!(
-                            &*message,
-                            JsonRpcMessage::Request(JsonRpcRequest {
-                                request: ClientRequest::InitializeRequest(_),
-                                ..
-                            })
-                        );
+                        self.initialized |= opens_session(&message);
                         return Some(*message);
                     }
                     Lifecycle::Drop => None,

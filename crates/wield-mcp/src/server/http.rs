@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::http_sessions::{Activities, FULL, session_capacity, spawn_reaper, track_activity};
-use super::incoming::{Incoming, Lifecycle, lifecycle};
+use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
 use crate::McpError;
 
 /// An idle session (no request for this long) is closed, unless
@@ -390,24 +390,33 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         Some(repaired) => axum::body::Bytes::from(repaired),
         None => bytes,
     };
-    // Syntax only: nothing is built.
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return refuse(
-            None,
-            rmcp::ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
-        );
-    }
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return refuse(
-            None,
-            rmcp::ErrorData::invalid_request(
-                "Invalid request: batches are not supported; send one message per POST",
-                None,
-            ),
-        );
-    }
+    // The JSON's syntax alone, checked only where the parse below cannot
+    // tell (nothing is built).
+    let syntax = || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes);
     match super::incoming::parse(&bytes) {
-        Incoming::Refuse(id, error) => return refuse(id, error),
+        Incoming::Refuse(id, error) => {
+            let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+            if batch && syntax().is_ok() {
+                return refuse(
+                    None,
+                    rmcp::ErrorData::invalid_request(
+                        "Invalid request: batches are not supported; send one message per POST",
+                        None,
+                    ),
+                );
+            }
+            return refuse(id, error);
+        }
+        // An empty body, or a notification outside the protocol (the SDK
+        // ignores it).
+        Incoming::Skip => {
+            if let Err(e) = syntax() {
+                return refuse(
+                    None,
+                    rmcp::ErrorData::new(rmcp::model::ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None),
+                );
+            }
+        }
         // A session is initialized; a request without one may only open one
         // (`initialize`), and none is served outside the session lifecycle.
         Incoming::Message(message) => {
@@ -417,12 +426,7 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
             }
             // Anything else outside a session (a ping, a notification) is
             // told what to do in JSON-RPC too, not in the SDK's plain text.
-            let opens = matches!(
-                &*message,
-                rmcp::model::JsonRpcMessage::Request(r)
-                    if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_))
-            );
-            if !in_session && !opens {
+            if !in_session && !opens_session(&message) {
                 let id = match &*message {
                     rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
                     _ => None,
@@ -437,7 +441,6 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
                 );
             }
         }
-        _ => {}
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await

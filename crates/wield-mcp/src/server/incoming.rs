@@ -227,6 +227,17 @@ pub enum Lifecycle {
     Refuse(RequestId, ErrorData),
 }
 
+/// Whether `message` is the `initialize` request that opens a session.
+pub fn opens_session(message: &RxJsonRpcMessage<RoleServer>) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::InitializeRequest(_),
+            ..
+        })
+    )
+}
+
 /// Where `message` stands, the session being `initialized` or not.
 pub fn lifecycle(message: &RxJsonRpcMessage<RoleServer>, initialized: bool) -> Lifecycle {
     use rmcp::model::GetMeta;
