@@ -11,6 +11,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use wield_core::approval::Shown;
 use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
 
 /// The choices, in the order they are offered.
@@ -119,13 +120,13 @@ pub fn colour_diff(diff: &str, color: bool) -> String {
 /// every argument in full.
 fn shown(request: &ApprovalRequest, color: bool) -> String {
     let mut out = format!("  {}\n", request.shown_preview());
-    match (&request.detail, request.shown_detail()) {
-        (Some(_), Some(diff)) => out.push_str(&colour_diff(&diff, color)),
-        (None, Some(arguments)) => {
+    match request.shown_detail() {
+        Some(Shown::Detail(diff)) => out.push_str(&colour_diff(&diff, color)),
+        Some(Shown::Arguments(arguments)) => {
             out.push_str(&arguments);
             out.push('\n');
         }
-        (_, None) => {}
+        None => {}
     }
     out
 }

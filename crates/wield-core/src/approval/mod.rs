@@ -31,7 +31,7 @@ mod display;
 pub mod patterns;
 mod resolvers;
 
-pub use display::{arguments_text, printable};
+pub use display::{Shown, arguments_text, printable};
 pub use patterns::{
     PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, command_segments, derive_pattern, is_compound,
     normalize_lexically,

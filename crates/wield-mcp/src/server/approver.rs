@@ -162,7 +162,8 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
     } else {
         format!("Allow this tool call?\n\n{}: {preview}", request.tool)
     };
-    if let Some(detail) = request.shown_detail() {
+    if let Some(shown) = request.shown_detail() {
+        let detail = shown.text();
         message.push_str("\n\n");
         if detail.len() > MAX_DETAIL {
             let mut end = MAX_DETAIL;
@@ -176,7 +177,7 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
                 detail.len() - end
             );
         } else {
-            message.push_str(&detail);
+            message.push_str(detail);
         }
     }
     serde_json::from_value(json!({
