@@ -151,36 +151,30 @@ impl SessionHandler {
             }
             RootsAnswer::Paths(roots) => Some(roots),
         };
-        match &roots {
-            None => {}
-            Some(roots) => {
-                if let Some(conf) = services.get::<Confinement>() {
-                    let narrowed = conf.narrow_writes(roots);
-                    let writable: Vec<String> = narrowed
-                        .roots(Access::Write)
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect();
-                    let text = if writable.is_empty() {
-                        "the client's roots lie outside every write root: file tools may not write in this session"
-                            .to_owned()
-                    } else {
-                        format!("the client's roots narrow the write roots to {}", writable.join(", "))
-                    };
-                    self.log(peer, LoggingLevel::Info, text).await;
-                    // Commands write where the file tools may: the sandbox
-                    // of this session gets the same narrowed write roots.
-                    if let Some(shell) = services.get::<ShellService>() {
-                        let write = narrowed
-                            .roots(Access::Write)
-                            .into_iter()
-                            .map(Path::to_path_buf)
-                            .collect();
-                        services.insert(Arc::new(shell.with_write_roots(write)));
-                    }
-                    services.insert(Arc::new(narrowed));
-                }
+        if let (Some(roots), Some(conf)) = (&roots, services.get::<Confinement>()) {
+            let narrowed = conf.narrow_writes(roots);
+            let writable: Vec<String> = narrowed
+                .roots(Access::Write)
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let text = if writable.is_empty() {
+                "the client's roots lie outside every write root: file tools may not write in this session".to_owned()
+            } else {
+                format!("the client's roots narrow the write roots to {}", writable.join(", "))
+            };
+            self.log(peer, LoggingLevel::Info, text).await;
+            // Commands write where the file tools may: the sandbox
+            // of this session gets the same narrowed write roots.
+            if let Some(shell) = services.get::<ShellService>() {
+                let write = narrowed
+                    .roots(Access::Write)
+                    .into_iter()
+                    .map(Path::to_path_buf)
+                    .collect();
+                services.insert(Arc::new(shell.with_write_roots(write)));
             }
+            services.insert(Arc::new(narrowed));
         }
         let events = EventSink::default();
         let progress = Arc::new(ProgressRouter::default());

@@ -134,13 +134,7 @@ fn remove(path: &Path, lock: &Path) {
     if std::fs::remove_dir(&gone).is_err() {
         // Something came in between the look and the move: put it back
         // where it was, unless a new stand-in took the place.
-        let _ = rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            &gone,
-            rustix::fs::CWD,
-            path,
-            rustix::fs::RenameFlags::NOREPLACE,
-        );
+        let _ = rename_no_replace(&gone, path);
     }
 }
 
@@ -154,13 +148,7 @@ fn make(path: &Path) -> io::Result<()> {
     let staging = tempfile::Builder::new().prefix(".wield-stand-in-").tempdir_in(parent)?;
     File::create(staging.path().join(LOCK))?;
     // Never over anything there, not even an empty directory.
-    let moved = match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        staging.path(),
-        rustix::fs::CWD,
-        path,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
+    let moved = match rename_no_replace(staging.path(), path) {
         // A file system that cannot say "no replace": make the target
         // first, then fill it (what is already there stays untouched).
         Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
@@ -181,6 +169,18 @@ fn make(path: &Path) -> io::Result<()> {
         Err(_) if path.symlink_metadata().is_ok() => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `from` renamed `to`, unless something is at `to`, even an empty
+/// directory (which a plain rename would replace).
+fn rename_no_replace(from: &Path, to: &Path) -> rustix::io::Result<()> {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        from,
+        rustix::fs::CWD,
+        to,
+        rustix::fs::RenameFlags::NOREPLACE,
+    )
 }
 
 /// Whether the open `file` is still the one at `path`.
