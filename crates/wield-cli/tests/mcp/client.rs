@@ -496,15 +496,10 @@ fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
 
     // `read.file` and `read_file` both stay reachable: the name that needed
     // no change keeps it, the other gets a hash of its original name.
-    let out = ws.wield().args(["tools", "list"]).output().unwrap();
-    let list = String::from_utf8_lossy(&out.stdout);
-    let hashed: Vec<&str> = list
-        .split_whitespace()
-        .filter(|w| w.starts_with("mcp__peer__read_file_"))
-        .collect();
+    let (list, hashed) = crate::support::listed_tools(&ws, "mcp__peer__read_file_");
     assert_eq!(hashed.len(), 1, "{list}");
     assert_eq!(call("mcp__peer__read_file", "{}")["output"], "underscored");
-    assert_eq!(call(hashed[0], "{}")["output"], "dotted");
+    assert_eq!(call(&hashed[0], "{}")["output"], "dotted");
 
     // A tool's own `timeout` argument is passed to it and is not wield's
     // time limit; the server's `timeout` (30 s) is, not `executor.timeout`.

@@ -272,3 +272,16 @@ impl RawServe {
         }
     }
 }
+
+/// `wield tools list`: its text, and the names in it that start with
+/// `prefix`.
+pub fn listed_tools(ws: &Ws, prefix: &str) -> (String, Vec<String>) {
+    let out = ws.wield().args(["tools", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    let names = list
+        .split_whitespace()
+        .filter(|w| w.starts_with(prefix))
+        .map(str::to_owned)
+        .collect();
+    (list, names)
+}

@@ -123,6 +123,22 @@ async def denied(fx: Fixture) -> None:
         expect(r.is_error and "denied" in text_of(r), f"deny wins over --yes: {r}")
 
 
+def accept_after(seconds: float, opened: anyio.Event, withdrawn: anyio.Event):
+    """An answer to an approval form that accepts after `seconds`; `opened`
+    is set when the form comes, `withdrawn` when it is withdrawn first."""
+
+    async def answer():
+        opened.set()
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            withdrawn.set()
+            raise
+        return types.ElicitResult(action="accept", content={})
+
+    return answer
+
+
 async def elicit(fx: Fixture) -> None:
     """Approval through elicitation: accept runs once, decline carries the user's words."""
     asked: list[str] = []
@@ -173,15 +189,7 @@ async def elicit(fx: Fixture) -> None:
     # the user answers later, and the form is withdrawn
     # (notifications/cancelled for the elicitation request).
     opened, withdrawn = anyio.Event(), anyio.Event()
-
-    async def late_accept():
-        opened.set()
-        try:
-            await anyio.sleep(3)
-        except anyio.get_cancelled_exc_class():
-            withdrawn.set()
-            raise
-        return types.ElicitResult(action="accept", content={})
+    late_accept = accept_after(3, opened, withdrawn)
 
     audit = fx.base / "audit.jsonl"
     flags = ["--set", 'approval.auto_approve=["$readonly"]', "--audit", str(audit)]
@@ -209,15 +217,7 @@ async def elicit(fx: Fixture) -> None:
     # A form nobody answers: past --approval-timeout the call is refused and
     # the form withdrawn.
     opened, withdrawn = anyio.Event(), anyio.Event()
-
-    async def never():
-        opened.set()
-        try:
-            await anyio.sleep(30)
-        except anyio.get_cancelled_exc_class():
-            withdrawn.set()
-            raise
-        return types.ElicitResult(action="accept", content={})
+    never = accept_after(30, opened, withdrawn)
 
     flags = ["--set", 'approval.auto_approve=["$readonly"]']
     async with fx.session(flags, ["--approval-timeout", "1s"], elicitation_callback=on_elicit) as s:

@@ -287,12 +287,7 @@ fn what_a_server_lists_is_offered_consistently() {
         String::from_utf8_lossy(&out.stdout).contains("`text_only` is left out"),
         "{out:?}"
     );
-    let out = ws.wield().args(["tools", "list"]).output().unwrap();
-    let list = String::from_utf8_lossy(&out.stdout);
-    let names: Vec<&str> = list
-        .split_whitespace()
-        .filter(|w| w.starts_with("mcp__odd__"))
-        .collect();
+    let (list, names) = crate::support::listed_tools(&ws, "mcp__odd__");
     assert_eq!(names.len(), 4, "{list}");
     assert!(!list.contains("text_only"), "{list}");
     // The names that need no change keep them; the dotted one gets another.
@@ -310,7 +305,7 @@ fn what_a_server_lists_is_offered_consistently() {
                 "mcp__odd__read_file_2d6f0437",
                 "mcp__odd__nullable",
             ]
-            .contains(n)
+            .contains(&n.as_str())
         })
         .unwrap();
     assert_eq!(call(&ws, dotted, "{}").0["output"], "called read.file");
