@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::model::{ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerResult, Tool};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 
@@ -19,27 +19,35 @@ pub const MAX_PAGES: usize = 1_000;
 /// The most tools taken from one server.
 pub const MAX_TOOLS: usize = 10_000;
 
+/// What a server listed: the tools wield can read, and those it could not,
+/// each with why (a tool without an `inputSchema`, a name that is not a
+/// string), to be left out with a warning rather than lose the server.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub tools: Vec<Tool>,
+    pub unreadable: Vec<String>,
+    /// Tools that must be called as tasks, found where the listing was read
+    /// as plain JSON (see [`task_required`] for the rest).
+    pub tasks_only: HashSet<String>,
+}
+
 /// Every page of `server`'s `tools/list`, within [`MAX_PAGES`] and
 /// [`MAX_TOOLS`]; a cursor sent twice ends it as an error too.
-pub async fn list_all(peer: &Peer<RoleClient>, server: &str) -> Result<Vec<Tool>, String> {
-    let mut tools: Vec<Tool> = Vec::new();
+pub async fn list_all(peer: &Peer<RoleClient>, server: &str) -> Result<Listing, String> {
+    let mut listing = Listing::default();
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
     for page in 1..=MAX_PAGES {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-        let listed = peer
-            .list_tools(Some(params))
-            .await
-            .map_err(|e| format!("MCP server `{server}` failed to list its tools: {}", with_causes(&e)))?;
-        tools.extend(listed.tools);
-        if tools.len() > MAX_TOOLS {
+        let next_cursor = list_page(peer, server, params, &mut listing).await?;
+        if listing.tools.len() + listing.unreadable.len() > MAX_TOOLS {
             return Err(format!(
                 "MCP server `{server}` lists more than {MAX_TOOLS} tools (after {page} pages); wield stops reading there \
                  and leaves the server out"
             ));
         }
-        match listed.next_cursor {
-            None => return Ok(tools),
+        match next_cursor {
+            None => return Ok(listing),
             Some(next) => {
                 if !seen.insert(next.clone()) {
                     return Err(format!(
@@ -55,6 +63,76 @@ pub async fn list_all(peer: &Peer<RoleClient>, server: &str) -> Result<Vec<Tool>
         "MCP server `{server}` was still sending pages of tools after {MAX_PAGES} pages; wield stops reading there \
          and leaves the server out"
     ))
+}
+
+/// One `tools/list` request, its tools added to `listing`; the cursor of
+/// the next page, if any. A page the SDK's types read is taken as is; one
+/// they cannot (a single tool without an `inputSchema` makes the whole page
+/// fail to read) arrives as plain JSON and is read tool by tool.
+async fn list_page(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    params: PaginatedRequestParams,
+    listing: &mut Listing,
+) -> Result<Option<String>, String> {
+    let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+    let failed = |why: String| format!("MCP server `{server}` failed to list its tools: {why}");
+    match peer.send_request(request).await.map_err(|e| failed(with_causes(&e)))? {
+        ServerResult::ListToolsResult(page) => {
+            listing.tools.extend(page.tools);
+            Ok(page.next_cursor)
+        }
+        ServerResult::CustomResult(CustomResult(raw)) => read_raw_page(&raw, listing).map_err(failed),
+        ServerResult::EmptyResult(_) => Ok(None),
+        _ => Err(failed("its answer is not a list of tools".to_owned())),
+    }
+}
+
+/// A page of tools as plain JSON: `{"tools": [...], "nextCursor": "..."}`.
+fn read_raw_page(raw: &Value, listing: &mut Listing) -> Result<Option<String>, String> {
+    let tools = raw
+        .get("tools")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("its answer has no `tools` list: {}", clip(&raw.to_string())))?;
+    for (i, tool) in tools.iter().enumerate() {
+        let name = tool.get("name").and_then(Value::as_str);
+        match serde_json::from_value::<Tool>(tool.clone()) {
+            Ok(read) => {
+                if tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required") {
+                    listing.tasks_only.insert(read.name.to_string());
+                }
+                listing.tools.push(read);
+            }
+            Err(e) => {
+                let what = match name {
+                    Some(n) => format!("tool `{n}`"),
+                    None => format!("tool number {} of the page", i + 1),
+                };
+                let why = match tool.get("inputSchema") {
+                    None if name.is_some() => "it has no `inputSchema` (MCP requires one)".to_owned(),
+                    _ => format!("it cannot be read: {e}"),
+                };
+                listing.unreadable.push(format!("{what} is left out: {why}"));
+            }
+        }
+    }
+    match raw.get("nextCursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "its `nextCursor` is not a string: {}",
+            clip(&other.to_string())
+        )),
+    }
+}
+
+/// The start of a long text, for an error message.
+fn clip(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// The names of the tools that must be called as tasks

@@ -578,10 +578,16 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
             return Err(why);
         }
     };
-    let tasks_only = listing::task_required(&capture.take());
-    let mut warnings = Vec::new();
+    let mut tasks_only = listing::task_required(&capture.take());
+    tasks_only.extend(listed.tasks_only);
+    let mut warnings: Vec<String> = listed
+        .unreadable
+        .iter()
+        .map(|why| format!("MCP server `{name}`: {why}"))
+        .collect();
     let mut seen = std::collections::HashSet::new();
     let usable: Vec<rmcp::model::Tool> = listed
+        .tools
         .into_iter()
         .filter(|tool| {
             if tool.name.is_empty() {

@@ -321,6 +321,37 @@ fn what_a_server_lists_is_offered_consistently() {
     );
 }
 
+/// Regression: one tool without an `inputSchema` made the SDK fail to read
+/// the whole page, and the server was left out with all its tools. Such a
+/// tool (and one whose name is not a string) is left out alone, with why.
+#[test]
+fn a_tool_that_cannot_be_read_is_left_out_alone() {
+    let tools = [
+        r#"{"name": "ok", "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "schemaless"}"#,
+        r#"{"name": 5, "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}"#,
+    ]
+    .join(", ");
+    let ws = workspace(&[("odd", &format!("{{ TOOLS = '[{tools}]' }}"))]);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let odd = &v["servers"][0];
+    assert_eq!(odd["state"], "ready", "{v}");
+    assert_eq!(odd["tools"], 1, "{v}");
+    let warnings = odd["warnings"].to_string();
+    assert!(
+        warnings.contains("`schemaless` is left out: it has no `inputSchema`"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("tool number 3 of the page is left out"), "{warnings}");
+    assert!(
+        warnings.contains("`research` is left out") && warnings.contains("task"),
+        "{warnings}"
+    );
+    assert_eq!(call(&ws, "mcp__odd__ok", "{}").0["output"], "called ok");
+}
+
 /// Regression: a server that always answered with a `nextCursor` had wield
 /// ask for page after page, holding every tool, until the start timed out.
 /// The listing is bounded, a cursor sent twice ends it, and either way the
