@@ -229,14 +229,16 @@ impl Tool for McpTool {
                 Err(e) => return ToolResult::error(e),
             };
             let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments.clone());
-            let oversized = link.health.oversized();
+            // Another call's reply too large to read leaves this one be.
+            let sent = std::sync::OnceLock::new();
+            let oversized = link.health.oversized_reply(&sent, link.health.oversized_count());
             tokio::pin!(oversized);
             // Dropping the request (cancellation, timeout) sends
             // `notifications/cancelled` to the server; its progress
             // notifications become this call's output.
             let call = tokio::time::timeout(
                 limit,
-                super::progress::call_tool(&link.peer, &link.progress, params, ctx),
+                super::progress::call_tool(&link.peer, &link.progress, params, ctx, &sent),
             );
             tokio::pin!(call);
             let outcome = tokio::select! {

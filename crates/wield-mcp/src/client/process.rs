@@ -56,6 +56,9 @@ pub struct Health {
     exited: CancellationToken,
     status: OnceLock<String>,
     oversized: Notify,
+    /// The ids of the replies too large to be read, in order (`None`: a
+    /// reply whose id was not at its start).
+    oversized_replies: Mutex<Vec<Option<String>>>,
     pub stderr: StderrTail,
     /// Whether [`Health::capture`] keeps what the server writes.
     capturing: AtomicBool,
@@ -83,10 +86,36 @@ impl Health {
         format!("exited{status}{}", self.stderr.suffix())
     }
 
-    /// Resolves at the next reply too large to be read. Create it before
-    /// sending the request it is about: it then sees every later one.
-    pub fn oversized(&self) -> tokio::sync::futures::Notified<'_> {
-        self.oversized.notified()
+    /// How many replies too large to be read the server has sent so far;
+    /// taken before a request, for [`Health::oversized_reply`].
+    pub fn oversized_count(&self) -> usize {
+        self.oversized_replies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Resolves when a reply too large to be read arrives for the request
+    /// whose id is put in `id` once it is sent, or one whose id cannot be
+    /// told, counting from the `since`-th ([`Health::oversized_count`]).
+    /// Another request's reply leaves it waiting.
+    pub async fn oversized_reply(&self, id: &OnceLock<String>, since: usize) {
+        loop {
+            let notified = self.oversized.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let mine = self
+                .oversized_replies
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .skip(since)
+                .any(|reply| reply.as_ref().is_none_or(|r| id.get() == Some(r)));
+            if mine {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Keep what a local server writes from now until the returned guard
@@ -450,16 +479,79 @@ impl AsyncRead for WatchedOutput {
         if let Poll::Ready(Ok(())) = polled {
             let this = &mut *self;
             this.health.keep(&buf.filled()[before..]);
-            this.meter.feed(&buf.filled()[before..], |reply| {
-                if reply {
+            this.meter.feed(&buf.filled()[before..], |long| match long {
+                Long::Reply(id) => {
+                    this.health
+                        .oversized_replies
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(id);
                     this.health.oversized.notify_waiters();
-                } else {
+                }
+                Long::Message => {
                     tracing::warn!("an MCP server sent a request or notification of more than 16 MiB; it was dropped");
                 }
             });
         }
         polled
     }
+}
+
+/// A line longer than [`MAX_MESSAGE`].
+#[derive(Debug, PartialEq)]
+enum Long {
+    /// A request or a notification: it names its `method` at its start
+    /// (every SDK writes it before the parameters).
+    Message,
+    /// A reply, with its id when that comes before the result (as the
+    /// Python and Rust SDKs write it).
+    Reply(Option<String>),
+}
+
+/// The id of the message starting with `head`: the value of its top-level
+/// `"id"` member, when that is in `head`.
+fn id_in(head: &[u8]) -> Option<String> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i + 1;
+                let mut end = start;
+                while end < head.len() && head[end] != b'"' {
+                    end += if head[end] == b'\\' { 2 } else { 1 };
+                }
+                if end >= head.len() {
+                    return None;
+                }
+                i = end;
+                if depth == 1
+                    && &head[start..end] == b"id"
+                    && let Some(value) = head[end + 1..].trim_ascii_start().strip_prefix(b":")
+                {
+                    return scalar(value.trim_ascii_start());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A JSON number or a string without escapes at the start of `text`, as
+/// its text; `None` when it is cut off or is something else.
+fn scalar(text: &[u8]) -> Option<String> {
+    let value = if let Some(quoted) = text.strip_prefix(b"\"") {
+        let end = memchr::memchr2(b'"', b'\\', quoted)?;
+        (quoted[end] == b'"').then_some(&quoted[..end])?
+    } else {
+        let end = text.iter().position(|b| !(b.is_ascii_digit() || *b == b'-'))?;
+        (end > 0).then_some(&text[..end])?
+    };
+    String::from_utf8(value.to_vec()).ok()
 }
 
 /// The length of the line being read, and its first [`HEAD`] bytes. Costs
@@ -473,10 +565,8 @@ struct LineMeter {
 
 impl LineMeter {
     /// Account for `bytes`; `oversized` is called once for each line that
-    /// reaches [`MAX_MESSAGE`], with whether it may be a reply: a request
-    /// or a notification names its `method` at its start (every SDK writes
-    /// it before the parameters); a reply does not.
-    fn feed(&mut self, mut bytes: &[u8], mut oversized: impl FnMut(bool)) {
+    /// reaches [`MAX_MESSAGE`], with what it is.
+    fn feed(&mut self, mut bytes: &[u8], mut oversized: impl FnMut(Long)) {
         while !bytes.is_empty() {
             let end = memchr::memchr(b'\n', bytes);
             let part = &bytes[..end.unwrap_or(bytes.len())];
@@ -485,7 +575,11 @@ impl LineMeter {
             self.line += part.len();
             if self.line >= MAX_MESSAGE && !self.reported {
                 self.reported = true;
-                oversized(memchr::memmem::find(&self.head, b"\"method\"").is_none());
+                oversized(if memchr::memmem::find(&self.head, b"\"method\"").is_some() {
+                    Long::Message
+                } else {
+                    Long::Reply(id_in(&self.head))
+                });
             }
             match end {
                 Some(i) => {
@@ -506,6 +600,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reply_is_known_by_its_top_level_id() {
+        for (head, id) in [
+            (r#"{"jsonrpc":"2.0","id":12,"result":{"#, Some("12")),
+            (r#"{"jsonrpc": "2.0", "id" : "a-b", "result": {"#, Some("a-b")),
+            (r#"{"jsonrpc":"id","id":-3,"#, Some("-3")),
+            (r#"{"result":{"content":[{"id":7,"text":"#, None),
+            (r#"{"result":{"x\"id":1},"id":4}"#, Some("4")),
+            (r#"{"jsonrpc":"2.0","id":12"#, None),
+            (r#"{"jsonrpc":"2.0","id":"a\"b","#, None),
+            (r#"{"jsonrpc":"2.0","id":null,"#, None),
+        ] {
+            assert_eq!(id_in(head.as_bytes()).as_deref(), id, "{head}");
+        }
+    }
+
+    #[test]
     fn only_lines_past_the_limit_are_reported_once_each() {
         let mut meter = LineMeter::default();
         let mut seen = Vec::new();
@@ -514,9 +624,9 @@ mod tests {
         for _ in 0..20 {
             meter.feed(&chunk, |r| seen.push(r));
         }
-        assert_eq!(seen, [true], "one report for one long reply");
+        assert_eq!(seen, [Long::Reply(Some("1".into()))], "one report for one long reply");
         meter.feed(b"\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n", |r| seen.push(r));
-        assert_eq!(seen, [true], "short lines after it are not reported");
+        assert_eq!(seen.len(), 1, "short lines after it are not reported");
         assert_eq!(meter.line, 0);
 
         meter.feed(
@@ -526,12 +636,12 @@ mod tests {
         for _ in 0..17 {
             meter.feed(&chunk, |r| seen.push(r));
         }
-        assert_eq!(seen, [true, false], "a notification is told apart");
+        assert_eq!(seen[1], Long::Message, "a notification is told apart");
         // A line just under the limit is not reported.
         meter.feed(b"\n", |r| seen.push(r));
         meter.feed(&vec![b'y'; MAX_MESSAGE - 1], |r| seen.push(r));
         meter.feed(b"\n", |r| seen.push(r));
-        assert_eq!(seen, [true, false]);
+        assert_eq!(seen.len(), 2);
         assert!(meter.head.len() <= HEAD);
     }
 }

@@ -10,7 +10,7 @@
 //! one that already ended) are dropped.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rmcp::ServiceError;
 use rmcp::model::{
@@ -116,17 +116,19 @@ impl Drop for Registered<'_> {
 
 /// `tools/call` with `params`, its progress notifications turned into
 /// `ctx`'s output when `ctx` has listeners. Dropped before the reply, it
-/// tells the server the call is cancelled.
+/// tells the server the call is cancelled. Its request id goes in `sent`.
 pub async fn call_tool(
     peer: &Peer<RoleClient>,
     routes: &ProgressRoutes,
     params: CallToolRequestParams,
     ctx: &Context,
+    sent: &OnceLock<String>,
 ) -> Result<CallToolResult, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
+    let _ = sent.set(handle.id.to_string());
     let mut cancel = CancelOnDrop {
         peer: peer.clone(),
         id: Some(handle.id.clone()),

@@ -15,7 +15,8 @@ use crate::support::{Ws, python, wield_bin};
 /// The server: standard library only. Its tools: `ok`; `crash` (starts a
 /// `sleep` that keeps its stdout, writes its pid to `grandchild.pid`, exits
 /// 9); `flaky` (read-only: does that the first time, answers the second);
-/// `big` (`n` bytes of text). The environment picks the rest: `TOOLS`
+/// `big` (`n` bytes of text); `hold` (answered, `released`, only after the
+/// next call is). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
 /// `PAGES` makes every page of tools (50 new ones) point to another
 /// (`endless`) or to the same cursor again (`same`),
@@ -48,7 +49,9 @@ tools = [
     {"name": "crash", "inputSchema": obj},
     {"name": "flaky", "inputSchema": obj, "annotations": {"readOnlyHint": True}},
     {"name": "big", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    {"name": "hold", "inputSchema": obj},
 ]
+held = []
 if os.environ.get("TOOLS"):
     tools = json.loads(os.environ["TOOLS"])
 
@@ -86,9 +89,15 @@ for line in sys.stdin:
             crash()
         elif name == "flaky":
             text = "second try"
+        elif name == "hold":
+            held.append(mid)
+            continue
         elif name == "big":
             text = "A" * m["params"]["arguments"]["n"]
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        for h in held:
+            send({"jsonrpc": "2.0", "id": h, "result": {"content": [{"type": "text", "text": "released"}]}})
+        held = []
     elif mid is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 mark("eof")
@@ -231,6 +240,30 @@ fn a_reply_too_large_to_read_fails_the_call_at_once() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     let (v, _) = call(&ws, "mcp__raw__big", r#"{"n":1000}"#);
     assert_eq!(v["output"].as_str().map(str::len), Some(1000), "{v}");
+
+    // Regression: every call in flight to the server failed with it; the
+    // reply's id says whose it is, and the others go on.
+    let mut serve = crate::support::RawServe::start(&ws);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    serve.reply(Duration::from_secs(20));
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__raw__hold","arguments":{}}}"#);
+    std::thread::sleep(Duration::from_millis(300));
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__raw__big","arguments":{"n":17000000}}}"#,
+    );
+    let mut replies = [
+        serve.reply(Duration::from_secs(20)),
+        serve.reply(Duration::from_secs(20)),
+    ];
+    replies.sort_by_key(|r| r["id"].as_i64());
+    let [held, big] = &replies;
+    assert_eq!(held["result"]["isError"], false, "{held}");
+    assert_eq!(held["result"]["content"][0]["text"], "released", "{held}");
+    assert_eq!(big["result"]["isError"], true, "{big}");
+    assert!(big.to_string().contains("reply of more than 16 MiB"), "{big}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
 }
 
 /// A server without the `tools` capability is ready with no tools (it is
