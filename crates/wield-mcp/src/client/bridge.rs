@@ -35,11 +35,15 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 /// and `a_b`, or two names in another script) gets a short hash of its
 /// original name, so every tool stays reachable. A name that needed no
 /// change keeps it. A tool named before (in `given`, server name → wield
-/// name, from an earlier listing) keeps its name, so a name a client or an
-/// approval already holds never comes to mean another tool; a newcomer that
-/// would take it gets the hash instead. A generated name never takes a name
-/// given to another tool (a server may well list `a_b_1234abcd` too): when
-/// it would, another hash is tried.
+/// name, from any earlier listing, whether or not it is still listed) keeps
+/// its name, and no other tool ever gets it, so a name a client or an
+/// approval already holds never comes to mean another tool. A generated
+/// name never takes a name given to another tool (a server may well list
+/// `a_b_1234abcd` too): when it would, another hash is tried.
+///
+/// Names are told apart ignoring case, as approval rules and tool filters
+/// match them: of `echo` and `Echo`, the second gets a hash, so a rule for
+/// `mcp__s__echo` cannot approve `Echo` too.
 ///
 /// One server name in `tools` twice gets two names; callers keep the first.
 pub fn tool_names<'a>(
@@ -47,25 +51,34 @@ pub fn tool_names<'a>(
     tools: impl IntoIterator<Item = &'a str>,
     given: &std::collections::HashMap<String, String>,
 ) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    let key = |name: &str| name.to_lowercase();
     let tools: Vec<&str> = tools.into_iter().collect();
     let plain: Vec<String> = tools.iter().map(|t| tool_name(server, t)).collect();
-    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut uses: HashMap<String, usize> = HashMap::new();
     for n in &plain {
-        *uses.entry(n.as_str()).or_default() += 1;
+        *uses.entry(key(n)).or_default() += 1;
     }
+    // Every name handed out before stays its tool's, listed or not.
+    let owner: HashMap<String, &str> = given.iter().map(|(tool, name)| (key(name), tool.as_str())).collect();
+    let free_for = |name: &str, tool: &str, taken: &HashSet<String>| {
+        let k = key(name);
+        !taken.contains(&k) && owner.get(&k).is_none_or(|o| *o == tool)
+    };
     let mut names: Vec<Option<String>> = vec![None; tools.len()];
-    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut taken: HashSet<String> = HashSet::new();
     // First the names handed out before, then the names that need no
     // change; what is left is generated around both.
     for (i, tool) in tools.iter().enumerate() {
         if let Some(old) = given.get(*tool)
-            && taken.insert(old.clone())
+            && taken.insert(key(old))
         {
             names[i] = Some(old.clone());
         }
     }
     for (i, tool) in tools.iter().enumerate() {
-        if names[i].is_none() && plain[i] == format!("mcp__{server}__{tool}") && taken.insert(plain[i].clone()) {
+        if names[i].is_none() && plain[i] == format!("mcp__{server}__{tool}") && free_for(&plain[i], tool, &taken) {
+            taken.insert(key(&plain[i]));
             names[i] = Some(plain[i].clone());
         }
     }
@@ -77,13 +90,15 @@ pub fn tool_names<'a>(
             if let Some(n) = named {
                 return n;
             }
-            if uses.get(name.as_str()).copied().unwrap_or(0) == 1 && taken.insert(name.clone()) {
+            if uses.get(&key(name)).copied().unwrap_or(0) == 1 && free_for(name, tool, &taken) {
+                taken.insert(key(name));
                 return name.clone();
             }
             let mut salt = 0u32;
             loop {
                 let candidate = hashed(server, tool, salt);
-                if taken.insert(candidate.clone()) {
+                if free_for(&candidate, tool, &taken) {
+                    taken.insert(key(&candidate));
                     return candidate;
                 }
                 salt += 1;
@@ -518,6 +533,34 @@ mod tests {
         assert_eq!(names[1], "mcp__odd__read_file");
         let unique: std::collections::HashSet<&String> = names.iter().collect();
         assert_eq!(unique.len(), 3, "{names:?}");
+    }
+
+    /// Regression: `a.b`, named `mcp__s__a_b`, left the list and `a_b`
+    /// came in; `a_b` took the name, and what was approved as `a.b` ran
+    /// `a_b`.
+    #[test]
+    fn a_name_given_once_stays_its_tools_after_it_leaves_the_list() {
+        let given: std::collections::HashMap<String, String> = [("a.b".to_owned(), "mcp__s__a_b".to_owned())].into();
+        let names = tool_names("s", ["a_b"], &given);
+        assert_ne!(names[0], "mcp__s__a_b", "{names:?}");
+        assert!(names[0].starts_with("mcp__s__a_b_"), "{names:?}");
+        // It comes back: it has its name again.
+        assert_eq!(tool_names("s", ["a_b", "a.b"], &given)[1], "mcp__s__a_b");
+        // Ignoring case too.
+        let names = tool_names("s", ["A_B"], &given);
+        assert!(names[0].starts_with("mcp__s__A_B_"), "{names:?}");
+    }
+
+    /// Regression: `echo` and `Echo` got names that differ only in case,
+    /// and approval rules match ignoring case: a rule for one approved both.
+    #[test]
+    fn names_that_differ_only_in_case_are_told_apart() {
+        let none = std::collections::HashMap::new();
+        let names = tool_names("s", ["echo", "Echo", "ECHO"], &none);
+        assert_eq!(names[0], "mcp__s__echo");
+        let lower: std::collections::HashSet<String> = names.iter().map(|n| n.to_lowercase()).collect();
+        assert_eq!(lower.len(), 3, "{names:?}");
+        assert!(names[1].starts_with("mcp__s__Echo_"), "{names:?}");
     }
 
     fn tool(schema: Value) -> rmcp::model::Tool {

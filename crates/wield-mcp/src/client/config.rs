@@ -113,7 +113,11 @@ impl ServerConfig {
                 })?;
                 Self::parse(name, table, workspace)
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|servers| {
+                check_case(&servers)?;
+                Ok(servers)
+            })
     }
 
     pub fn parse(name: &str, table: &toml::Table, workspace: &Path) -> Result<ServerConfig, McpError> {
@@ -309,6 +313,23 @@ fn check_name(name: &str) -> Result<(), McpError> {
     }
 }
 
+/// Approval rules and tool filters match tool names ignoring case, so a
+/// rule for `mcp__s__*` would reach the tools of a server named `S` too:
+/// server names must differ in more than case.
+fn check_case(servers: &[ServerConfig]) -> Result<(), McpError> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for s in servers {
+        if let Some(other) = seen.insert(s.name.to_lowercase(), &s.name) {
+            return Err(McpError::Config(format!(
+                "MCP server names `{other}` and `{}` differ only in case; approval rules and tool filters match \
+                 tool names ignoring case, so a rule for one would reach the other's tools: rename one",
+                s.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn parse_timeout(v: &toml::Value) -> Option<Duration> {
     let d = match v {
         toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_secs),
@@ -420,6 +441,16 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn server_names_must_differ_in_more_than_case() {
+        let text = "[mcp.servers.s]\ncommand = \"a\"\n[mcp.servers.S]\ncommand = \"b\"\n";
+        let config = Config::from_table(toml::from_str(text).unwrap()).unwrap();
+        let e = ServerConfig::all_from(&config, Path::new("/ws"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("differ only in case") && e.contains("rename one"), "{e}");
     }
 
     #[test]
