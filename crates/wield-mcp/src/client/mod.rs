@@ -31,6 +31,7 @@ mod connect;
 mod listing;
 mod process;
 mod progress;
+mod raw_result;
 mod stderr;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};

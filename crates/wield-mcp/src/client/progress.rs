@@ -161,6 +161,7 @@ pub async fn call_tool(
         ServerResult::CallToolResult(r) => Ok(r),
         // A result with nothing in it is a call that succeeded silently.
         ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
+        ServerResult::CustomResult(raw) => Ok(super::raw_result::read(raw.0)),
         _ => Err(ServiceError::UnexpectedResponse),
     }
 }

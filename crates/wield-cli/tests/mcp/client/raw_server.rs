@@ -16,7 +16,8 @@ use crate::support::{Ws, python, wield_bin};
 /// `sleep` that keeps its stdout, writes its pid to `grandchild.pid`, exits
 /// 9); `flaky` (read-only: does that the first time, answers the second);
 /// `big` (`n` bytes of text); `hold` (answered, `released`, only after the
-/// next call is). The environment picks the rest: `TOOLS`
+/// next call is); `shaped` (answers with its argument `result` as the
+/// result). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
 /// `PAGES` makes every page of tools (50 new ones) point to another
 /// (`endless`) or to the same cursor again (`same`),
@@ -50,6 +51,7 @@ tools = [
     {"name": "flaky", "inputSchema": obj, "annotations": {"readOnlyHint": True}},
     {"name": "big", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     {"name": "hold", "inputSchema": obj},
+    {"name": "shaped", "inputSchema": obj},
 ]
 held = []
 if os.environ.get("TOOLS"):
@@ -89,6 +91,9 @@ for line in sys.stdin:
             crash()
         elif name == "flaky":
             text = "second try"
+        elif name == "shaped":
+            send({"jsonrpc": "2.0", "id": mid, "result": m["params"]["arguments"]["result"]})
+            continue
         elif name == "hold":
             held.append(mid)
             continue
@@ -264,6 +269,26 @@ fn a_reply_too_large_to_read_fails_the_call_at_once() {
     assert_eq!(big["result"]["isError"], true, "{big}");
     assert!(big.to_string().contains("reply of more than 16 MiB"), "{big}");
     assert!(serve.finish(Duration::from_secs(10)).success());
+}
+
+/// Regression: a result the SDK's types reject (one block of an unknown
+/// kind, `isError` as a string, no object at all) failed the call with
+/// "Unexpected response type", losing what could be read.
+#[test]
+fn a_result_of_an_odd_shape_keeps_what_can_be_read() {
+    let ws = workspace(&[("raw", "{}")]);
+    let shaped = |result: &str| call(&ws, "mcp__raw__shaped", &format!(r#"{{"result": {result}}}"#)).0;
+    let v = shaped(r#"{"content": [{"type": "text", "text": "kept"}, {"type": "hologram", "n": 1}]}"#);
+    assert_eq!(v["success"], true, "{v}");
+    let out = v["output"].as_str().unwrap();
+    assert!(out.starts_with("kept\n[a `hologram` content block"), "{out}");
+    assert_eq!(v["metadata"]["mcp_server"], "raw", "{v}");
+    let v = shaped(r#"{"content": [{"type": "text", "text": "no"}], "isError": "true"}"#);
+    assert_eq!(v["success"], false, "{v}");
+    assert_eq!(v["error"], "no", "{v}");
+    let v = shaped("null");
+    assert_eq!(v["success"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("not a tool result"), "{v}");
 }
 
 /// A server without the `tools` capability is ready with no tools (it is
