@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value, json};
+use wield_core::schema::InputValidator;
 use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
 
 use super::ServerEntry;
@@ -109,17 +110,36 @@ pub fn tool_names<'a>(
 
 /// Why a tool cannot be offered, if it cannot: MCP tools take an object
 /// of arguments, and wield checks them against the tool's schema, so a
-/// schema that admits no object would make every call fail validation.
+/// schema that admits no object would make every call fail validation, and
+/// one wield cannot compile (an unknown type, a bad `pattern`, a `$ref` to
+/// another document, which wield never fetches) would fail its tool at
+/// registration.
 pub(crate) fn unusable_schema(tool: &rmcp::model::Tool) -> Option<String> {
     let object = |t: &Value| t.as_str() == Some("object");
     match tool.input_schema.get("type") {
-        None => None,
-        Some(t) if object(t) => None,
-        Some(Value::Array(ts)) if ts.iter().any(object) => None,
-        Some(t) => Some(format!(
-            "its input schema has `\"type\": {t}`, but MCP tools take an object of arguments, so no call could pass it"
-        )),
+        None => {}
+        Some(t) if object(t) => {}
+        Some(Value::Array(ts)) if ts.iter().any(object) => {}
+        Some(t) => {
+            return Some(format!(
+                "its input schema has `\"type\": {t}`, but MCP tools take an object of arguments, so no call could pass it"
+            ));
+        }
     }
+    InputValidator::new(&offered_schema(tool))
+        .err()
+        .map(|e| format!("wield cannot use its input schema: {e}"))
+}
+
+/// The input schema wield offers and checks for `tool`: the server's, with
+/// `"type": ["object", "null"]` made `"object"`: wield always sends an
+/// object, and says so, so the schema it offers and the one it checks agree.
+fn offered_schema(tool: &rmcp::model::Tool) -> Value {
+    let mut schema = (*tool.input_schema).clone();
+    if schema.get("type").is_some_and(Value::is_array) {
+        schema.insert("type".into(), Value::String("object".into()));
+    }
+    Value::Object(schema)
 }
 
 fn clean(tool: &str) -> String {
@@ -159,19 +179,19 @@ pub struct McpTool {
     spec: ToolSpec,
     traits: ToolTraits,
     retry_safe: bool,
+    /// The check of the output schema the tool declares, when it declares
+    /// one wield can use.
+    output: Option<InputValidator>,
 }
 
 impl McpTool {
     /// `tool` of `server`, named `name` (from [`tool_names`]).
     pub(crate) fn new(server: Arc<ServerEntry>, tool: rmcp::model::Tool, name: String) -> Self {
-        let mut schema = (*tool.input_schema).clone();
-        // `"type": ["object", "null"]`: wield always sends an object, and
-        // says so, so the schema it offers and the one it checks agree.
-        if schema.get("type").is_some_and(Value::is_array) {
-            schema.insert("type".into(), Value::String("object".into()));
-        }
-        let schema = Value::Object(schema);
-        let mut spec = ToolSpec::new(name, tool.description.as_deref().unwrap_or_default(), schema);
+        let mut spec = ToolSpec::new(
+            name,
+            tool.description.as_deref().unwrap_or_default(),
+            offered_schema(&tool),
+        );
         let title = tool
             .title
             .clone()
@@ -179,8 +199,18 @@ impl McpTool {
         if let Some(t) = title {
             spec = spec.title(t);
         }
+        // Offered only when wield can check results against it: a client
+        // that reads it checks them too, and rejects a result that breaks it.
+        let mut output = None;
         if let Some(schema) = &tool.output_schema {
-            spec = spec.output_schema(Value::Object((**schema).clone()));
+            let schema = Value::Object((**schema).clone());
+            match InputValidator::new(&schema) {
+                Ok(validator) => {
+                    spec = spec.output_schema(schema);
+                    output = Some(validator);
+                }
+                Err(e) => tracing::debug!("MCP tool `{}`: its output schema is not offered: {e}", tool.name),
+            }
         }
         let hints = tool.annotations.as_ref();
         let traits = ToolTraits {
@@ -205,7 +235,32 @@ impl McpTool {
             spec,
             traits,
             retry_safe,
+            output,
         }
+    }
+
+    /// `result`, unless it succeeded without the structured content its
+    /// output schema promises: then a failure that says what is wrong, with
+    /// the text the server sent, since a client that has the schema would
+    /// reject the result whole.
+    fn checked(&self, result: ToolResult) -> ToolResult {
+        let Some(validator) = self.output.as_ref().filter(|_| result.success) else {
+            return result;
+        };
+        let why = match result.metadata.get("structured_content") {
+            None => "it has no structured content".to_owned(),
+            Some(structured) => match validator.validate(structured) {
+                Ok(()) => return result,
+                Err(errors) => format!("its structured content does not match: {}", errors.join("; ")),
+            },
+        };
+        let mut failed = ToolResult::error(format!(
+            "{}\n\nMCP server `{}` declares an output schema for `{}`, but this result breaks it ({why})",
+            result.output, self.server.config.name, self.remote
+        ));
+        failed.metadata = result.metadata;
+        failed.metadata.remove("structured_content");
+        failed
     }
 }
 
@@ -281,7 +336,11 @@ impl Tool for McpTool {
                 }
             };
             let failure = match outcome {
-                Ok(Ok(result)) => return map_result(result).with_meta("mcp_server", server.as_str()),
+                Ok(Ok(result)) => {
+                    return self
+                        .checked(map_result(result))
+                        .with_meta("mcp_server", server.as_str());
+                }
                 Ok(Err(Failure::Service(ServiceError::TransportClosed))) => {
                     // The pipe closing usually comes with the exit: say how
                     // it ended when that is known.

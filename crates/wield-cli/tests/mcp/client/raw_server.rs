@@ -291,6 +291,50 @@ fn a_result_of_an_odd_shape_keeps_what_can_be_read() {
     assert!(v["error"].as_str().unwrap().contains("not a tool result"), "{v}");
 }
 
+/// Regression: a bridged tool's output schema was offered, but results
+/// that broke it were passed on, and a client that checks them (as the
+/// Python SDK does) lost the whole result. Such a result is a failure that
+/// says why and keeps the server's text.
+#[test]
+fn a_result_that_breaks_the_declared_output_schema_fails() {
+    let tools = r#"[{"name": "shaped", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}]"#;
+    let ws = workspace(&[("raw", &format!("{{ TOOLS = '{tools}' }}"))]);
+    let shaped = |result: &str| call(&ws, "mcp__raw__shaped", &format!(r#"{{"result": {result}}}"#)).0;
+    let v = shaped(r#"{"content": [{"type": "text", "text": "one"}], "structuredContent": {"n": 1}}"#);
+    assert_eq!(v["success"], true, "{v}");
+    let v = shaped(r#"{"content": [{"type": "text", "text": "word"}], "structuredContent": {"n": "x"}}"#);
+    assert_eq!(v["success"], false, "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.starts_with("word\n") && e.contains("does not match") && e.contains("integer"),
+        "{e}"
+    );
+    let v = shaped(r#"{"content": [{"type": "text", "text": "none"}]}"#);
+    assert!(
+        v["error"].as_str().unwrap().contains("has no structured content"),
+        "{v}"
+    );
+    // A failure needs none.
+    let v = shaped(r#"{"content": [{"type": "text", "text": "broke"}], "isError": true}"#);
+    assert_eq!(v["error"], "broke", "{v}");
+    // `mcp serve` offers it.
+    let mut serve = crate::support::RawServe::start(&ws);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    serve.reply(Duration::from_secs(20));
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let listed = serve.reply(Duration::from_secs(20));
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__raw__shaped")
+        .unwrap();
+    assert_eq!(tool["outputSchema"]["required"][0], "n", "{tool}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
+}
+
 /// A server without the `tools` capability is ready with no tools (it is
 /// not asked for them); a tool whose schema admits no object is left out,
 /// with why; generated names avoid every name the server lists.
@@ -389,6 +433,8 @@ fn a_tool_that_cannot_be_read_is_left_out_alone() {
         r#"{"name": "schemaless"}"#,
         r#"{"name": 5, "inputSchema": {"type": "object"}}"#,
         r#"{"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}"#,
+        r#"{"name": "odd_type", "inputSchema": {"type": "object", "properties": {"a": {"type": "frobnicate"}}}}"#,
+        r#"{"name": "remote", "inputSchema": {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/s.json"}}}}"#,
     ]
     .join(", ");
     let ws = workspace(&[("odd", &format!("{{ TOOLS = '[{tools}]' }}"))]);
@@ -407,6 +453,15 @@ fn a_tool_that_cannot_be_read_is_left_out_alone() {
         warnings.contains("`research` is left out") && warnings.contains("task"),
         "{warnings}"
     );
+    // Regression: schemas wield cannot compile were counted as tools and
+    // then dropped at registration, with a log line on every run.
+    for tool in ["odd_type", "remote"] {
+        assert!(
+            warnings.contains(&format!("`{tool}` is left out: wield cannot use its input schema")),
+            "{warnings}"
+        );
+    }
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warn"), "{out:?}");
     assert_eq!(call(&ws, "mcp__odd__ok", "{}").0["output"], "called ok");
 }
 
