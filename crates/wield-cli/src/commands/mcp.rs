@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wield_core::Registered;
+use wield_core::approval::printable;
 use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts};
 
 use crate::app::{Runtime, Servers, usage};
@@ -218,11 +219,13 @@ async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
             tools,
             s.transport
         )?;
+        // What a server says (its stderr, its tools' names) is shown,
+        // never obeyed by the terminal.
         if let Some(e) = &s.error {
-            writeln!(out, "{:width$}  error: {e}", "")?;
+            writeln!(out, "{:width$}  error: {}", "", printable(e))?;
         }
         for w in &s.warnings {
-            writeln!(out, "{:width$}  warning: {w}", "")?;
+            writeln!(out, "{:width$}  warning: {}", "", printable(w))?;
         }
     }
     if status.iter().any(|s| s.deferred) {

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
+use wield_core::approval::printable;
 use wield_core::schema::export_tools;
 use wield_core::{ExportFormat, names::closest};
 
@@ -37,7 +38,7 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
                 let width = visible.iter().map(|r| r.tool.spec().name.len()).max().unwrap_or(0);
                 for r in &visible {
                     let s = r.tool.spec();
-                    writeln!(out, "{:width$}  {}", s.name, first_line(&s.description))?;
+                    writeln!(out, "{:width$}  {}", s.name, printable(first_line(&s.description)))?;
                 }
             }
         }
@@ -54,7 +55,9 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
             if r.api_name != s.name {
                 writeln!(out, "API name: {}", r.api_name)?;
             }
-            writeln!(out, "source: {}\n\n{}\n", r.source, s.description)?;
+            // A bridged tool's description is the server's text: shown, never
+            // obeyed by the terminal.
+            writeln!(out, "source: {}\n\n{}\n", r.source, printable(&s.description))?;
             writeln!(
                 out,
                 "input schema:\n{}\n",

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde_json::json;
 use wield_core::Session;
+use wield_core::approval::printable;
 use wield_core::policy::{Stage, Status};
 
 use crate::app::Runtime;
@@ -68,7 +69,7 @@ pub fn print(rt: &Runtime, as_json: bool, out: &mut impl Write) -> anyhow::Resul
     )?;
     // Async sources (MCP servers) that failed: their tools are absent above.
     for w in tools.registry.warnings() {
-        writeln!(out, "warning: source `{}`: {}", w.source, w.message)?;
+        writeln!(out, "warning: source `{}`: {}", w.source, printable(&w.message))?;
     }
     if let Some(block) = policy.deferred_prompt(&session) {
         writeln!(

@@ -360,6 +360,9 @@ impl Tool for McpTool {
                     .with_meta("timed_out", true);
                 }
             };
+            if matches!(failure, Failure::Exited) {
+                link.health.settled().await;
+            }
             let (retry, broken, why) = match &failure {
                 Failure::Exited => (
                     self.retry_safe,
@@ -381,7 +384,7 @@ impl Tool for McpTool {
                     format!(
                         "MCP server `{server}` failed the call to `{}`: {}",
                         self.remote,
-                        super::connect::with_causes(error)
+                        wield_core::approval::printable(&super::connect::with_causes(error))
                     ),
                 ),
             };

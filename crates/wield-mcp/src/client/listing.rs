@@ -7,12 +7,14 @@
 //! cursor the server already sent, and the server fails with that reason.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use rmcp::model::{ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerResult, Tool};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 
 use super::connect::with_causes;
+use super::process::{Health, MAX_MESSAGE};
 
 /// The most pages read from one server's listing.
 pub const MAX_PAGES: usize = 1_000;
@@ -33,13 +35,13 @@ pub struct Listing {
 
 /// Every page of `server`'s `tools/list`, within [`MAX_PAGES`] and
 /// [`MAX_TOOLS`]; a cursor sent twice ends it as an error too.
-pub async fn list_all(peer: &Peer<RoleClient>, server: &str) -> Result<Listing, String> {
+pub async fn list_all(peer: &Peer<RoleClient>, health: &Health, server: &str) -> Result<Listing, String> {
     let mut listing = Listing::default();
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
     for page in 1..=MAX_PAGES {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-        let next_cursor = list_page(peer, server, params, &mut listing).await?;
+        let next_cursor = list_page(peer, health, server, params, &mut listing).await?;
         if listing.tools.len() + listing.unreadable.len() > MAX_TOOLS {
             return Err(format!(
                 "MCP server `{server}` lists more than {MAX_TOOLS} tools (after {page} pages); wield stops reading there \
@@ -71,13 +73,29 @@ pub async fn list_all(peer: &Peer<RoleClient>, server: &str) -> Result<Listing, 
 /// fail to read) arrives as plain JSON and is read tool by tool.
 async fn list_page(
     peer: &Peer<RoleClient>,
+    health: &Health,
     server: &str,
     params: PaginatedRequestParams,
     listing: &mut Listing,
 ) -> Result<Option<String>, String> {
     let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
     let failed = |why: String| format!("MCP server `{server}` failed to list its tools: {why}");
-    match peer.send_request(request).await.map_err(|e| failed(with_causes(&e)))? {
+    let since = health.oversized_count();
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| failed(with_causes(&e)))?;
+    let sent = OnceLock::from(handle.id.to_string());
+    let answer = tokio::select! {
+        answer = handle.await_response() => answer.map_err(|e| failed(with_causes(&e)))?,
+        () = health.oversized_reply(&sent, since) => {
+            return Err(failed(format!(
+                "its answer is more than {} MiB, more than wield reads in one message",
+                MAX_MESSAGE >> 20
+            )));
+        }
+    };
+    match answer {
         ServerResult::ListToolsResult(page) => {
             listing.tools.extend(page.tools);
             Ok(page.next_cursor)

@@ -568,12 +568,32 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let left = entry.config.timeout.saturating_sub(started.elapsed());
     let capture = link.health.capture();
     let listed = tokio::select! {
-        listed = tokio::time::timeout(left, listing::list_all(&link.peer, name)) => match listed {
+        listed = tokio::time::timeout(left, listing::list_all(&link.peer, &link.health, name)) => match listed {
             Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(format!("MCP server `{name}` did not list its tools in time")),
+            Ok(Err(e)) => {
+                // A server that crashed closes its output before wield
+                // sees it exit: its exit status and stderr say more than
+                // the closed connection.
+                if matches!(entry.config.transport, Transport::Stdio { .. }) {
+                    let _ = tokio::time::timeout(Duration::from_millis(200), link.health.settled()).await;
+                }
+                if link.health.has_exited() {
+                    let why = format!("MCP server `{name}` {} while listing its tools", link.health.exit_reason());
+                    entry.forget(&why).await;
+                    return Err(why);
+                }
+                return Err(e);
+            }
+            Err(_) => {
+                return Err(format!(
+                    "MCP server `{name}` did not list its tools within {} (its `timeout`; raise it under \
+                     [mcp.servers.{name}] if the server is slow to answer)",
+                    wield_core::human_duration(entry.config.timeout)
+                ));
+            }
         },
         () = link.health.exited() => {
+            link.health.settled().await;
             let why = format!("MCP server `{name}` {} while listing its tools", link.health.exit_reason());
             entry.forget(&why).await;
             return Err(why);

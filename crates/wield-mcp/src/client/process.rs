@@ -80,6 +80,14 @@ impl Health {
         self.status.get().map(String::as_str)
     }
 
+    /// Resolves once the process has exited and what it wrote to stderr
+    /// has been read, or a moment after its exit if something it started
+    /// keeps stderr open: [`Health::exit_reason`] then says all it can.
+    pub async fn settled(&self) {
+        self.exited().await;
+        let _ = tokio::time::timeout(Duration::from_millis(100), self.stderr.closed()).await;
+    }
+
     /// `exited (exit status: 3)` and what its stderr ended with.
     pub fn exit_reason(&self) -> String {
         let status = self.status().map(|s| format!(" ({s})")).unwrap_or_default();

@@ -24,6 +24,8 @@ const CHUNK: usize = 8 * 1024;
 #[derive(Default)]
 pub struct StderrTail {
     tail: Mutex<Tail>,
+    /// Cancelled when the server's stderr has closed (read to its end).
+    closed: tokio_util::sync::CancellationToken,
 }
 
 impl StderrTail {
@@ -39,7 +41,13 @@ impl StderrTail {
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(&buf[..n]);
             }
+            health.stderr.closed.cancel();
         });
+    }
+
+    /// Resolves once the server's stderr has been read to its end.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
     }
 
     /// `; its stderr ends with: …` with the kept lines, or nothing.
@@ -53,7 +61,12 @@ impl StderrTail {
         if text.is_empty() {
             String::new()
         } else {
-            format!("; its stderr ends with: {}", text.join(" | "))
+            // What a server writes is not wield's to paint the terminal
+            // with: escape sequences and other controls are shown escaped.
+            format!(
+                "; its stderr ends with: {}",
+                wield_core::approval::printable(&text.join(" | "))
+            )
         }
     }
 }

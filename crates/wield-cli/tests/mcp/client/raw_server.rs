@@ -19,6 +19,8 @@ use crate::support::{Ws, python, wield_bin};
 /// next call is); `shaped` (answers with its argument `result` as the
 /// result). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
+/// `LIST` makes `tools/list` exit 7 after a line on stderr (`crash`) or
+/// answer with more than 16 MiB (`huge`),
 /// `PAGES` makes every page of tools (50 new ones) point to another
 /// (`endless`) or to the same cursor again (`same`),
 /// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
@@ -73,6 +75,13 @@ for line in sys.stdin:
         caps = {} if os.environ.get("NO_TOOLS") else {"tools": {}}
         send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
               "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "tools/list" and os.environ.get("LIST") == "crash":
+        sys.stderr.write("\x1b[31mlisting broke\x1b[0m\n")
+        sys.stderr.flush()
+        os._exit(7)
+    elif method == "tools/list" and os.environ.get("LIST") == "huge":
+        huge = [{"name": "ok", "description": "d" * 17000000, "inputSchema": obj}]
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": huge}})
     elif method == "tools/list" and os.environ.get("NO_TOOLS"):
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
     elif method == "tools/list" and os.environ.get("PAGES"):
@@ -429,7 +438,7 @@ fn what_a_server_lists_is_offered_consistently() {
 #[test]
 fn a_tool_that_cannot_be_read_is_left_out_alone() {
     let tools = [
-        r#"{"name": "ok", "inputSchema": {"type": "object"}}"#,
+        r#"{"name": "ok", "description": "Clears\u001b[2J the screen\u202e", "inputSchema": {"type": "object"}}"#,
         r#"{"name": "schemaless"}"#,
         r#"{"name": 5, "inputSchema": {"type": "object"}}"#,
         r#"{"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}"#,
@@ -463,6 +472,38 @@ fn a_tool_that_cannot_be_read_is_left_out_alone() {
     }
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warn"), "{out:?}");
     assert_eq!(call(&ws, "mcp__odd__ok", "{}").0["output"], "called ok");
+    // Its description is shown, never obeyed by the terminal.
+    for args in [&["tools", "list"][..], &["tools", "show", "mcp__odd__ok"]] {
+        let out = ws.wield().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Clears\\u{1b}[2J the screen\\u{202e}"), "{text}");
+        assert!(!out.stdout.contains(&0x1b), "{text}");
+    }
+}
+
+/// Regression: a server that crashed while listing its tools was mostly
+/// reported as "Transport closed", and one whose list was too large to read
+/// as not listing in time, after its whole timeout.
+#[test]
+fn a_listing_that_fails_says_how() {
+    let ws = workspace(&[("crash", "{ LIST = \"crash\" }"), ("huge", "{ LIST = \"huge\" }")]);
+    let start = Instant::now();
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let took = start.elapsed();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let crash = v["servers"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        crash.contains("exited (exit status: 7)") && crash.contains("listing broke") && crash.contains("while listing"),
+        "{v}"
+    );
+    let huge = v["servers"][1]["error"].as_str().unwrap_or_default();
+    assert!(huge.contains("more than 16 MiB"), "{v}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    // The server's escape sequences are shown, not sent to the terminal.
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("\\u{1b}[31mlisting broke"), "{table}");
+    assert!(!out.stdout.contains(&0x1b), "{table}");
 }
 
 /// Regression: a server that always answered with a `nextCursor` had wield
