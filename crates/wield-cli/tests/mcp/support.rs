@@ -223,6 +223,17 @@ impl RawServe {
         Self { child, input, replies }
     }
 
+    /// Started, with the MCP handshake done.
+    pub fn initialized(ws: &Ws) -> Self {
+        let mut serve = Self::start(ws);
+        serve.send(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        );
+        let reply = serve.reply(Duration::from_secs(20));
+        assert!(reply["result"]["serverInfo"].is_object(), "{reply}");
+        serve
+    }
+
     pub fn send(&mut self, line: &str) {
         use std::io::Write;
         let input = self.input.as_mut().unwrap();

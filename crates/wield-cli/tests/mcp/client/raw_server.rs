@@ -257,11 +257,7 @@ fn a_reply_too_large_to_read_fails_the_call_at_once() {
 
     // Regression: every call in flight to the server failed with it; the
     // reply's id says whose it is, and the others go on.
-    let mut serve = crate::support::RawServe::start(&ws);
-    serve.send(
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
-    serve.reply(Duration::from_secs(20));
+    let mut serve = crate::support::RawServe::initialized(&ws);
     serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__raw__hold","arguments":{}}}"#);
     std::thread::sleep(Duration::from_millis(300));
     serve.send(
@@ -327,11 +323,7 @@ fn a_result_that_breaks_the_declared_output_schema_fails() {
     let v = shaped(r#"{"content": [{"type": "text", "text": "broke"}], "isError": true}"#);
     assert_eq!(v["error"], "broke", "{v}");
     // `mcp serve` offers it.
-    let mut serve = crate::support::RawServe::start(&ws);
-    serve.send(
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
-    serve.reply(Duration::from_secs(20));
+    let mut serve = crate::support::RawServe::initialized(&ws);
     serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     let listed = serve.reply(Duration::from_secs(20));
     let tool = listed["result"]["tools"]
@@ -535,11 +527,7 @@ fn a_server_that_pages_without_end_fails_with_the_reason() {
 fn under_mcp_serve_a_left_out_tool_says_why() {
     let tools = r#"{"name": "text_only", "inputSchema": {"type": "string"}}"#;
     let ws = workspace(&[("odd", &format!("{{ TOOLS = '[{tools}]' }}"))]);
-    let mut serve = crate::support::RawServe::start(&ws);
-    serve.send(
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
-    serve.reply(Duration::from_secs(20));
+    let mut serve = crate::support::RawServe::initialized(&ws);
     serve.send(
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__odd__text_only","arguments":{}}}"#,
     );
