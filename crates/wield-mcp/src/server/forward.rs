@@ -84,8 +84,16 @@ impl FrontEnd for ForwardToClient {
             .map_err(|e| failed(server, "sampling", e))
     }
 
-    async fn elicit(&self, server: &str, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+    async fn elicit(&self, server: &str, mut params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
         let client = self.client("elicitation")?;
+        // The user is told who asks: a bridged server, not wield.
+        match &mut params {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                *message = format!("MCP server `{server}` (through wield) asks: {message}");
+            }
+            _ => {}
+        }
         let mode = match &params {
             ElicitRequestParams::UrlElicitationParams { .. } => ElicitationMode::Url,
             _ => ElicitationMode::Form,

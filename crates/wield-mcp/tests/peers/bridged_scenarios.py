@@ -135,7 +135,10 @@ async def bridged_requests(fx: Fixture) -> None:
         expect(not r.is_error and text_of(r) == 'user accept: {"answer": "Ada"}', f"ask_user: {r}")
         r = await call(s, "mcp__peer__ask_model", {"prompt": "six times seven?"})
         expect(not r.is_error and text_of(r) == "model said: forty-two", f"ask_model: {r}")
-        expect(asked == ["Your name?", "six times seven?"], f"asked: {asked}")
+        # The user is told which server asks.
+        expect(
+            asked == ["MCP server `peer` (through wield) asks: Your name?", "six times seven?"], f"asked: {asked}"
+        )
         # A bridged tool's output schema and structured content pass through.
         primes = next(t for t in (await s.list_tools()).tools if t.name == "mcp__peer__primes")
         expect(primes.output_schema is not None and "result" in primes.output_schema.get("properties", {}), f"{primes}")
