@@ -26,6 +26,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// A stop signal arrived before the command could begin (while bridged MCP
+/// servers were starting): wield exits with 130 at once.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
@@ -144,7 +157,13 @@ impl Runtime {
         );
         if !mcp.is_empty() {
             mcp.add_sources(&mut registry, |name| servers.starts(name));
-            for warning in registry.load_sources().await {
+            // A stop signal does not wait for slow servers: their starts
+            // are dropped, which stops their processes.
+            let warnings = tokio::select! {
+                warnings = registry.load_sources() => warnings,
+                () = crate::commands::stop_signal() => return Err(anyhow::Error::new(Interrupted)),
+            };
+            for warning in warnings {
                 tracing::warn!("{}", warning.message);
             }
             crate::tool_set::warn_left_out(&mut registry, &mcp);

@@ -72,6 +72,7 @@ pub fn main() -> ExitCode {
     wield_mcp::client::stop_stragglers(std::time::Duration::from_millis(500));
     match outcome {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<crate::app::Interrupted>().is_some() => ExitCode::from(130),
         Err(e) => {
             eprintln!("error: {e:#}");
             if e.downcast_ref::<UsageError>().is_some() {
@@ -101,6 +102,7 @@ pub async fn stop_signal() {
         _ = term.recv() => {}
         _ = hup.recv() => {}
     }
+    wield_mcp::client::hurry();
 }
 
 fn init_tracing() {

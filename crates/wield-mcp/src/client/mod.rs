@@ -43,7 +43,7 @@ use wield_core::{Registry, ToolRef};
 pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
-pub use process::stop_stragglers;
+pub use process::{hurry, stop_stragglers};
 
 use connect::{Connection, Link, StartError, connect};
 

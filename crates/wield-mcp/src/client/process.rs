@@ -198,6 +198,26 @@ struct Group {
 /// [`stop_stragglers`].
 static LIVE: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 
+/// Set once wield is told to stop (Ctrl-C, SIGTERM, SIGHUP): servers are
+/// stopped with SIGTERM at once rather than first given time to exit on
+/// the end of their input.
+static HURRY: AtomicBool = AtomicBool::new(false);
+
+/// wield is on its way out at a signal: stop servers without the grace
+/// they get for the end of their input.
+pub fn hurry() {
+    HURRY.store(true, Ordering::SeqCst);
+}
+
+/// How long a server has to exit after its stdin closes.
+fn input_grace() -> Duration {
+    if HURRY.load(Ordering::SeqCst) {
+        Duration::ZERO
+    } else {
+        EXIT_GRACE
+    }
+}
+
 impl Group {
     fn new(pgid: Option<Pid>) -> Self {
         if let Some(pgid) = pgid {
@@ -241,7 +261,14 @@ pub fn stop_stragglers(grace: Duration) {
         let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
     }
     let deadline = Instant::now() + grace;
-    let gone = |pgid: Pid| rustix::process::test_kill_process_group(pgid).is_err();
+    // A leader that exited stays a zombie, and its group seems alive,
+    // until it is reaped: nothing else is left to reap it.
+    let gone = |pgid: Pid| {
+        while let Ok(Some(_)) =
+            rustix::process::waitid(WaitId::Pgid(Some(pgid)), WaitIdOptions::EXITED | WaitIdOptions::NOHANG)
+        {}
+        rustix::process::test_kill_process_group(pgid).is_err()
+    };
     while Instant::now() < deadline && !groups.iter().all(|&p| gone(p)) {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -366,7 +393,7 @@ impl ServerProcess {
             return;
         }
         self.close_input();
-        if tokio::time::timeout(EXIT_GRACE, self.health.exited()).await.is_err() {
+        if tokio::time::timeout(input_grace(), self.health.exited()).await.is_err() {
             self.group.signal(Signal::TERM);
             let _ = tokio::time::timeout(EXIT_GRACE, self.health.exited()).await;
         }
@@ -396,7 +423,7 @@ pub fn stop_all(processes: &[&ServerProcess]) {
     for p in &pending {
         p.close_input();
     }
-    let mut alive = wait_blocking(pending.clone(), EXIT_GRACE);
+    let mut alive = wait_blocking(pending.clone(), input_grace());
     if !alive.is_empty() {
         for p in &alive {
             p.group.signal(Signal::TERM);
