@@ -80,7 +80,9 @@ fn human_kb(bytes: usize) -> String {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Save text to `$TMPDIR/wield-output-<id>.txt` and return the path.
+/// Save text to `$TMPDIR/wield-output-<id>.txt` and return the path. The
+/// file is new (never one that was there, nor a link planted in its place)
+/// and readable by its owner alone: it holds what a command printed.
 pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -93,7 +95,15 @@ pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
     let path = std::env::temp_dir().join(format!("wield-output-{id}.txt"));
-    std::fs::write(&path, text)?;
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?
+    };
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
     Ok(path)
 }
 
@@ -284,6 +294,18 @@ fn finish(mut kept: String, first: usize, last: usize, total: usize, max_bytes: 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Regression: saved outputs were readable by every user (0644) in a
+    /// shared temporary directory.
+    #[test]
+    fn a_saved_output_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = save_full_output("secret").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "secret");
+        std::fs::remove_file(path).unwrap();
+    }
 
     fn numbered(n: usize) -> String {
         (1..=n).map(|i| format!("line {i}\n")).collect()

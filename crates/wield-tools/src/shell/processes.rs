@@ -55,8 +55,10 @@ impl Processes {
     fn log_dir(&self) -> Result<&Path, String> {
         self.dir
             .get_or_init(|| {
+                // The logs hold what commands printed: the owner's alone.
                 tempfile::Builder::new()
                     .prefix("wield-processes-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                     .tempdir()
                     .map_err(|e| format!("cannot create a directory for process logs: {e}"))
             })
@@ -562,4 +564,20 @@ fn read_lines(path: &Path, offset: u64, limit: u64, max_bytes: usize) -> std::io
         page.lines += 1;
     }
     Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Regression: the logs' directory was readable by every user.
+    #[test]
+    fn the_logs_are_their_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let processes = Processes::default();
+        let dir = processes.log_dir().unwrap();
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
 }
