@@ -1,5 +1,7 @@
 //! `wield mcp serve` driven by the official Python MCP SDK.
 
+use std::time::Duration;
+
 use crate::support::python_scenarios;
 
 const CORE: &[&str] = &[
@@ -65,7 +67,6 @@ fn raw_stdio_framing_and_large_results() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     use std::sync::mpsc;
-    use std::time::Duration;
 
     let ws = crate::support::Ws::new("");
     // 2,000 lines with everything JSON escapes: quotes, backslashes, tabs,
@@ -268,7 +269,7 @@ fn raw_stdio_framing_and_large_results() {
 #[test]
 fn sigterm_ends_a_stdio_session_with_its_input_open() {
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     let ws = crate::support::Ws::new("");
     let out = std::fs::File::create(ws.ws().join("out.jsonl")).unwrap();
@@ -311,7 +312,7 @@ fn sigterm_ends_a_stdio_session_with_its_input_open() {
 #[test]
 fn a_slow_bridged_server_does_not_hold_up_the_session() {
     use serde_json::json;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     let ws = crate::support::Ws::new("[mcp.servers.stuck]\ncommand = \"sleep\"\nargs = [\"60\"]\ntimeout = \"3s\"\n");
     let started = Instant::now();
@@ -363,4 +364,38 @@ fn a_slow_bridged_server_does_not_hold_up_the_session() {
     assert!(r.to_string().contains("stuck"), "{r}");
     let status = serve.finish(Duration::from_secs(5));
     assert!(status.success(), "{status}");
+}
+
+/// Regression: past `--approval-timeout` the call was refused, but the
+/// form's withdrawal (`notifications/cancelled`) waited for the client to
+/// send something else, so a client's dialog stayed open.
+#[test]
+fn an_unanswered_approval_form_is_withdrawn_when_its_time_runs_out() {
+    let ws = crate::support::Ws::new("[approval]\nconfirm = [\"bash\"]\n");
+    let mut serve = crate::support::RawServe::start_with(&ws, &["--approval-timeout", "1s"]);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    serve.reply(Duration::from_secs(20));
+    serve.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo ran"}}}"#,
+    );
+    let form = serve.next(Duration::from_secs(20));
+    assert_eq!(form["method"], "elicitation/create", "{form}");
+    let mut withdrawn = false;
+    let mut result = None;
+    while !withdrawn || result.is_none() {
+        let m = serve.next(Duration::from_secs(5));
+        if m["method"] == "notifications/cancelled" {
+            assert_eq!(m["params"]["requestId"], form["id"], "{m}");
+            withdrawn = true;
+        } else if m["id"] == 2 {
+            result = Some(m);
+        }
+    }
+    let result = result.unwrap();
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(result.to_string().contains("did not answer"), "{result}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
 }

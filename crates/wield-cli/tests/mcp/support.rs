@@ -199,12 +199,18 @@ pub struct RawServe {
 
 impl RawServe {
     pub fn start(ws: &Ws) -> Self {
+        Self::start_with(ws, &[])
+    }
+
+    /// `wield mcp serve` with `args` after it.
+    pub fn start_with(ws: &Ws, args: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = ws
             .command()
             .arg("-C")
             .arg(ws.ws())
             .args(["mcp", "serve"])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

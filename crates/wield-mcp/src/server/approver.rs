@@ -68,8 +68,8 @@ impl Approver for ClientApprover {
             }
         };
         let tool = &request.tool;
-        // Past the time limit the form is withdrawn (the `Withdraw` guard).
-        let Ok(answered) = tokio::time::timeout(self.timeout, self.elicit(params)).await else {
+        // Past the time limit the form is withdrawn.
+        let Some(answered) = self.elicit(params).await else {
             return ApprovalAnswer::Deny(Some(format!(
                 "denied: the user did not answer the approval request for `{tool}` within {}",
                 wield_core::human_duration(self.timeout)
@@ -110,27 +110,48 @@ impl Approver for ClientApprover {
 
 impl ClientApprover {
     /// `elicitation/create`, withdrawn (`notifications/cancelled`) if the
-    /// call stops waiting for the answer.
-    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ServiceError> {
-        let handle = self
+    /// call stops waiting for the answer (the `Withdraw` guard) or the time
+    /// to answer runs out (then `None`).
+    async fn elicit(&self, params: ElicitRequestParams) -> Option<Result<ElicitResult, ServiceError>> {
+        let handle = match self
             .peer
             .send_cancellable_request(
                 ServerRequest::ElicitRequest(ElicitRequest::new(params)),
                 PeerRequestOptions::no_options(),
             )
-            .await?;
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
         let mut withdraw = Withdraw {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
         };
-        let answer = handle.await_response().await;
-        withdraw.id = None;
-        match answer? {
-            ClientResult::ElicitResult(r) => Ok(r),
-            _ => Err(ServiceError::UnexpectedResponse),
-        }
+        let answer = tokio::time::timeout(self.timeout, handle.await_response()).await;
+        let id = withdraw.id.take();
+        let Ok(answer) = answer else {
+            // Withdrawn here, before the call's result goes out, not by a
+            // task of its own that nothing may run until the client speaks.
+            if let Some(id) = id {
+                let _ = self
+                    .peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(WITHDRAWN.to_owned())))
+                    .await;
+            }
+            return None;
+        };
+        Some(match answer {
+            Ok(ClientResult::ElicitResult(r)) => Ok(r),
+            Ok(_) => Err(ServiceError::UnexpectedResponse),
+            Err(e) => Err(e),
+        })
     }
 }
+
+/// Why an approval form is withdrawn.
+const WITHDRAWN: &str =
+    "the tool call no longer waits for this approval (it was cancelled, or the time to answer ran out)";
 
 /// Withdraws an open elicitation when dropped before its answer came.
 struct Withdraw {
@@ -142,12 +163,9 @@ impl Drop for Withdraw {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             let peer = self.peer.clone();
-            let reason =
-                "the tool call no longer waits for this approval (it was cancelled, or the time to answer ran out)"
-                    .to_owned();
             tokio::spawn(async move {
                 let _ = peer
-                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(WITHDRAWN.to_owned())))
                     .await;
             });
         }
