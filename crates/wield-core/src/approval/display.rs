@@ -67,26 +67,65 @@ fn preview_shows_everything(preview: &str, input: &Value) -> bool {
     })
 }
 
-/// Runs of more spaces or tabs than this are shown as their count, so
-/// padding cannot push the rest of a value past what a form shows.
+/// Runs of more blank or invisible characters than this are shown as
+/// their count, so padding cannot push the rest of a value past what a form
+/// shows.
 const LONGEST_RUN: usize = 16;
 
-/// `text` printable, with each run of blanks longer than [`LONGEST_RUN`]
-/// written `[N blanks]`.
+/// Characters that show nothing, or nothing of their own: whitespace of
+/// every kind (line breaks, no-break and ideographic spaces), the controls
+/// and invisible characters [`printable`] escapes, the Braille blank, and
+/// combining marks (which stack on the character before them).
+fn blank(c: char) -> bool {
+    c.is_whitespace()
+        || needs_escape(c)
+        || matches!(
+            c,
+            '\u{2800}'
+                | '\u{0300}'..='\u{036f}'
+                | '\u{0483}'..='\u{0489}'
+                | '\u{0591}'..='\u{05bd}'
+                | '\u{1ab0}'..='\u{1aff}'
+                | '\u{1dc0}'..='\u{1dff}'
+                | '\u{20d0}'..='\u{20ff}'
+                | '\u{fe20}'..='\u{fe2f}'
+        )
+}
+
+/// `text` printable, with each run of [`blank`] characters longer than
+/// [`LONGEST_RUN`] written as its count: `[N blanks]` for spaces and tabs,
+/// `[N blank or invisible characters]` for any other mix. The line breaks
+/// of a run with a few of them are kept (an indented script stays as it
+/// is), each line's part counted on its own; a run of more than
+/// [`LONGEST_RUN`] line breaks is counted whole.
 fn condensed(text: &str) -> String {
-    let text = printable(text);
     let mut out = String::with_capacity(text.len());
     let mut run = String::new();
-    let flush = |run: &mut String, out: &mut String| {
-        if run.chars().count() > LONGEST_RUN {
-            let _ = write!(out, "[{} blanks]", run.chars().count());
+    let part = |part: &str, out: &mut String| {
+        let n = part.chars().count();
+        if n <= LONGEST_RUN {
+            out.push_str(&printable(part));
+        } else if part.chars().all(|c| c == ' ' || c == '\t') {
+            let _ = write!(out, "[{n} blanks]");
         } else {
-            out.push_str(run);
+            let _ = write!(out, "[{n} blank or invisible characters]");
+        }
+    };
+    let flush = |run: &mut String, out: &mut String| {
+        if run.matches('\n').count() > LONGEST_RUN {
+            part(run, out);
+        } else {
+            for (i, line) in run.split('\n').enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                part(line, out);
+            }
         }
         run.clear();
     };
     for c in text.chars() {
-        if c == ' ' || c == '\t' {
+        if blank(c) {
             run.push(c);
         } else {
             flush(&mut run, &mut out);
@@ -203,6 +242,40 @@ mod tests {
             "{shown}"
         );
         assert!(arguments_text(&json!({"a": "x  y"})).ends_with("a: x  y"));
+    }
+
+    /// Regression: only spaces and tabs were counted; line breaks, no-break
+    /// or ideographic spaces, invisible characters and combining marks
+    /// still pushed the rest of a command out of the form.
+    #[test]
+    fn any_padding_is_counted_not_shown() {
+        for pad in [
+            "\n",
+            "\u{a0}",
+            "\u{3000}",
+            "\u{2800}",
+            "\u{200b}",
+            "\u{2028}",
+            "\u{301}",
+            "\n \u{a0}",
+        ] {
+            let command = format!("echo hi{}; rm -rf ~", pad.repeat(20_000));
+            let r = request("$ echo hi …", json!({ "command": command }), None);
+            let shown = r.shown_detail().unwrap().text().to_owned();
+            assert!(
+                shown.ends_with(" blank or invisible characters]; rm -rf ~") && shown.len() < 200,
+                "{pad:?}: {shown}"
+            );
+        }
+        // An indented script keeps its lines.
+        let script = format!("if x:\n{}y\n\n{}z", " ".repeat(20), " ".repeat(4));
+        assert!(
+            arguments_text(&json!({"a": script})).ends_with("a:\nif x:\n[20 blanks]y\n\n    z"),
+            "{}",
+            arguments_text(&json!({"a": script}))
+        );
+        // A few stay as they are, escaped where they are invisible.
+        assert!(arguments_text(&json!({"a": "x\u{a0}\u{200b}y"})).ends_with("a: x\u{a0}\\u{200b}y"));
     }
 
     #[test]
