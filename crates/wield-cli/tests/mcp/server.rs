@@ -399,3 +399,25 @@ fn an_unanswered_approval_form_is_withdrawn_when_its_time_runs_out() {
     assert!(result.to_string().contains("did not answer"), "{result}");
     assert!(serve.finish(Duration::from_secs(10)).success());
 }
+
+/// Regression: a request that reused the id of one still in flight had one
+/// of the two go unanswered, though it ran. It is refused, saying why; the
+/// id is free again once its request is answered.
+#[test]
+fn a_request_reusing_an_id_in_flight_is_refused() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$standard\", \"bash\"]\n");
+    let mut serve = crate::support::RawServe::initialized(&ws);
+    serve.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 1; echo slow > slow.txt; echo slow"}}}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"1+1"}}}"#);
+    let refused = serve.reply(Duration::from_secs(20));
+    assert_eq!(refused["id"], 7, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused.to_string().contains("already in use"), "{refused}");
+    let slow = serve.reply(Duration::from_secs(20));
+    assert_eq!(slow["id"], 7, "{slow}");
+    assert!(slow.to_string().contains("slow"), "{slow}");
+    serve.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"1+1"}}}"#);
+    let again = serve.reply(Duration::from_secs(20));
+    assert_eq!(again["result"]["content"][0]["text"], "2", "{again}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
+}

@@ -11,15 +11,16 @@
 //! random nonce and must occur exactly once after the previous one's place,
 //! or the message is encoded the plain way.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, PoisonError};
 
-use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::model::{ClientNotification, ContentBlock, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{ErrorData, RoleServer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
@@ -43,6 +44,9 @@ where
     replying: bool,
     /// `initialize` has come: the session's requests may follow.
     initialized: bool,
+    /// The ids of the client's requests not answered yet: a request that
+    /// reuses one is refused (the SDK would answer only one of the two).
+    in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
 }
 
 impl<R, W> Framed<R, W>
@@ -60,6 +64,27 @@ where
             reply: None,
             replying: false,
             initialized: false,
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// Whether `message` is a request whose id another request in flight
+    /// has; a request is in flight from here until its answer is sent.
+    /// A request the client cancels is no longer in flight: it may not be
+    /// answered at all.
+    fn reuses_id(&self, message: &RxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        match message {
+            JsonRpcMessage::Request(request) => (!in_flight.insert(request.id.clone())).then(|| request.id.clone()),
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    in_flight.remove(id);
+                }
+                None
+            }
+            _ => None,
         }
     }
 
@@ -142,6 +167,17 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        }
         let bytes = encode(item);
         let out = Arc::clone(&self.out);
         async move { write_message(&out, &bytes.map_err(io::Error::other)?).await }
@@ -167,10 +203,22 @@ where
             };
             let refused = match parse(line) {
                 Incoming::Message(message) => match lifecycle(&message, self.initialized) {
-                    Lifecycle::Pass => {
-                        self.initialized |= opens_session(&message);
-                        return Some(*message);
-                    }
+                    Lifecycle::Pass => match self.reuses_id(&message) {
+                        None => {
+                            self.initialized |= opens_session(&message);
+                            return Some(*message);
+                        }
+                        Some(id) => Some((
+                            Some(id.clone()),
+                            ErrorData::invalid_request(
+                                format!(
+                                    "request id {id} is already in use by a request that has not been answered \
+                                     yet; give each request in flight an id of its own"
+                                ),
+                                None,
+                            ),
+                        )),
+                    },
                     Lifecycle::Drop => None,
                     Lifecycle::Refuse(id, error) => Some((Some(id), error)),
                 },
