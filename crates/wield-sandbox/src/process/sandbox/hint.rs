@@ -42,7 +42,9 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
         if WRITE_ERRORS.iter().any(|e| line.contains(e)) {
             for candidate in path_candidates(line) {
                 let path = normalize(&cwd.join(&candidate));
-                if let Some(refusal) = plan.write_refusal(&path) {
+                if let Some(refusal) = plan.write_refusal(&path)
+                    && writable_unsandboxed(&path)
+                {
                     add(describe(&path, &refusal, plan));
                     break;
                 }
@@ -54,6 +56,18 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
         }
     }
     hints
+}
+
+/// Whether wield's user could write `path` (or create it and the
+/// directories it needs, when it does not exist) without the sandbox: only
+/// then did the sandbox make the difference. A read of a file the user may
+/// not read (another user's `/proc/PID/environ`) fails with the same words,
+/// and is not the sandbox's doing.
+fn writable_unsandboxed(path: &Path) -> bool {
+    use rustix::fs::{Access, access};
+    path.ancestors()
+        .find(|p| p.symlink_metadata().is_ok())
+        .is_some_and(|existing| access(existing, Access::WRITE_OK).is_ok())
 }
 
 fn describe(path: &Path, refusal: &Refusal, plan: &SandboxPlan) -> String {

@@ -258,12 +258,23 @@ fn hints_name_the_refused_path() {
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(ws.join("src")).unwrap();
     let plan = plan_for(&ws, BackendChoice::Bwrap);
-    let hints = denial_hints("touch: cannot touch '/etc/x': Read-only file system\n", &ws, &plan);
+    let outside = tempfile::tempdir().unwrap();
+    let outside = std::fs::canonicalize(outside.path()).unwrap().join("x");
+    let line = format!("touch: cannot touch '{}': Read-only file system\n", outside.display());
+    let hints = denial_hints(&line, &ws, &plan);
     assert_eq!(hints.len(), 1, "{hints:?}");
     assert!(
-        hints[0].starts_with("write denied by sandbox: /etc/x is outside the write roots"),
+        hints[0].starts_with(&format!(
+            "write denied by sandbox: {} is outside the write roots",
+            outside.display()
+        )),
         "{hints:?}"
     );
+    // Regression: a path wield's user could not write anyway (a read of
+    // another user's file fails with the same words) was blamed on the
+    // sandbox as a denied write.
+    let line = "cat: '/proc/self/no-such-entry/x': Permission denied";
+    assert!(denial_hints(line, &ws, &plan).is_empty());
     let hints = denial_hints("bash: line 1: .wield/config.toml: Permission denied", &ws, &plan);
     assert!(hints[0].contains(".wield/config.toml is inside"), "{hints:?}");
     // A real permission problem inside the roots is not blamed on the sandbox.
