@@ -307,3 +307,31 @@ fn the_helper_refuses_bad_arguments_and_never_runs_unconfined() {
     assert!(!ws.outside.join("x").exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
 }
+
+/// Regression: under bubblewrap (no PID namespace) a command could signal
+/// any process of the user's, wield included; Landlock already scoped
+/// signals. Under both, a command may signal its own processes only.
+#[test]
+fn commands_cannot_signal_processes_outside_the_sandbox() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    let mut outside = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    for backend in BACKENDS {
+        let cmd = format!(
+            "kill -TERM {}; echo outside=$?; sleep 5 & kill $!; echo own=$?",
+            outside.id()
+        );
+        let (_, v) = ws.bash(backend, &cmd);
+        let text = output(&v);
+        assert!(
+            text.contains("outside=1") && text.contains("own=0"),
+            "{backend}: {text}"
+        );
+        assert!(
+            outside.try_wait().unwrap().is_none(),
+            "{backend}: the process outside was killed"
+        );
+    }
+    outside.kill().unwrap();
+    outside.wait().unwrap();
+}

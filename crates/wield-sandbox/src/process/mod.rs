@@ -23,6 +23,7 @@ mod capture;
 mod env;
 mod runner;
 pub mod sandbox;
+mod signal_scope;
 mod tree;
 
 use std::path::PathBuf;

@@ -125,6 +125,7 @@ pub struct Runner {
     stdout_limit: CaptureLimit,
     stderr_limit: CaptureLimit,
     on_output: Option<OutputCallback>,
+    scope_signals: bool,
 }
 
 impl Runner {
@@ -145,7 +146,18 @@ impl Runner {
             stdout_limit: CaptureLimit::default(),
             stderr_limit: CaptureLimit::default(),
             on_output: None,
+            scope_signals: false,
         }
+    }
+
+    /// Keep the command's signals to itself: it may signal its own
+    /// processes only (where the kernel can scope signals, Landlock ABI 6).
+    /// For a command in a sandbox that does not do so itself (bubblewrap);
+    /// a set-user-ID program is never scoped.
+    #[must_use]
+    pub fn scope_signals(mut self, scope: bool) -> Self {
+        self.scope_signals = scope;
+        self
     }
 
     /// The working directory (default: wield's).
@@ -226,6 +238,18 @@ impl Runner {
             .kill_on_drop(true);
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
+        }
+        if self.scope_signals
+            && !super::signal_scope::setuid(program)
+            && let Some(ruleset) = super::signal_scope::ruleset()
+        {
+            // SAFETY: the hook only makes system calls (see `enter`).
+            unsafe {
+                cmd.pre_exec(move || {
+                    super::signal_scope::enter(&ruleset);
+                    Ok(())
+                });
+            }
         }
         Ok(cmd)
     }

@@ -108,6 +108,7 @@ impl Tool for BashTool {
         // printing gigabytes costs neither memory nor a copy.
         let cap = settings.max_output_bytes;
         let mut runner = Runner::new(argv)
+            .scope_signals(svc.scope_signals())
             .cwd(&workdir)
             .env(svc.env())
             .timeout(Some(timeout))

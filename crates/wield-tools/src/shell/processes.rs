@@ -215,7 +215,8 @@ impl Tool for ProcessStartTool {
             Ok(dir) => dir.join(format!("{id}.log")),
             Err(e) => return ToolResult::error(e),
         };
-        let mut bg = match Runner::new(argv).cwd(&workdir).env(svc.env()).spawn_background(&log) {
+        let runner = Runner::new(argv).scope_signals(svc.scope_signals());
+        let mut bg = match runner.cwd(&workdir).env(svc.env()).spawn_background(&log) {
             Ok(b) => b,
             Err(e) => return ToolResult::error(e.to_string()),
         };

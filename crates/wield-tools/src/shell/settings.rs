@@ -332,6 +332,12 @@ impl ShellService {
         matches!(self.plan(), Ok(Some(_)))
     }
 
+    /// Whether commands need their signals scoped by the runner: the
+    /// bubblewrap backend does not scope them itself (Landlock does).
+    pub fn scope_signals(&self) -> bool {
+        matches!(self.plan(), Ok(Some(plan)) if plan.backend() == wield_sandbox::process::Backend::Bwrap)
+    }
+
     /// Whether commands can reach the network: the sandbox is off (or
     /// cannot run) or lets them (`sandbox.network`).
     pub fn reaches_network(&self) -> bool {
