@@ -411,6 +411,9 @@ fn a_streamable_http_server_with_a_token_header() {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["servers"][0]["state"], "failed", "{v}");
+    // Regression: it said to set the header that was set.
+    let why = v["servers"][0]["error"].as_str().unwrap();
+    assert!(why.contains("did not accept the `Authorization` header"), "{why}");
     let _ = server.kill();
     let _ = server.wait();
 }
@@ -679,4 +682,21 @@ fn sigterm_while_a_server_starts_stops_it_too() {
             started.elapsed()
         );
     }
+}
+
+/// A command that is not there says where it was looked for: a path is
+/// relative to the server's `cwd`, a bare name is looked up on PATH.
+#[test]
+fn a_missing_command_says_where_it_was_looked_for() {
+    let ws = Ws::new(
+        "[mcp.servers.rel]\ncommand = \"./not-here.sh\"\n\n[mcp.servers.bare]\ncommand = \"wield-no-such-command\"\n",
+    );
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let why = |i: usize| v["servers"][i]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(why(0).contains("command not found (check `command` and PATH)"), "{v}");
+    assert!(
+        why(1).contains("no such file (a path in `command` is relative to the server's `cwd`"),
+        "{v}"
+    );
 }

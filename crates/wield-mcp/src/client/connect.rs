@@ -310,6 +310,16 @@ async fn unreachable(url: &str, limit: Duration) -> Option<String> {
     tokio::time::timeout(limit, attempt).await.ok().flatten()
 }
 
+/// A web page, not an MCP endpoint, answered: the URL is likely the
+/// server's home rather than its MCP path.
+fn endpoint_hint(why: &str) -> &'static str {
+    if why.contains("Unexpected content type") {
+        " (it did not answer as an MCP server: check that the URL is the server's MCP endpoint, often ending in /mcp)"
+    } else {
+        ""
+    }
+}
+
 /// Start (or reach) the server and complete the MCP handshake within
 /// `limit`. A local server that does not make it is stopped.
 pub async fn connect(
@@ -400,9 +410,17 @@ pub async fn connect(
             let service = match served {
                 Ok(service) => service,
                 Err(e) if e.is_authorization_required() => {
-                    return Err(StartError::Failed(format!(
-                        "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
-                    )));
+                    let sent = headers.keys().any(|h| h.eq_ignore_ascii_case("authorization"));
+                    return Err(StartError::Failed(if sent {
+                        format!(
+                            "{url} refused the connection: it did not accept the `Authorization` header this server's \
+                             `headers` sets (check the token)"
+                        )
+                    } else {
+                        format!(
+                            "{url} refused the connection: it requires authorization (set `headers = {{ Authorization = \"Bearer ...\" }}` for this server)"
+                        )
+                    }));
                 }
                 Err(ClientInitializeError::TransportError { error, .. }) => {
                     let mut why = with_causes(error.error.as_ref());
@@ -410,9 +428,16 @@ pub async fn connect(
                     if let Some(net) = unreachable(url, left).await {
                         why = format!("{net} ({why})");
                     }
-                    return Err(StartError::Failed(format!("cannot reach {url}: {why}")));
+                    let hint = endpoint_hint(&why);
+                    return Err(StartError::Failed(format!("cannot reach {url}: {why}{hint}")));
                 }
-                Err(e) => return Err(StartError::Failed(format!("cannot reach {url}: {}", with_causes(&e)))),
+                Err(e) => {
+                    let why = with_causes(&e);
+                    return Err(StartError::Failed(format!(
+                        "cannot reach {url}: {why}{}",
+                        endpoint_hint(&why)
+                    )));
+                }
             };
             Ok(Connection {
                 service,

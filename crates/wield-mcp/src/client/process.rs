@@ -320,6 +320,11 @@ pub fn spawn(
         // waiting task at exit must not kill the server before that.
         .kill_on_drop(false);
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        // A command with a `/` is a path, relative to the server's `cwd`.
+        io::ErrorKind::NotFound if command.contains('/') => format!(
+            "cannot start `{command}`: no such file (a path in `command` is relative to the server's `cwd`, {})",
+            cwd.display()
+        ),
         io::ErrorKind::NotFound => format!("cannot start `{command}`: command not found (check `command` and PATH)"),
         _ => format!("cannot start `{command}`: {e}"),
     })?;
