@@ -27,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use wield_sandbox::process::{MARKER_VAR, ProcessTree, ensure_subreaper, new_marker};
 
 use super::stderr::StderrTail;
 
@@ -191,12 +192,16 @@ impl Drop for Capture<'_> {
 /// reused while any member lives.
 struct Group {
     pgid: Option<Pid>,
+    /// The group and what left it: a process the server started that made
+    /// a session of its own (`setsid`) still carries the server's marker,
+    /// and wield, a subreaper, is its parent once the server is gone.
+    tree: Option<ProcessTree>,
     killed: Mutex<bool>,
 }
 
-/// The groups of every server started and not killed yet, for
+/// The groups (and trees) of every server started and not killed yet, for
 /// [`stop_stragglers`].
-static LIVE: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
+static LIVE: Mutex<Vec<(Pid, Option<ProcessTree>)>> = Mutex::new(Vec::new());
 
 /// Set once wield is told to stop (Ctrl-C, SIGTERM, SIGHUP): servers are
 /// stopped with SIGTERM at once rather than first given time to exit on
@@ -219,12 +224,18 @@ fn input_grace() -> Duration {
 }
 
 impl Group {
-    fn new(pgid: Option<Pid>) -> Self {
+    fn new(pgid: Option<Pid>, marker: String) -> Self {
+        let tree = pgid
+            .and_then(|p| u32::try_from(p.as_raw_pid()).ok())
+            .map(|leader| ProcessTree::new(leader, marker));
         if let Some(pgid) = pgid {
-            LIVE.lock().unwrap_or_else(PoisonError::into_inner).push(pgid);
+            LIVE.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((pgid, tree.clone()));
         }
         Self {
             pgid,
+            tree,
             killed: Mutex::new(false),
         }
     }
@@ -240,9 +251,12 @@ impl Group {
         let mut killed = self.killed.lock().unwrap_or_else(PoisonError::into_inner);
         if let (false, Some(pgid)) = (*killed, self.pgid) {
             let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            if let Some(tree) = &self.tree {
+                tree.kill_now();
+            }
             LIVE.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .retain(|p| *p != pgid);
+                .retain(|(p, _)| *p != pgid);
         }
         *killed = true;
     }
@@ -257,8 +271,8 @@ pub fn stop_stragglers(grace: Duration) {
     if groups.is_empty() {
         return;
     }
-    for &pgid in &groups {
-        let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
+    for (pgid, _) in &groups {
+        let _ = rustix::process::kill_process_group(*pgid, Signal::TERM);
     }
     let deadline = Instant::now() + grace;
     // A leader that exited stays a zombie, and its group seems alive,
@@ -269,11 +283,14 @@ pub fn stop_stragglers(grace: Duration) {
         {}
         rustix::process::test_kill_process_group(pgid).is_err()
     };
-    while Instant::now() < deadline && !groups.iter().all(|&p| gone(p)) {
+    while Instant::now() < deadline && !groups.iter().all(|(p, _)| gone(*p)) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    for &pgid in &groups {
-        let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+    for (pgid, tree) in &groups {
+        let _ = rustix::process::kill_process_group(*pgid, Signal::KILL);
+        if let Some(tree) = tree {
+            tree.kill_now();
+        }
     }
 }
 
@@ -308,9 +325,14 @@ pub fn spawn(
     cwd: &std::path::Path,
     health: Arc<Health>,
 ) -> Result<Spawned, String> {
+    // What the server starts and leaves behind (a `setsid` child) is
+    // re-parented to wield and known by the marker, so it goes too.
+    ensure_subreaper();
+    let marker = new_marker();
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .envs(env)
+        .env(MARKER_VAR, &marker)
         .current_dir(cwd)
         .process_group(0)
         .stdin(Stdio::piped())
@@ -330,7 +352,7 @@ pub fn spawn(
     })?;
     let pid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
     let pidfd = pid.and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
-    let group = Arc::new(Group::new(pid));
+    let group = Arc::new(Group::new(pid, marker));
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         group.kill();
         return Err(format!("cannot start `{command}`: its stdio could not be set up"));

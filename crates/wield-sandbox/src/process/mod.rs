@@ -36,7 +36,7 @@ pub use sandbox::{
     Backend, BackendChoice, Enabled, Probe, RunGuard, SandboxError, SandboxPlan, SandboxSettings, denial_hints,
     sandbox_exec_main,
 };
-pub use tree::{MARKER_VAR, ensure_subreaper};
+pub use tree::{MARKER_VAR, ProcessTree, ensure_subreaper, new_marker};
 
 /// Why a command could not be run (its own failure is a [`RunOutput`]).
 #[derive(Debug, thiserror::Error)]

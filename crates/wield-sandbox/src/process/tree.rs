@@ -53,8 +53,9 @@ pub fn ensure_subreaper() -> bool {
     )
 }
 
-/// A fresh marker value for one command.
-pub(crate) fn new_marker() -> String {
+/// A fresh marker value for one command (or any process whose whole tree
+/// is to be killed with a [`ProcessTree`]).
+pub fn new_marker() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -84,9 +85,10 @@ impl Member {
 }
 
 /// The process tree of one command: its leader (also its process group)
-/// and everything tagged with its marker.
+/// and everything tagged with its marker (started with [`MARKER_VAR`] set
+/// to it in its environment, wield a subreaper: [`ensure_subreaper`]).
 #[derive(Clone, Debug)]
-pub(crate) struct ProcessTree {
+pub struct ProcessTree {
     leader: i32,
     marker: String,
     /// Members seen so far (pid → start time). A member that left the
@@ -96,7 +98,8 @@ pub(crate) struct ProcessTree {
 }
 
 impl ProcessTree {
-    pub(crate) fn new(leader: u32, marker: String) -> Self {
+    #[must_use]
+    pub fn new(leader: u32, marker: String) -> Self {
         Self {
             leader: i32::try_from(leader).unwrap_or(i32::MAX),
             marker,
@@ -242,7 +245,7 @@ impl ProcessTree {
 
     /// Synchronous last resort (a dropped run): SIGKILL everything once and
     /// reap what can be reaped right away.
-    pub(crate) fn kill_now(&self) {
+    pub fn kill_now(&self) {
         // SIGKILL takes effect asynchronously (later on a loaded machine):
         // poll, for up to two seconds, so the killed orphans can be reaped
         // rather than left as zombies.

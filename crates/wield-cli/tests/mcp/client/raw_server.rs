@@ -26,7 +26,8 @@ use crate::support::{Ws, python, wield_bin};
 /// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
 /// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
 /// and SIGTERM do; both leave a file named after them. It writes its pid to
-/// `server.pid`.
+/// `server.pid`. (`crash` also starts a `sleep` in a session of its own,
+/// its pid in `setsid.pid`.)
 const SERVER: &str = r#"
 import json, os, signal, subprocess, sys, time
 
@@ -66,6 +67,8 @@ def send(m):
 def crash():
     child = subprocess.Popen(["sleep", "300"])
     open("grandchild.pid", "w").write(str(child.pid))
+    away = subprocess.Popen(["sleep", "301"], start_new_session=True, stdout=subprocess.DEVNULL)
+    open("setsid.pid", "w").write(str(away.pid))
     os._exit(9)
 
 for line in sys.stdin:
@@ -172,6 +175,9 @@ fn a_server_that_exits_while_its_child_holds_its_output_fails_the_call_at_once()
     // What it left holding the pipe is stopped with it.
     let pid = std::fs::read_to_string(ws.ws().join("grandchild.pid")).unwrap();
     assert!(gone(&pid), "the crashed server's child {pid} outlived it");
+    // Regression: a child in a session of its own outlived it.
+    let pid = std::fs::read_to_string(ws.ws().join("setsid.pid")).unwrap();
+    assert!(gone(&pid), "the crashed server's setsid child {pid} outlived it");
 
     // A read-only tool is sent again to the restarted server.
     let (v, took) = call(&ws, "mcp__raw__flaky", "{}");
