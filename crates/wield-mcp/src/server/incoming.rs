@@ -112,7 +112,7 @@ pub fn parse(line: &[u8]) -> Incoming {
             request: ClientRequest::CustomRequest(custom),
             ..
         })) if standard_method(&custom.method) => {
-            Incoming::Refuse(Some(id), invalid_params(&custom.method, custom.params.as_ref()))
+            Incoming::Refuse(Some(id), invalid_params(&custom.method, line, custom.params.as_ref()))
         }
         // The SDK would answer with the bare method name as the message.
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
@@ -333,7 +333,7 @@ fn refusal(line: &[u8]) -> Incoming {
     let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
     let request = id.is_some() && field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0");
     let error = match field("method").and_then(serde_json::Value::as_str) {
-        Some(method) if request && standard_method(method) => invalid_params(method, field("params")),
+        Some(method) if request && standard_method(method) => invalid_params(method, line, field("params")),
         Some(method) if request => method_not_found(method),
         _ => ErrorData::invalid_request("Invalid request", None),
     };
@@ -350,12 +350,27 @@ fn method_not_found(method: &str) -> ErrorData {
     )
 }
 
-/// Why the params of a standard method do not fit it.
-fn invalid_params(method: &str, params: Option<&serde_json::Value>) -> ErrorData {
+/// Why the params of a standard method do not fit it (or, for a
+/// notification sent with an `id`, that it is no request). For `tools/call`,
+/// the params are read from the line itself first: what the line says
+/// twice (`"name"` given two times) is lost once it is a JSON value.
+fn invalid_params(method: &str, line: &[u8], params: Option<&serde_json::Value>) -> ErrorData {
+    if method.starts_with("notifications/") {
+        return ErrorData::invalid_request(
+            format!("`{method}` is a notification, not a request: send it without an `id`"),
+            None,
+        );
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[allow(dead_code)]
+        params: CallToolRequestParams,
+    }
     let (why, hint) = if method == "tools/call" {
         let params = params.cloned().unwrap_or(serde_json::Value::Null);
-        let why = serde_json::from_value::<CallToolRequestParams>(params)
+        let why = serde_json::from_slice::<Params>(line)
             .err()
+            .or_else(|| serde_json::from_value::<CallToolRequestParams>(params).err())
             .map_or_else(String::new, |e| format!(": {e}"));
         (
             why,
@@ -613,6 +628,28 @@ mod tests {
                         e.message.contains("this server offers initialize, ping, tools/list"),
                         "{e:?}"
                     );
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        // Regression: a notification sent as a request got `Invalid
+        // params`, and a `name` given twice an error that did not say so.
+        for (line, code, says) in [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"notifications/cancelled","params":{"requestId":1}}"#,
+                -32600,
+                "send it without an `id`",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","name":"b","arguments":{}}}"#,
+                -32602,
+                "duplicate field `name`",
+            ),
+        ] {
+            match parse(line.as_bytes()) {
+                Incoming::Refuse(Some(id), e) => {
+                    assert_eq!((id.to_string(), e.code.0), ("7".to_owned(), code), "{line}");
+                    assert!(e.message.contains(says), "{line}: {e:?}");
                 }
                 other => panic!("{line}: {other:?}"),
             }
