@@ -421,3 +421,44 @@ fn a_request_reusing_an_id_in_flight_is_refused() {
     assert_eq!(again["result"]["content"][0]["text"], "2", "{again}");
     assert!(serve.finish(Duration::from_secs(10)).success());
 }
+
+/// Regression: a client that stopped reading (closed its end of wield's
+/// stdout) but kept wield's stdin open kept the session, and its commands,
+/// alive. The first reply that cannot be written ends it.
+#[test]
+fn a_client_that_stops_reading_ends_the_session() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = crate::support::Ws::new("");
+    let mut serve = ws
+        .command()
+        .arg("-C")
+        .arg(ws.ws())
+        .args(["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = serve.stdin.take().unwrap();
+    let mut output = BufReader::new(serve.stdout.take().unwrap());
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert!(line.contains("serverInfo"), "{line}");
+    drop(output);
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
+    input.flush().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while serve.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wield kept serving a client that stopped reading"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(input);
+}

@@ -23,6 +23,7 @@ use rmcp::transport::Transport;
 use rmcp::{ErrorData, RoleServer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use super::escape::{escaped_capacity, push_json_string};
 use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse};
@@ -47,6 +48,9 @@ where
     /// The ids of the client's requests not answered yet: a request that
     /// reuses one is refused (the SDK would answer only one of the two).
     in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+    /// Cancelled when the client stopped reading (a write found the pipe
+    /// broken): the session ends, though its input may stay open.
+    gone: CancellationToken,
 }
 
 impl<R, W> Framed<R, W>
@@ -65,6 +69,7 @@ where
             replying: false,
             initialized: false,
             in_flight: Arc::default(),
+            gone: CancellationToken::new(),
         }
     }
 
@@ -180,7 +185,16 @@ where
         }
         let bytes = encode(item);
         let out = Arc::clone(&self.out);
-        async move { write_message(&out, &bytes.map_err(io::Error::other)?).await }
+        let gone = self.gone.clone();
+        async move {
+            let written = write_message(&out, &bytes.map_err(io::Error::other)?).await;
+            if let Err(e) = &written
+                && e.kind() == io::ErrorKind::BrokenPipe
+            {
+                gone.cancel();
+            }
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -193,7 +207,14 @@ where
                 tracing::error!("writing to the client: {e}");
                 return None;
             }
-            let line = match self.lines.next().await {
+            let next = tokio::select! {
+                next = self.lines.next() => next,
+                () = self.gone.cancelled() => {
+                    tracing::debug!("the client stopped reading: ending the session");
+                    return None;
+                }
+            };
+            let line = match next {
                 Ok(Some(line)) => line,
                 Ok(None) => return None,
                 Err(e) => {
