@@ -462,3 +462,52 @@ fn a_client_that_stops_reading_ends_the_session() {
     }
     drop(input);
 }
+
+/// Regression: over HTTP a client could open connections and send half a
+/// request (headers or body) and hold them for ever. Headers and a POSTed
+/// body each have 30 s to arrive; then the connection is closed, or the
+/// request refused with `408`.
+#[test]
+fn http_requests_that_never_finish_arriving_are_dropped() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let ws = crate::support::Ws::new("");
+    let mut server = ws
+        .command()
+        .arg("-C")
+        .arg(ws.ws())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("wield exited before serving").unwrap();
+        if let Some(rest) = line.split("serving MCP on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    let start = std::time::Instant::now();
+    let mut headers = std::net::TcpStream::connect(&addr).unwrap();
+    headers.write_all(b"POST /mcp HTTP/1.1\r\nHost: ").unwrap();
+    let mut body = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        body,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    )
+    .unwrap();
+    for stream in [&headers, &body] {
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    }
+    let mut rest = Vec::new();
+    let _ = headers.read_to_end(&mut rest);
+    assert!(start.elapsed() < Duration::from_secs(50), "{:?}", start.elapsed());
+    let mut answer = vec![0; 256];
+    let n = body.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(start.elapsed() < Duration::from_secs(50), "{:?}", start.elapsed());
+    let _ = server.kill();
+    let _ = server.wait();
+}

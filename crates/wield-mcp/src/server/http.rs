@@ -25,6 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
+
+use super::http_serve::BODY_DEADLINE;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -82,7 +84,7 @@ pub fn is_loopback_bind(addr: &SocketAddr) -> bool {
 pub struct HttpServer {
     local_addr: SocketAddr,
     shutdown: CancellationToken,
-    task: JoinHandle<std::io::Result<()>>,
+    task: JoinHandle<()>,
 }
 
 impl HttpServer {
@@ -96,12 +98,10 @@ impl HttpServer {
         self.shutdown.clone()
     }
 
-    /// Run until the shutdown token is cancelled or the listener fails.
+    /// Run until the shutdown token is cancelled (and every connection
+    /// has finished its responses).
     pub async fn wait(self) -> Result<(), McpError> {
-        match self.task.await {
-            Ok(r) => r.map_err(|e| McpError::Transport(e.to_string())),
-            Err(e) => Err(McpError::Transport(e.to_string())),
-        }
+        self.task.await.map_err(|e| McpError::Transport(e.to_string()))
     }
 }
 
@@ -337,12 +337,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     if let Some(token) = token {
         router = router.layer(middleware::from_fn_with_state(Arc::new(token), require_token));
     }
-    let stop = shutdown.clone();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-    });
+    let task = tokio::spawn(super::http_serve::serve(listener, router, shutdown.clone()));
     Ok(HttpServer {
         local_addr,
         shutdown,
@@ -364,12 +359,26 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Payload Too Large: a message may be at most {MAX_BODY} bytes\n"),
-        )
-            .into_response();
+    let read = tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, MAX_BODY)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: a message may be at most {MAX_BODY} bytes\n"),
+            )
+                .into_response();
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "Request Timeout: the body did not arrive within {}s\n",
+                    BODY_DEADLINE.as_secs()
+                ),
+            )
+                .into_response();
+        }
     };
     let refuse = |id: Option<rmcp::model::RequestId>, error: rmcp::ErrorData| {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});

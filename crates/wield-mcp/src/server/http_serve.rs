@@ -1,0 +1,75 @@
+//! Serving the router on a TCP listener, with deadlines for what a client
+//! sends: a request's headers must arrive within [`HEADER_DEADLINE`] and
+//! its body within [`BODY_DEADLINE`], so a client that opens connections
+//! and sends nothing (or half a request) cannot hold them, and wield's
+//! tasks, for ever. Responses have no deadline: a tool call streams its
+//! reply as long as it runs, and a `GET` event stream stays open.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// How long a client has to send a request's headers once it begins (and
+/// an idle keep-alive connection stays open).
+pub const HEADER_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long a client has to send a POSTed body once its headers came.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Accept connections on `listener` and serve `router` on each, until
+/// `stop`; then ask every connection to close once its responses are done,
+/// and return when all have.
+pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
+    let (done, all_done) = tokio::sync::mpsc::channel::<()>(1);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, go on.
+                    tracing::debug!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        let router = router.clone();
+        let stop = stop.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                router.clone().oneshot(request.map(Body::new))
+            });
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_DEADLINE);
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(e) = served {
+                        tracing::trace!("serving a connection: {e}");
+                    }
+                }
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(done);
+        });
+    }
+    drop(done);
+    let mut all_done = all_done;
+    let _ = all_done.recv().await;
+}
