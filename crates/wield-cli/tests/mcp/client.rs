@@ -349,29 +349,10 @@ fn server_everything_progress_roots_and_restart_through_mcp_serve() {
 
 #[test]
 fn a_streamable_http_server_with_a_token_header() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     // Workspace A serves its tools over HTTP behind a token.
     let a = Ws::new("");
     std::fs::write(a.ws().join("a.txt"), "served over http\n").unwrap();
-    let mut server = a
-        .command()
-        .arg("-C")
-        .arg(a.ws())
-        .args(["mcp", "serve", "--http", "127.0.0.1:0", "--token", "tok-123"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("wield exited before serving").unwrap();
-        if let Some(rest) = line.split("serving MCP on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let (mut server, url) = crate::support::serve_http(&a, &["--token", "tok-123"]);
 
     // Workspace B bridges it, the token coming from the environment.
     let b = Ws::new(&format!(

@@ -5,8 +5,7 @@
 //! `crates/wield-mcp/tests/conformance-expected-failures.yml`; the suite
 //! fails on any other failure and on a listed scenario that passes.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::support::{Ws, conformance, node, repo_root, run};
@@ -14,23 +13,7 @@ use crate::support::{Ws, conformance, node, repo_root, run};
 #[test]
 fn conformance_suite_passes_with_the_expected_failures() {
     let ws = Ws::new("");
-    let mut server = ws
-        .command()
-        .args(["-C"])
-        .arg(ws.ws())
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("wield exited before serving").unwrap();
-        if let Some(rest) = line.split("serving MCP on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let (mut server, url) = crate::support::serve_http(&ws, &[]);
 
     let expected = repo_root().join("crates/wield-mcp/tests/conformance-expected-failures.yml");
     let node_dir = node().parent().unwrap().to_path_buf();

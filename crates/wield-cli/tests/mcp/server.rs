@@ -469,25 +469,10 @@ fn a_client_that_stops_reading_ends_the_session() {
 /// request refused with `408`.
 #[test]
 fn http_requests_that_never_finish_arriving_are_dropped() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let ws = crate::support::Ws::new("");
-    let mut server = ws
-        .command()
-        .arg("-C")
-        .arg(ws.ws())
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("wield exited before serving").unwrap();
-        if let Some(rest) = line.split("serving MCP on http://").nth(1) {
-            break rest.split('/').next().unwrap().to_owned();
-        }
-    };
+    let (mut server, url) = crate::support::serve_http(&ws, &[]);
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
     let start = std::time::Instant::now();
     let mut headers = std::net::TcpStream::connect(&addr).unwrap();
     headers.write_all(b"POST /mcp HTTP/1.1\r\nHost: ").unwrap();

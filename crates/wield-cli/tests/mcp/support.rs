@@ -302,3 +302,30 @@ pub fn listed_tools(ws: &Ws, prefix: &str) -> (String, Vec<String>) {
         .collect();
     (list, names)
 }
+
+/// `wield mcp serve --http 127.0.0.1:0` in `ws` with `args` after it, and
+/// the URL it serves (`http://127.0.0.1:PORT/mcp`), once it says so.
+pub fn serve_http(ws: &Ws, args: &[&str]) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut server = ws
+        .command()
+        .arg("-C")
+        .arg(ws.ws())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("wield exited before serving").unwrap();
+        if let Some(rest) = line.split("serving MCP on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    // The rest of its stderr is read (and dropped), so it never blocks.
+    std::thread::spawn(move || for _ in lines {});
+    (server, url)
+}
