@@ -419,6 +419,25 @@ fn a_request_reusing_an_id_in_flight_is_refused() {
     serve.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"1+1"}}}"#);
     let again = serve.reply(Duration::from_secs(20));
     assert_eq!(again["result"]["content"][0]["text"], "2", "{again}");
+    // Regression: an id reused right after its request was cancelled got
+    // the cancelled call's answer, and the new call was lost. A cancelled
+    // request is not answered (as MCP says), so its id stays taken.
+    serve.send(
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 30"}}}"#,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    serve.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"2+2"}}}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"3+3"}}}"#);
+    let refused = serve.reply(Duration::from_secs(20));
+    assert_eq!(
+        (refused["id"].clone(), refused["error"]["code"].clone()),
+        (8.into(), (-32600).into()),
+        "{refused}"
+    );
+    let next = serve.reply(Duration::from_secs(20));
+    assert_eq!(next["id"], 9, "{next}");
+    assert_eq!(next["result"]["content"][0]["text"], "6", "{next}");
     assert!(serve.finish(Duration::from_secs(10)).success());
 }
 
@@ -463,8 +482,8 @@ fn a_client_that_stops_reading_ends_the_session() {
     drop(input);
 }
 
-/// Regression: over HTTP a client could open connections and send half a
-/// request (headers or body) and hold them for ever. Headers and a POSTed
+/// Regression: over HTTP a client could open connections and send nothing,
+/// or half a request (headers or body), and hold them for ever. Headers and a POSTed
 /// body each have 30 s to arrive; then the connection is closed, or the
 /// request refused with `408`.
 #[test]
@@ -474,6 +493,8 @@ fn http_requests_that_never_finish_arriving_are_dropped() {
     let (mut server, url) = crate::support::serve_http(&ws, &[]);
     let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
     let start = std::time::Instant::now();
+    // Regression: a connection that sent nothing at all was never closed.
+    let mut silent = std::net::TcpStream::connect(&addr).unwrap();
     let mut headers = std::net::TcpStream::connect(&addr).unwrap();
     headers.write_all(b"POST /mcp HTTP/1.1\r\nHost: ").unwrap();
     let mut body = std::net::TcpStream::connect(&addr).unwrap();
@@ -482,11 +503,13 @@ fn http_requests_that_never_finish_arriving_are_dropped() {
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
     )
     .unwrap();
-    for stream in [&headers, &body] {
+    for stream in [&silent, &headers, &body] {
         stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     }
     let mut rest = Vec::new();
     let _ = headers.read_to_end(&mut rest);
+    assert!(start.elapsed() < Duration::from_secs(50), "{:?}", start.elapsed());
+    let _ = silent.read_to_end(&mut rest);
     assert!(start.elapsed() < Duration::from_secs(50), "{:?}", start.elapsed());
     let mut answer = vec![0; 256];
     let n = body.read(&mut answer).unwrap();

@@ -17,7 +17,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::sync::{Arc, LazyLock, PoisonError};
 
-use rmcp::model::{ClientNotification, ContentBlock, JsonRpcMessage, RequestId, ServerResult};
+use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{ErrorData, RoleServer};
@@ -75,22 +75,14 @@ where
 
     /// Whether `message` is a request whose id another request in flight
     /// has; a request is in flight from here until its answer is sent.
-    /// A request the client cancels is no longer in flight: it may not be
-    /// answered at all.
+    /// A request the client cancels stays in flight until its (cancelled)
+    /// answer goes out: the SDK would take that answer for a new request's.
     fn reuses_id(&self, message: &RxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
         let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-        match message {
-            JsonRpcMessage::Request(request) => (!in_flight.insert(request.id.clone())).then(|| request.id.clone()),
-            JsonRpcMessage::Notification(n) => {
-                if let ClientNotification::CancelledNotification(c) = &n.notification
-                    && let Some(id) = &c.params.request_id
-                {
-                    in_flight.remove(id);
-                }
-                None
-            }
-            _ => None,
-        }
+        (!in_flight.insert(request.id.clone())).then(|| request.id.clone())
     }
 
     /// Write the error reply to an invalid request, if one is due. Cancel-safe: the

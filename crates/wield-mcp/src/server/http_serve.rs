@@ -10,22 +10,26 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-/// How long a client has to send a request's headers once it begins (and
-/// an idle keep-alive connection stays open).
+/// How long a client has to send a request's headers, from the start of
+/// the connection or the end of the last response (so also how long an idle
+/// keep-alive connection stays open).
 pub const HEADER_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How long a client has to send a POSTed body once its headers came.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
+/// How long a connection has to finish once the server stops.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
 /// Accept connections on `listener` and serve `router` on each, until
 /// `stop`; then ask every connection to close once its responses are done,
-/// and return when all have.
+/// and return when all have (or [`SHUTDOWN_GRACE`] has passed).
 pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
     let (done, all_done) = tokio::sync::mpsc::channel::<()>(1);
     loop {
@@ -48,12 +52,15 @@ pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToke
             let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 router.clone().oneshot(request.map(Body::new))
             });
-            let mut builder = Builder::new(TokioExecutor::new());
-            builder
-                .http1()
+            // HTTP/1 only (what MCP clients speak): a server that also
+            // took HTTP/2 would first read to tell the two apart, and that
+            // read has no deadline, so a connection sending nothing would
+            // stay open; here the deadline runs from the connection's start.
+            let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_DEADLINE);
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                .header_read_timeout(HEADER_DEADLINE)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             tokio::pin!(connection);
             tokio::select! {
                 served = connection.as_mut() => {
@@ -62,8 +69,10 @@ pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToke
                     }
                 }
                 () = stop.cancelled() => {
+                    // Responses under way end as their sessions close; a
+                    // request still arriving is not waited for long.
                     connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
                 }
             }
             drop(done);

@@ -328,10 +328,33 @@ pub fn repair_lone_surrogates(line: &[u8]) -> Option<Vec<u8>> {
 /// when its method is a standard one (`"params": [...]`) and `Method not
 /// found` otherwise; else `Invalid Request`.
 fn refusal(line: &[u8]) -> Incoming {
+    /// The members of a message, to find one given twice (which a JSON
+    /// value would keep only once).
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Members {
+        jsonrpc: Option<serde::de::IgnoredAny>,
+        id: Option<serde::de::IgnoredAny>,
+        method: Option<serde::de::IgnoredAny>,
+        params: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
     let value = serde_json::from_slice::<serde_json::Value>(line).ok();
     let field = |k: &str| value.as_ref().and_then(|v| v.get(k));
     let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
     let request = id.is_some() && field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0");
+    if let Err(e) = serde_json::from_slice::<Members>(line)
+        && e.to_string().starts_with("duplicate field")
+    {
+        // To the id, unless the id is what was given twice.
+        let id = if e.to_string().starts_with("duplicate field `id`") {
+            None
+        } else {
+            id
+        };
+        return Incoming::Refuse(id, ErrorData::invalid_request(format!("Invalid request: {e}"), None));
+    }
     let error = match field("method").and_then(serde_json::Value::as_str) {
         Some(method) if request && standard_method(method) => invalid_params(method, line, field("params")),
         Some(method) if request => method_not_found(method),
@@ -633,7 +656,7 @@ mod tests {
             }
         }
         // Regression: a notification sent as a request got `Invalid
-        // params`, and a `name` given twice an error that did not say so.
+        // params`, and a member given twice an error that did not say so.
         for (line, code, says) in [
             (
                 r#"{"jsonrpc":"2.0","id":7,"method":"notifications/cancelled","params":{"requestId":1}}"#,
@@ -645,6 +668,11 @@ mod tests {
                 -32602,
                 "duplicate field `name`",
             ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/list"}"#,
+                -32600,
+                "duplicate field `method`",
+            ),
         ] {
             match parse(line.as_bytes()) {
                 Incoming::Refuse(Some(id), e) => {
@@ -653,6 +681,11 @@ mod tests {
                 }
                 other => panic!("{line}: {other:?}"),
             }
+        }
+        let line = r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"ping"}"#;
+        match parse(line.as_bytes()) {
+            Incoming::Refuse(None, e) => assert!(e.message.contains("duplicate field `id`"), "{e:?}"),
+            other => panic!("{line}: {other:?}"),
         }
     }
 
