@@ -519,3 +519,33 @@ fn http_requests_that_never_finish_arriving_are_dropped() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// Regression: at the end of its input a stdio session waited 5 s (the
+/// SDK's wait for replies under way) with its commands still running. The
+/// end of input stops the session's calls at once.
+#[test]
+fn the_end_of_input_stops_calls_at_once() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$standard\", \"bash\"]\n");
+    let mut serve = crate::support::RawServe::initialized(&ws);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo $$ > long.pid; exec sleep 30"}}}"#);
+    let pid_file = ws.ws().join("long.pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let started = std::time::Instant::now();
+    assert!(serve.finish(Duration::from_secs(10)).success());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "wield took {:?} to end",
+        started.elapsed()
+    );
+    let proc = std::path::Path::new("/proc").join(pid.trim());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while proc.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!proc.exists(), "the command {} outlived the session", pid.trim());
+}

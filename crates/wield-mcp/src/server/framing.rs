@@ -51,6 +51,8 @@ where
     /// Cancelled when the client stopped reading (a write found the pipe
     /// broken): the session ends, though its input may stay open.
     gone: CancellationToken,
+    /// Cancelled when nothing more will be received.
+    ended: CancellationToken,
 }
 
 impl<R, W> Framed<R, W>
@@ -70,7 +72,16 @@ where
             initialized: false,
             in_flight: Arc::default(),
             gone: CancellationToken::new(),
+            ended: CancellationToken::new(),
         }
+    }
+
+    /// Cancel `ended` when the session's input ends (or the client stops
+    /// reading).
+    #[must_use]
+    pub fn ending(mut self, ended: CancellationToken) -> Self {
+        self.ended = ended;
+        self
     }
 
     /// Whether `message` is a request whose id another request in flight
@@ -190,6 +201,30 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let received = self.receive_one().await;
+        if received.is_none() {
+            self.ended.cancel();
+        }
+        received
+    }
+
+    async fn close(&mut self) -> Result<(), io::Error> {
+        if self.reply.is_some() || self.replying {
+            self.write_reply().await?;
+        }
+        let mut out = self.out.lock().await;
+        out.drain().await?;
+        out.w.shutdown().await
+    }
+}
+
+impl<R, W> Framed<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// The next message; `None` when no more will come.
+    async fn receive_one(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             // As the SDK's transport does: a reply to an invalid request is
             // written before anything more is read.
@@ -255,15 +290,6 @@ where
                 }
             }
         }
-    }
-
-    async fn close(&mut self) -> Result<(), io::Error> {
-        if self.reply.is_some() || self.replying {
-            self.write_reply().await?;
-        }
-        let mut out = self.out.lock().await;
-        out.drain().await?;
-        out.w.shutdown().await
     }
 }
 

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
 use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
 pub use approver::{APPROVAL_TIMEOUT, ClientApprover, headless_message};
@@ -312,9 +313,13 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
+        // The end of the input (or a client that stops reading) ends the
+        // session's calls at once, not after the SDK's wait for them.
+        let ended = CancellationToken::new();
         let running = self
             .session()
-            .serve(framing::Framed::new(reader, writer))
+            .with_end(ended.clone())
+            .serve(framing::Framed::new(reader, writer).ending(ended))
             .await
             .map_err(|e| McpError::Start(e.to_string()))?;
         if let Some(forward) = &self.inner.forward {

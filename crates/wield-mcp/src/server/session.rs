@@ -76,6 +76,9 @@ pub struct SessionHandler {
     _slot: Option<SessionSlot>,
     /// Over HTTP: the sessions' activity, which says when this one ended.
     activities: Option<Arc<Activities>>,
+    /// Over stdio: cancelled when the client's input ends (or it stops
+    /// reading).
+    ended: Option<CancellationToken>,
     /// The least severe `notifications/message` level the client wants.
     log_level: std::sync::atomic::AtomicU8,
 }
@@ -90,6 +93,7 @@ impl SessionHandler {
             calls: AtomicU64::new(0),
             _slot: None,
             activities: None,
+            ended: None,
             log_level: std::sync::atomic::AtomicU8::new(severity(LoggingLevel::Warning)),
         }
     }
@@ -104,10 +108,19 @@ impl SessionHandler {
         self
     }
 
-    /// Over HTTP, what is cancelled when the session of this request ends
-    /// (`DELETE`, idleness): its calls stop at once, rather than after the
-    /// SDK's wait for the replies under way.
+    pub(crate) fn with_end(mut self, ended: CancellationToken) -> Self {
+        self.ended = Some(ended);
+        self
+    }
+
+    /// What is cancelled when the session of this request ends (over
+    /// stdio, the end of the client's input; over HTTP, `DELETE` or
+    /// idleness): its calls stop at once, rather than after the SDK's wait
+    /// for the replies under way.
     fn session_end(&self, context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+        if let Some(ended) = &self.ended {
+            return Some(ended.clone());
+        }
         let activities = self.activities.as_ref()?;
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
         let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
