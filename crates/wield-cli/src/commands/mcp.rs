@@ -68,11 +68,15 @@ async fn serve(
     poll: std::time::Duration,
     approval_timeout: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
-    // Over stdio there is one client: the servers wield bridges may ask it
-    // for completions and for its user's input. Over HTTP, with many
-    // clients, such requests are refused.
+    // The servers wield bridges may ask the client for completions and for
+    // its user's input. Over stdio there is one client; over HTTP, the
+    // request goes to the session whose call the server is working on.
     let forward = http.is_none().then(|| Arc::new(ForwardToClient::new()));
-    let front = forward.clone().map(|f| f as Arc<dyn wield_mcp::client::FrontEnd>);
+    let front: Arc<dyn wield_mcp::client::FrontEnd> = match &forward {
+        Some(f) => f.clone(),
+        None => Arc::new(wield_mcp::client::RouteToCallers::new()),
+    };
+    let front = Some(front);
     // Bridged servers start in the background, below: the client gets its
     // answers at once, and each server's tools when it is up.
     let rt = Runtime::load_with_front_end(global, front, Servers::None).await?;

@@ -33,6 +33,13 @@ fn bridged_servers_ask_the_stdio_client() {
     python_scenarios("stdio", &["bridged_requests"]);
 }
 
+/// Over HTTP (many clients), they reach the client whose call the server
+/// is working on. (Regression: they were always refused.)
+#[test]
+fn bridged_servers_ask_the_http_client_that_called() {
+    python_scenarios("http", &["bridged_requests"]);
+}
+
 /// Bridged servers that change their tools, or come up after a failed
 /// start, change what the client lists (with list_changed), over either
 /// transport.

@@ -289,6 +289,13 @@ impl Tool for McpTool {
             }
         };
         let limit = ctx.timeout;
+        // Under a front-end of many sessions, what the server asks while
+        // this call runs goes to this call's session.
+        let front = self.server.front.as_ref().and_then(|f| f.routes());
+        let session = ctx.session.get_extension::<super::SessionFrontEnd>();
+        let _routed = front
+            .zip(session)
+            .map(|(routes, own)| routes.begin(server, Arc::clone(&own.0)));
         // A call that could not be sent (the server died since its last
         // use and the connection has not noticed yet) is retried once on a
         // restarted server; one that may have reached the server is

@@ -58,6 +58,12 @@ pub trait FrontEnd: Send + Sync {
         let _ = (server, params);
         Err(no_elicitation())
     }
+
+    /// For a front-end that serves many sessions: where each call
+    /// registers its session's own front-end while it runs.
+    fn routes(&self) -> Option<&super::callers::RouteToCallers> {
+        None
+    }
 }
 
 fn no_sampling() -> ErrorData {

@@ -26,6 +26,7 @@
 //! that answers them.
 
 mod bridge;
+mod callers;
 mod config;
 mod connect;
 mod listing;
@@ -41,6 +42,7 @@ use serde::Serialize;
 use wield_core::{Registry, ToolRef};
 
 pub use bridge::{McpTool, map_result, tool_name, tool_names};
+pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
 pub use process::{hurry, stop_stragglers};

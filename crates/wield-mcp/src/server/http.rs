@@ -315,7 +315,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         Ok(server
             .session()
             .with_slot(SessionSlot(Arc::clone(&open)))
-            .with_activities(Arc::clone(&ended)))
+            .with_activities(Arc::clone(&ended))
+            .with_own_front_end())
     };
     let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
     spawn_reaper(

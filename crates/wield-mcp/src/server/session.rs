@@ -79,6 +79,9 @@ pub struct SessionHandler {
     /// Over stdio: cancelled when the client's input ends (or it stops
     /// reading).
     ended: Option<CancellationToken>,
+    /// Over HTTP: this session's client as the front-end of the bridged
+    /// servers its calls reach (see `RouteToCallers`).
+    own_front: Option<Arc<super::ForwardToClient>>,
     /// The least severe `notifications/message` level the client wants.
     log_level: std::sync::atomic::AtomicU8,
 }
@@ -94,6 +97,7 @@ impl SessionHandler {
             _slot: None,
             activities: None,
             ended: None,
+            own_front: None,
             log_level: std::sync::atomic::AtomicU8::new(severity(LoggingLevel::Warning)),
         }
     }
@@ -105,6 +109,16 @@ impl SessionHandler {
 
     pub(crate) fn with_activities(mut self, activities: Arc<Activities>) -> Self {
         self.activities = Some(activities);
+        self
+    }
+
+    /// Let bridged servers ask this session's client (sampling,
+    /// elicitation) while its calls to them run.
+    pub(crate) fn with_own_front_end(mut self) -> Self {
+        let front = Arc::new(super::ForwardToClient::new());
+        let shared: Arc<dyn crate::client::FrontEnd> = front.clone();
+        self.session.extension(|| crate::client::SessionFrontEnd(shared));
+        self.own_front = Some(front);
         self
     }
 
@@ -307,6 +321,9 @@ impl ServerHandler for SessionHandler {
         let call_id = format!("{}-{n}", self.session.id());
         let input = Value::Object(request.arguments.unwrap_or_default());
         let loaded_before = self.session.loaded_tools().len();
+        if let Some(front) = &self.own_front {
+            front.connect(context.peer.clone());
+        }
 
         let progress = context
             .meta

@@ -112,7 +112,8 @@ async def everything_restart(fx: Fixture) -> None:
 
 
 async def bridged_requests(fx: Fixture) -> None:
-    """Over stdio, a bridged server's sampling and elicitation reach this client."""
+    """A bridged server's sampling and elicitation reach this client (over
+    stdio, the one client; over HTTP, the client whose call it handles)."""
     peer = Path(__file__).resolve().parent / "server.py"
     fx.config(
         f'[mcp.servers.peer]\ncommand = "{sys.executable}"\nargs = ["{peer}"]\ntimeout = "30s"\n'
