@@ -556,3 +556,28 @@ fn the_end_of_input_stops_calls_at_once() {
     }
     assert!(!proc.exists(), "the command {} outlived the session", pid.trim());
 }
+
+/// A client that accepts anything (`Accept: */*`) is served, not refused
+/// with 406 for not naming both kinds of answer.
+#[test]
+fn http_accepts_a_client_that_accepts_anything() {
+    use std::io::{Read, Write};
+    let ws = crate::support::Ws::new("");
+    let (mut server, url) = crate::support::serve_http(&ws, &[]);
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: */*\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("serverInfo"), "{answer}");
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -332,6 +332,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .route_service("/mcp", service)
         .layer(middleware::from_fn(json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
+        .layer(middleware::from_fn(accept_wildcards))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
         .layer(middleware::from_fn_with_state(guard, host_guard));
@@ -454,6 +455,29 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
+}
+
+/// A client that accepts anything (`Accept: */*`, as generic HTTP clients
+/// send) accepts what MCP answers with: the SDK wants both kinds named, and
+/// would refuse it with 406.
+async fn accept_wildcards(mut request: Request, next: Next) -> Response {
+    let wildcard = request
+        .headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|kind| {
+            let kind = kind.split(';').next().unwrap_or_default().trim();
+            kind == "*/*"
+        });
+    if wildcard {
+        request.headers_mut().insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+    }
+    next.run(request).await
 }
 
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the
