@@ -434,3 +434,14 @@ async fn custom_resolvers_slot_into_the_chain() {
         .await;
     assert_eq!(r.error.as_deref(), Some("denied by policy: frontmatter says no"));
 }
+
+#[test]
+fn durations_read_as_a_person_would_never_as_zero_milliseconds() {
+    use wield_core::human_duration;
+    assert_eq!(human_duration(Duration::from_secs(2)), "2s");
+    assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+    assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+    assert_eq!(human_duration(Duration::from_micros(300)), "300µs");
+    assert_eq!(human_duration(Duration::from_nanos(40)), "40ns");
+    assert_eq!(human_duration(Duration::ZERO), "0µs");
+}

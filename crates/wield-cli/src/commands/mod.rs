@@ -11,6 +11,7 @@ mod tools_debug;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tokio_util::sync::CancellationToken;
 
 use crate::app::UsageError;
 use crate::cli::{Cli, Command};
@@ -50,6 +51,7 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
+        let stop = stop_token();
         let run = run(cli);
         tokio::pin!(run);
         tokio::select! {
@@ -58,7 +60,7 @@ pub fn main() -> ExitCode {
             // `call` and `mcp serve` answer the signal themselves and return
             // at once; anything else (starting bridged servers, say) stops
             // here.
-            () = stop_signal() => match tokio::time::timeout(std::time::Duration::from_secs(2), &mut run).await {
+            () = stop.cancelled() => match tokio::time::timeout(std::time::Duration::from_secs(2), &mut run).await {
                 Ok(outcome) => outcome,
                 Err(_) => Ok(ExitCode::from(130)),
             },
@@ -87,22 +89,40 @@ pub fn main() -> ExitCode {
 /// SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal closed): a command
 /// stops what it does and returns, so everything it started (bridged MCP
 /// servers with their process groups, commands) is stopped on the way out.
-/// Never resolves if no handler can be installed.
+/// Resolves at once once one has come; never resolves if no handler can be
+/// installed.
 pub async fn stop_signal() {
+    stop_token().cancelled().await;
+}
+
+/// Cancelled at the first stop signal. The handlers are installed by the
+/// first call, which [`main`] makes before the command starts anything, so
+/// a signal that comes while, say, bridged servers start is never taken by
+/// its default action (which would end wield and leave them running).
+fn stop_token() -> CancellationToken {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-        _ = hup.recv() => {}
-    }
-    wield_mcp::client::hurry();
+    static STOP: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
+    STOP.get_or_init(|| {
+        let token = CancellationToken::new();
+        if let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            let stop = token.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+                wield_mcp::client::hurry();
+                stop.cancel();
+            });
+        }
+        token
+    })
+    .clone()
 }
 
 fn init_tracing() {

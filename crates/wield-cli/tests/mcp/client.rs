@@ -399,6 +399,59 @@ fn a_streamable_http_server_with_a_token_header() {
     let _ = server.wait();
 }
 
+/// A `url` that redirects in a way wield does not follow (a 302, which
+/// would turn the POST into a GET; a 307 to another port, which would hand
+/// it the session and headers) fails the start with where it leads and the
+/// `url` to set instead.
+#[test]
+fn a_redirecting_url_says_where_it_leads() {
+    const REDIRECTOR: &str = "import http.server, sys\n\
+        class H(http.server.BaseHTTPRequestHandler):\n\
+        \x20   def do_POST(self):\n\
+        \x20       code, to = (302, '/mcp/') if self.path == '/mcp' else (307, 'http://127.0.0.1:9/mcp')\n\
+        \x20       self.send_response(code); self.send_header('Location', to)\n\
+        \x20       self.send_header('Content-Length', '0'); self.end_headers()\n\
+        \x20   do_GET = do_POST\n\
+        \x20   def log_message(self, *a): pass\n\
+        s = http.server.HTTPServer(('127.0.0.1', 0), H)\n\
+        print(s.server_address[1], flush=True)\n\
+        s.serve_forever()\n";
+    let mut redirector = Command::new(python())
+        .args(["-c", REDIRECTOR])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(redirector.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let port = port.trim();
+    let ws = Ws::new(&format!(
+        "[mcp.servers.found]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"10s\"\n\n\
+         [mcp.servers.moved]\nurl = \"http://127.0.0.1:{port}/old\"\ntimeout = \"10s\"\n"
+    ));
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let _ = redirector.kill();
+    let _ = redirector.wait();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = v["servers"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        found.contains(&format!(
+            "it redirects to http://127.0.0.1:{port}/mcp/ (HTTP 302 Found), and wield follows only"
+        )) && found.contains(&format!("set `url = \"http://127.0.0.1:{port}/mcp/\"`")),
+        "{v}"
+    );
+    let moved = v["servers"][1]["error"].as_str().unwrap_or_default();
+    assert!(
+        moved.contains(
+            "it redirects to http://127.0.0.1:9/mcp (HTTP 307 Temporary Redirect), which is another host or port"
+        ) && moved.contains("set `url = \"http://127.0.0.1:9/mcp\"`"),
+        "{v}"
+    );
+}
+
 /// A server on the official Python SDK (`tests/peers/server.py` of
 /// wield-mcp), started from a relative script path in its configured `cwd`
 /// with its configured `env`: its working directory and environment, its

@@ -230,6 +230,21 @@ fn raw_stdio_framing_and_large_results() {
         (&json!("x"), &json!(-32601)),
         "{err}"
     );
+    // An id the server cannot hold (past i64, a fraction): refused, to
+    // that very id, saying which ids are served.
+    for id in ["18446744073709551615", "1.5"] {
+        send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        let err = next();
+        assert_eq!(
+            (err["id"].to_string(), &err["error"]["code"]),
+            (id.to_owned(), &json!(-32600)),
+            "{err}"
+        );
+        assert!(
+            err["error"]["message"].as_str().unwrap().contains("out of range"),
+            "{err}"
+        );
+    }
     send(r#"{"jsonrpc":"2.0","id":9,"method":"foo/bar"}"#);
     let err = next();
     assert_eq!(

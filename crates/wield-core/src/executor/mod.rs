@@ -652,14 +652,20 @@ fn call_timeout(input: Option<&Value>, config: &toml::Table) -> Option<Duration>
     })
 }
 
+/// A duration as a person reads it: `2s`, `1.5s`, `250ms`, or `300µs` below a
+/// millisecond (never `0ms`, which would read as "no time at all").
 pub fn human_duration(d: Duration) -> String {
     let secs = d.as_secs_f64();
     if secs >= 1.0 && (secs - secs.round()).abs() < 1e-9 {
         format!("{}s", secs.round())
     } else if secs >= 1.0 {
         format!("{secs:.1}s")
-    } else {
+    } else if d.as_millis() > 0 {
         format!("{}ms", d.as_millis())
+    } else if d.as_micros() > 0 || d.is_zero() {
+        format!("{}µs", d.as_micros())
+    } else {
+        format!("{}ns", d.as_nanos())
     }
 }
 

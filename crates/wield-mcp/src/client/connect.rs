@@ -12,8 +12,8 @@ use std::time::Duration;
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult, ProgressNotificationParam, Root,
-    RootsCapabilities, SamplingCapability,
+    ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult, ProgressNotificationParam,
+    ProtocolVersion, Root, RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -143,7 +143,10 @@ impl ClientHandler for BridgeClient {
                 capabilities.elicitation = Some(ElicitationCapability::default());
             }
         }
+        // The newest revision with an `initialize` handshake: the SDK's
+        // default is a later one, which has none to offer.
         ClientConfig::new(capabilities, Implementation::new("wield", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn create_message(
@@ -316,6 +319,40 @@ async fn unreachable(url: &str, limit: Duration) -> Option<String> {
     tokio::time::timeout(limit, attempt).await.ok().flatten()
 }
 
+/// Where `url` sends a POST on to, as a reason to give: the SDK follows
+/// only same-origin 307 and 308 redirects (which keep the message and do
+/// not hand the session or the configured headers to another host), so
+/// another one fails the start, and the user wants the address to set.
+async fn redirected(url: &str, limit: Duration) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(limit)
+        .build()
+        .ok()?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .send()
+        .await
+        .ok()?;
+    let status = response.status();
+    if !status.is_redirection() {
+        return None;
+    }
+    let location = response.headers().get("location")?.to_str().ok()?;
+    let to = response.url().join(location).ok()?;
+    let why = if to.origin() == response.url().origin() {
+        "and wield follows only redirects that keep the message (307 and 308) on the same host and port"
+    } else {
+        "which is another host or port, to which wield does not hand the session or this server's headers"
+    };
+    Some(format!(
+        "it redirects to {to} (HTTP {status}), {why}; set `url = \"{to}\"` for this server"
+    ))
+}
+
 /// A web page, not an MCP endpoint, answered: the URL is likely the
 /// server's home rather than its MCP path.
 fn endpoint_hint(why: &str) -> &'static str {
@@ -369,14 +406,20 @@ pub async fn connect(
                 () = health.exited() => Some(Err(String::new())),
             };
             let failure = match served {
-                Some(Ok(service)) => {
-                    return Ok(Connection {
-                        service,
-                        process: Some(process),
-                        health,
-                        progress,
-                    });
-                }
+                Some(Ok(service)) => match unspoken_version(&service) {
+                    None => {
+                        return Ok(Connection {
+                            service,
+                            process: Some(process),
+                            health,
+                            progress,
+                        });
+                    }
+                    Some(why) => {
+                        close(service).await;
+                        StartError::Failed(why)
+                    }
+                },
                 Some(Err(detail)) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
@@ -429,10 +472,16 @@ pub async fn connect(
                     }));
                 }
                 Err(ClientInitializeError::TransportError { error, .. }) => {
-                    let mut why = with_causes(error.error.as_ref());
+                    let mut why = with_causes(error.error.as_ref())
+                        .trim_end_matches([':', ' '])
+                        .to_owned();
                     let left = limit.saturating_sub(started.elapsed()).min(Duration::from_secs(2));
                     if let Some(net) = unreachable(url, left).await {
                         why = format!("{net} ({why})");
+                    } else if why.contains("HTTP 30")
+                        && let Some(moved) = redirected(url, left).await
+                    {
+                        why = moved;
                     }
                     let hint = endpoint_hint(&why);
                     return Err(StartError::Failed(format!("cannot reach {url}: {why}{hint}")));
@@ -445,6 +494,10 @@ pub async fn connect(
                     )));
                 }
             };
+            if let Some(why) = unspoken_version(&service) {
+                close(service).await;
+                return Err(StartError::Failed(why));
+            }
             Ok(Connection {
                 service,
                 process: None,
@@ -453,4 +506,27 @@ pub async fn connect(
             })
         }
     }
+}
+
+/// Why wield cannot go on with a server that answered `initialize` with a
+/// protocol version wield does not speak (the spec has the client
+/// disconnect); `None` when it speaks the server's version.
+fn unspoken_version(service: &RunningService<RoleClient, BridgeClient>) -> Option<String> {
+    let spoken = ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE);
+    let answered = service.peer_info().map(|info| info.protocol_version.clone())?;
+    if spoken.contains(&answered) {
+        return None;
+    }
+    let names: Vec<&str> = spoken.iter().map(ProtocolVersion::as_str).collect();
+    Some(format!(
+        "it answered with MCP protocol version `{answered}`, which wield does not speak (it speaks {}); \
+         use a version of the server that speaks one of them",
+        names.join(", ")
+    ))
+}
+
+/// End a session wield will not use, giving its transport a moment to say
+/// so to the server.
+async fn close(service: RunningService<RoleClient, BridgeClient>) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), service.cancel()).await;
 }

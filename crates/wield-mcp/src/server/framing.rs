@@ -26,7 +26,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse};
+use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse, reply_id};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -257,7 +257,7 @@ where
                             return Some(*message);
                         }
                         Some(id) => Some((
-                            Some(id.clone()),
+                            Some(reply_id(id.clone())),
                             ErrorData::invalid_request(
                                 format!(
                                     "request id {id} is already in use by a request that has not been answered \
@@ -268,7 +268,7 @@ where
                         )),
                     },
                     Lifecycle::Drop => None,
-                    Lifecycle::Refuse(id, error) => Some((Some(id), error)),
+                    Lifecycle::Refuse(id, error) => Some((Some(reply_id(id)), error)),
                 },
                 Incoming::Skip => None,
                 Incoming::Refuse(id, error) => Some((id, error)),

@@ -382,7 +382,7 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
                 .into_response();
         }
     };
-    let refuse = |id: Option<rmcp::model::RequestId>, error: rmcp::ErrorData| {
+    let refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
         (
             StatusCode::BAD_REQUEST,
@@ -433,13 +433,13 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         Incoming::Message(message) => {
             let in_session = parts.headers.contains_key(super::http_sessions::SESSION_HEADER);
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
-                return refuse(Some(id), error);
+                return refuse(Some(super::incoming::reply_id(id)), error);
             }
             // Anything else outside a session (a ping, a notification) is
             // told what to do in JSON-RPC too, not in the SDK's plain text.
             if !in_session && !opens_session(&message) {
                 let id = match &*message {
-                    rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
+                    rmcp::model::JsonRpcMessage::Request(r) => Some(super::incoming::reply_id(r.id.clone())),
                     _ => None,
                 };
                 return refuse(

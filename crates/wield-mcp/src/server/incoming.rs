@@ -39,7 +39,20 @@ pub enum Incoming {
     /// `Invalid Request` for JSON that is not a message, `Invalid params`
     /// for a standard method whose params do not fit it (which the SDK
     /// would take for an unknown method).
-    Refuse(Option<RequestId>, ErrorData),
+    Refuse(Option<ReplyId>, ErrorData),
+}
+
+/// The id an error reply goes to, as the client wrote it: a request id the
+/// SDK can hold, or a number it cannot (an integer past `i64`, a fraction),
+/// which is refused but still answered to its own id.
+pub type ReplyId = serde_json::Value;
+
+/// `id` as an error reply's id.
+pub fn reply_id(id: RequestId) -> ReplyId {
+    match id {
+        RequestId::Number(n) => n.into(),
+        RequestId::String(s) => s.as_ref().into(),
+    }
 }
 
 /// Lines from a reader, each at most [`MAX_LINE`] bytes. Cancel-safe: a
@@ -111,15 +124,16 @@ pub fn parse(line: &[u8]) -> Incoming {
             id,
             request: ClientRequest::CustomRequest(custom),
             ..
-        })) if standard_method(&custom.method) => {
-            Incoming::Refuse(Some(id), invalid_params(&custom.method, line, custom.params.as_ref()))
-        }
+        })) if standard_method(&custom.method) => Incoming::Refuse(
+            Some(reply_id(id)),
+            invalid_params(&custom.method, line, custom.params.as_ref()),
+        ),
         // The SDK would answer with the bare method name as the message.
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CustomRequest(custom),
             ..
-        })) => Incoming::Refuse(Some(id), method_not_found(&custom.method)),
+        })) => Incoming::Refuse(Some(reply_id(id)), method_not_found(&custom.method)),
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
@@ -276,12 +290,15 @@ pub fn lifecycle(message: &RxJsonRpcMessage<RoleServer>, initialized: bool) -> L
 
 /// The `id` of a message that does not parse as a whole (a number out of
 /// range, nesting too deep) when its syntax still lets it be read.
-fn readable_id(line: &[u8]) -> Option<RequestId> {
+fn readable_id(line: &[u8]) -> Option<ReplyId> {
     #[derive(Deserialize)]
     struct IdOnly {
         id: Option<RequestId>,
     }
-    serde_json::from_slice::<IdOnly>(line).ok().and_then(|m| m.id)
+    serde_json::from_slice::<IdOnly>(line)
+        .ok()
+        .and_then(|m| m.id)
+        .map(reply_id)
 }
 
 /// `line` with every `\uD800`–`\uDFFF` escape that is not half of a pair
@@ -344,6 +361,26 @@ fn refusal(line: &[u8]) -> Incoming {
     let field = |k: &str| value.as_ref().and_then(|v| v.get(k));
     let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
     let request = id.is_some() && field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0");
+    let id = id.map(reply_id);
+    // A number the SDK cannot hold as an id: answered to it, saying which
+    // ids are served.
+    if let Some(number @ serde_json::Value::Number(n)) = field("id")
+        && n.as_i64().is_none()
+        && field("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0")
+        && field("method").is_some_and(serde_json::Value::is_string)
+    {
+        return Incoming::Refuse(
+            Some(number.clone()),
+            ErrorData::invalid_request(
+                format!(
+                    "Invalid request: request id {n} is out of range; use an integer from {} to {} or a string",
+                    i64::MIN,
+                    i64::MAX
+                ),
+                None,
+            ),
+        );
+    }
     if let Err(e) = serde_json::from_slice::<Members>(line)
         && e.to_string().starts_with("duplicate field")
     {

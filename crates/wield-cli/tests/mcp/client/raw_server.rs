@@ -25,8 +25,9 @@ use crate::support::{Ws, python, wield_bin};
 /// (`endless`) or to the same cursor again (`same`),
 /// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
 /// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
-/// and SIGTERM do; both leave a file named after them. It writes its pid to
-/// `server.pid`. (`crash` also starts a `sleep` in a session of its own,
+/// and SIGTERM do; both leave a file named after them; `VERSION` is the
+/// protocol version it answers `initialize` with (else the one offered,
+/// which it writes to `offered`). It writes its pid to `server.pid`. (`crash` also starts a `sleep` in a session of its own,
 /// its pid in `setsid.pid`.)
 const SERVER: &str = r#"
 import json, os, signal, subprocess, sys, time
@@ -76,7 +77,9 @@ for line in sys.stdin:
     mid, method = m.get("id"), m.get("method")
     if method == "initialize":
         caps = {} if os.environ.get("NO_TOOLS") else {"tools": {}}
-        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
+        open("offered", "w").write(m["params"]["protocolVersion"])
+        version = os.environ.get("VERSION") or m["params"]["protocolVersion"]
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version,
               "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}})
     elif method == "tools/list" and os.environ.get("LIST") == "crash":
         sys.stderr.write("\x1b[31mlisting broke\x1b[0m\n")
@@ -502,6 +505,33 @@ fn a_listing_that_fails_says_how() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("\\u{1b}[31mlisting broke"), "{table}");
     assert!(!out.stdout.contains(&0x1b), "{table}");
+}
+
+/// wield offers the newest protocol revision that has an `initialize`
+/// handshake, goes on with a server that answers an older one it speaks,
+/// and leaves a server that answers one it does not speak, saying so.
+#[test]
+fn a_server_answering_a_protocol_version_wield_does_not_speak_is_left() {
+    let ws = workspace(&[
+        ("old", "{ VERSION = \"2024-11-05\" }"),
+        ("future", "{ VERSION = \"2099-01-01\" }"),
+    ]);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(std::fs::read_to_string(ws.ws().join("offered")).unwrap(), "2025-11-25");
+    // Listed by name.
+    let old = &v["servers"][1];
+    assert_eq!((&old["name"], &old["state"]), (&"old".into(), &"ready".into()), "{v}");
+    let future = &v["servers"][0];
+    assert_eq!(future["state"], "failed", "{v}");
+    let why = future["error"].as_str().unwrap();
+    assert!(
+        why.contains("protocol version `2099-01-01`, which wield does not speak")
+            && why.contains("2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"),
+        "{why}"
+    );
+    let (v, _) = call(&ws, "mcp__old__ok", "{}");
+    assert_eq!(v["output"], "called ok", "{v}");
 }
 
 /// Regression: a server that always answered with a `nextCursor` had wield
