@@ -1,5 +1,6 @@
 //! wield's MCP client: external servers as `mcp__NAME__*` tools.
 
+mod raw_http;
 mod raw_server;
 
 use std::path::Path;

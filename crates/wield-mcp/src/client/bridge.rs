@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 use serde_json::{Map, Value, json};
 use wield_core::schema::InputValidator;
 use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
@@ -297,9 +298,11 @@ impl Tool for McpTool {
             .zip(session)
             .map(|(routes, own)| routes.begin(server, Arc::clone(&own.0)));
         // A call that could not be sent (the server died since its last
-        // use and the connection has not noticed yet) is retried once on a
-        // restarted server; one that may have reached the server is
-        // retried only when the tool says it is read-only or idempotent.
+        // use and the connection has not noticed yet; over HTTP, no
+        // connection could be made) is retried once on a restarted server;
+        // one that may have reached the server is retried only when the
+        // tool says it is read-only or idempotent.
+        let http = matches!(self.server.config.transport, super::config::Transport::Http { .. });
         for attempt in 0..2 {
             let link = match self.server.link().await {
                 Ok(l) => l,
@@ -383,16 +386,34 @@ impl Tool for McpTool {
                 ),
                 Failure::Service(error) => (
                     match error {
+                        // Over HTTP the POST is the send: it fails too when
+                        // the server took the call but its answer did not
+                        // come back (a 504 from a proxy), so only a request
+                        // that never left is sent again.
+                        ServiceError::TransportSend(e) if http => self.retry_safe || never_left(e.error.as_ref()),
                         ServiceError::TransportSend(_) => true,
                         ServiceError::TransportClosed => self.retry_safe,
                         _ => false,
                     },
-                    matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed),
-                    format!(
-                        "MCP server `{server}` failed the call to `{}`: {}",
-                        self.remote,
-                        wield_core::approval::printable(&super::connect::with_causes(error))
-                    ),
+                    // Over HTTP one request's stream can end while the
+                    // session goes on: other calls in flight keep it.
+                    if http {
+                        link.peer.is_transport_closed()
+                    } else {
+                        matches!(error, ServiceError::TransportSend(_) | ServiceError::TransportClosed)
+                    },
+                    if http && matches!(error, ServiceError::TransportClosed) && !link.peer.is_transport_closed() {
+                        format!(
+                            "MCP server `{server}` ended its HTTP response to the call to `{}` without the result",
+                            self.remote
+                        )
+                    } else {
+                        format!(
+                            "MCP server `{server}` failed the call to `{}`: {}",
+                            self.remote,
+                            wield_core::approval::printable(&super::connect::with_causes(error))
+                        )
+                    },
                 ),
             };
             if broken {
@@ -411,6 +432,25 @@ impl Tool for McpTool {
         }
         ToolResult::error(format!("MCP server `{server}` could not be reached"))
     }
+}
+
+/// Whether an HTTP request failed before any of it reached the server (no
+/// connection could be made).
+fn never_left(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        // The SDK's error holds the HTTP client's without naming it its
+        // source.
+        let client = match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => Some(inner),
+            _ => e.downcast_ref::<reqwest::Error>(),
+        };
+        if client.is_some_and(reqwest::Error::is_connect) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// How a call failed, short of an answer.

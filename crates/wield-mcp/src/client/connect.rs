@@ -279,10 +279,10 @@ pub enum StartError {
 /// Connection refused (os error 111)". A cause whose text the chain already
 /// says is left out.
 pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
+    let mut text = without_type_name(e.to_string());
     let mut current = e;
     while let Some(next) = current.source() {
-        let part = next.to_string();
+        let part = without_type_name(next.to_string());
         if !part.is_empty() && !text.contains(&part) {
             text.push_str(": ");
             text.push_str(&part);
@@ -290,6 +290,18 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     text
+}
+
+/// `text` without the SDK's `Transport [rust::type::Name] error: `, which
+/// says nothing to a user.
+fn without_type_name(text: String) -> String {
+    let Some(start) = text.find("Transport [") else {
+        return text;
+    };
+    match text[start..].find("] error: ") {
+        Some(end) => format!("{}{}", &text[..start], &text[start + end + "] error: ".len()..]),
+        None => text,
+    }
 }
 
 /// Why `url` cannot be reached, as the network says it: the SDK's HTTP

@@ -1,0 +1,179 @@
+//! wield's MCP client against a hand-written streamable HTTP server that
+//! fails on purpose: a proxy's 504 after the server took the call, a
+//! response stream that ends without the result.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{RawServe, Ws, python};
+
+/// The server: standard library only, its port on stdout. Its tools:
+/// `charge` (appends a line to `charges` in its working directory, then
+/// answers 504 as a proxy would), `slow` (answers after 2 s, on an event
+/// stream), `broken` (an event stream that ends without the result), `cut`
+/// (a reply whose text ends in half a surrogate pair), `echo`. A `DELETE`
+/// of the session appends its id to `deleted`.
+const SERVER: &str = r#"import json, os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+obj = {"type": "object"}
+TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "echo"]]
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def reply(self, code, body, kind="application/json", extra=()):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+    def sse(self, events, wait=0):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for i in range(wait * 2):
+            self.wfile.write(b": wait\n\n"); self.wfile.flush(); time.sleep(0.5)
+        for e in events:
+            self.wfile.write(("event: message\ndata: " + json.dumps(e) + "\n\n").encode()); self.wfile.flush()
+        self.close_connection = True
+    def do_GET(self):
+        self.reply(405, b"", "text/plain")
+    def do_DELETE(self):
+        with open("deleted", "a") as f:
+            f.write(self.headers.get("Mcp-Session-Id", "") + "\n")
+        self.reply(200, b"", "text/plain")
+    def do_POST(self):
+        m = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        mid, method = m.get("id"), m.get("method")
+        ok = lambda result: {"jsonrpc": "2.0", "id": mid, "result": result}
+        text = lambda t: ok({"content": [{"type": "text", "text": t}]})
+        if method == "initialize":
+            return self.reply(200, ok({"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                                       "serverInfo": {"name": "rh", "version": "1"}}), extra=[("Mcp-Session-Id", "s1")])
+        if mid is None:
+            return self.reply(202, b"", "text/plain")
+        if method == "tools/list":
+            return self.reply(200, ok({"tools": TOOLS}))
+        name = m["params"]["name"]
+        if name == "charge":
+            with open("charges", "a") as f:
+                f.write("charged\n")
+            return self.reply(504, b"<html><body>504 Gateway Time-out</body></html>", "text/html")
+        if name == "slow":
+            return self.sse([text("slow ok")], wait=2)
+        if name == "broken":
+            return self.sse([{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "bye"}}])
+        if name == "cut":
+            return self.reply(200, text("cut \ud83d"))
+        return self.reply(200, text("echo"))
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// A workspace that bridges the server as `rh`; the server, which runs in
+/// the directory above the workspace (`files`), where it leaves its files.
+struct Bridged {
+    ws: Ws,
+    server: Child,
+}
+
+impl Bridged {
+    fn new() -> Self {
+        let ws = Ws::new("");
+        std::fs::write(ws.dir.path().join("rawhttp.py"), SERVER).unwrap();
+        let mut server = Command::new(python())
+            .arg("rawhttp.py")
+            .current_dir(ws.dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        std::io::BufReader::new(server.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        std::fs::write(
+            ws.ws().join(".wield/config.toml"),
+            format!(
+                "[approval]\nauto_approve = [\"$standard\", \"mcp__*\"]\n\n\
+                 [mcp.servers.rh]\nurl = \"http://127.0.0.1:{}/mcp\"\ntimeout = \"20s\"\n",
+                port.trim()
+            ),
+        )
+        .unwrap();
+        Self { ws, server }
+    }
+
+    fn file(&self, name: &str) -> String {
+        let path: PathBuf = self.ws.dir.path().join(name);
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    fn call(&self, tool: &str) -> Value {
+        let out = self.ws.wield().args(["call", "--json", tool, "{}"]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+impl Drop for Bridged {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// Regression: over HTTP every failed POST counted as a call never sent, so
+/// a call the server had taken (its answer lost to a proxy's 504) was sent
+/// again: a tool that is neither read-only nor idempotent ran twice.
+#[test]
+fn a_call_an_http_server_took_is_not_sent_again() {
+    let rh = Bridged::new();
+    let v = rh.call("mcp__rh__charge");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed the call to `charge`") && error.contains("HTTP 504"),
+        "{error}"
+    );
+    // The SDK's type names say nothing to a user.
+    assert!(!error.contains("Transport ["), "{error}");
+    assert_eq!(rh.file("charges"), "charged\n", "the call was sent again");
+}
+
+/// Regression: over HTTP one call's response stream ending without its
+/// result dropped the whole connection, failing every other call in flight
+/// to the server.
+#[test]
+fn one_broken_http_response_fails_only_its_own_call() {
+    let rh = Bridged::new();
+    let mut serve = RawServe::initialized(&rh.ws);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__rh__slow","arguments":{}}}"#);
+    std::thread::sleep(Duration::from_millis(300));
+    serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__rh__broken","arguments":{}}}"#);
+    let start = Instant::now();
+    let broken = serve.reply(Duration::from_secs(20));
+    assert_eq!(broken["id"], 2, "{broken}");
+    assert_eq!(broken["result"]["isError"], true, "{broken}");
+    let text = broken["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("ended its HTTP response to the call to `broken` without the result"),
+        "{text}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+    let slow = serve.reply(Duration::from_secs(20));
+    assert_eq!(slow["id"], 1, "{slow}");
+    assert_eq!(slow["result"]["isError"], false, "{slow}");
+    assert_eq!(slow["result"]["content"][0]["text"], "slow ok", "{slow}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
+}
