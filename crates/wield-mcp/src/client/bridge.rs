@@ -310,39 +310,45 @@ impl Tool for McpTool {
             };
             let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments.clone());
             // Another call's reply too large to read leaves this one be.
-            let sent = std::sync::OnceLock::new();
-            let oversized = link.health.oversized_reply(&sent, link.health.oversized_count());
+            let sent = super::progress::Sent::default();
+            let oversized = link.health.oversized_reply(&sent.id, link.health.oversized_count());
             tokio::pin!(oversized);
             // Dropping the request (cancellation, timeout) sends
             // `notifications/cancelled` to the server; its progress
             // notifications become this call's output.
-            let call = tokio::time::timeout(
+            let mut call = Box::pin(tokio::time::timeout(
                 limit,
                 super::progress::call_tool(&link.peer, &link.progress, params, ctx, &sent),
-            );
-            tokio::pin!(call);
+            ));
             let outcome = tokio::select! {
                 biased;
-                r = &mut call => r.map(|r| r.map_err(Failure::Service)),
-                () = ctx.cancel.cancelled() => {
-                    return ToolResult::error("cancelled").with_meta("cancelled", true);
+                r = &mut call => Ok(r.map(|r| r.map_err(Failure::Service))),
+                () = ctx.cancel.cancelled() => Err(Cut::Cancelled),
+                () = &mut oversized => Err(Cut::Oversized),
+                // The process exited while something it started may still
+                // hold its output open: the connection would not notice.
+                () = link.health.exited() => {
+                    // A reply written just before the exit is still read.
+                    Ok(match tokio::time::timeout(AFTER_EXIT, &mut call).await {
+                        Ok(r) => r.map(|r| r.map_err(Failure::Service)),
+                        Err(_) => Ok(Err(Failure::Exited)),
+                    })
                 }
-                () = &mut oversized => {
+            };
+            // A call cut short has the server told so before wield goes
+            // on (and maybe exits).
+            drop(call);
+            sent.told(NOTICE).await;
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(Cut::Cancelled) => return ToolResult::error("cancelled").with_meta("cancelled", true),
+                Err(Cut::Oversized) => {
                     return ToolResult::error(format!(
                         "MCP server `{server}` sent a reply of more than {} MiB to the call to `{}`, more than wield \
                          reads in one message, so it was dropped; ask the tool for less at a time",
                         MAX_MESSAGE >> 20,
                         self.remote
                     ));
-                }
-                // The process exited while something it started may still
-                // hold its output open: the connection would not notice.
-                () = link.health.exited() => {
-                    // A reply written just before the exit is still read.
-                    match tokio::time::timeout(AFTER_EXIT, &mut call).await {
-                        Ok(r) => r.map(|r| r.map_err(Failure::Service)),
-                        Err(_) => Ok(Err(Failure::Exited)),
-                    }
                 }
             };
             let failure = match outcome {
@@ -451,6 +457,15 @@ fn never_left(error: &(dyn std::error::Error + 'static)) -> bool {
         cause = e.source();
     }
     false
+}
+
+/// How long a call cut short waits for the server to be told so.
+const NOTICE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Why a call was cut short.
+enum Cut {
+    Cancelled,
+    Oversized,
 }
 
 /// How a call failed, short of an answer.

@@ -48,6 +48,8 @@ pub async fn list_all(peer: &Peer<RoleClient>, health: &Health, server: &str) ->
                  and leaves the server out"
             ));
         }
+        // Some servers mark the last page with an empty cursor (the
+        // TypeScript SDK's clients stop there too).
         match next_cursor {
             None => return Ok(listing),
             Some(next) => {
@@ -98,7 +100,7 @@ async fn list_page(
     match answer {
         ServerResult::ListToolsResult(page) => {
             listing.tools.extend(page.tools);
-            Ok(page.next_cursor)
+            Ok(page.next_cursor.filter(|c| !c.is_empty()))
         }
         ServerResult::CustomResult(CustomResult(raw)) => read_raw_page(&raw, listing).map_err(failed),
         ServerResult::EmptyResult(_) => Ok(None),
@@ -136,6 +138,8 @@ fn read_raw_page(raw: &Value, listing: &mut Listing) -> Result<Option<String>, S
     }
     match raw.get("nextCursor") {
         None | Some(Value::Null) => Ok(None),
+        // Some servers mark the last page with an empty cursor.
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(format!(
             "its `nextCursor` is not a string: {}",

@@ -81,23 +81,45 @@ fn number(n: f64) -> String {
     }
 }
 
+/// A call's request as sent: its id (set once it is sent), and the task
+/// telling the server it was abandoned, if it was.
+#[derive(Default)]
+pub struct Sent {
+    pub id: OnceLock<String>,
+    abandoned: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Sent {
+    /// Wait (up to `limit`) until the server has been told that the call
+    /// was abandoned, if it was: a process about to exit would otherwise
+    /// drop the notice unsent.
+    pub async fn told(&self, limit: std::time::Duration) {
+        let task = self.abandoned.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(limit, task).await;
+        }
+    }
+}
+
 /// Sends `notifications/cancelled` for a request dropped before its reply
 /// (the call was cancelled or timed out), as the SDK's own `call_tool` does,
 /// so the server stops working on a result nobody will read.
-struct CancelOnDrop {
+struct CancelOnDrop<'a> {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    sent: &'a Sent,
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
         let peer = self.peer.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
+            let task = rt.spawn(async move {
                 let param = CancelledNotificationParam::new(Some(id), Some("request abandoned by the caller".into()));
                 let _ = peer.notify_cancelled(param).await;
             });
+            *self.sent.abandoned.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
         }
     }
 }
@@ -116,22 +138,24 @@ impl Drop for Registered<'_> {
 
 /// `tools/call` with `params`, its progress notifications turned into
 /// `ctx`'s output when `ctx` has listeners. Dropped before the reply, it
-/// tells the server the call is cancelled. Its request id goes in `sent`.
+/// tells the server the call is cancelled ([`Sent::told`] waits for that).
+/// Its request id goes in `sent`.
 pub async fn call_tool(
     peer: &Peer<RoleClient>,
     routes: &ProgressRoutes,
     params: CallToolRequestParams,
     ctx: &Context,
-    sent: &OnceLock<String>,
+    sent: &Sent,
 ) -> Result<CallToolResult, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
-    let _ = sent.set(handle.id.to_string());
+    let _ = sent.id.set(handle.id.to_string());
     let mut cancel = CancelOnDrop {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
+        sent,
     };
     // Registered right after the request is queued: a notification about it
     // needs a round trip to the server, which this beats.

@@ -16,7 +16,8 @@ use crate::support::{RawServe, Ws, python};
 /// answers 504 as a proxy would), `slow` (answers after 2 s, on an event
 /// stream), `broken` (an event stream that ends without the result), `cut`
 /// (a reply whose text ends in half a surrogate pair), `echo`. A `DELETE`
-/// of the session appends its id to `deleted`.
+/// of the session appends its id to `deleted`, a `notifications/cancelled`
+/// the request's id to `cancelled`.
 const SERVER: &str = r#"import json, os, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -61,6 +62,9 @@ class H(BaseHTTPRequestHandler):
             return self.reply(200, ok({"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
                                        "serverInfo": {"name": "rh", "version": "1"}}), extra=[("Mcp-Session-Id", "s1")])
         if mid is None:
+            if method == "notifications/cancelled":
+                with open("cancelled", "a") as f:
+                    f.write(str(m["params"]["requestId"]) + "\n")
             return self.reply(202, b"", "text/plain")
         if method == "tools/list":
             return self.reply(200, ok({"tools": TOOLS}))
@@ -176,4 +180,27 @@ fn one_broken_http_response_fails_only_its_own_call() {
     assert_eq!(slow["result"]["isError"], false, "{slow}");
     assert_eq!(slow["result"]["content"][0]["text"], "slow ok", "{slow}");
     assert!(serve.finish(Duration::from_secs(10)).success());
+}
+
+/// A call cut by its timeout tells the HTTP server so before `wield call`
+/// exits.
+#[test]
+fn a_call_cut_by_its_timeout_tells_the_http_server() {
+    let rh = Bridged::new();
+    let out = rh
+        .ws
+        .wield()
+        .args([
+            "--set",
+            "mcp.servers.rh.timeout=1",
+            "call",
+            "--json",
+            "mcp__rh__slow",
+            "{}",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["metadata"]["timed_out"], true, "{v}");
+    assert_eq!(rh.file("cancelled").lines().count(), 1, "{:?}", rh.file("cancelled"));
 }

@@ -16,13 +16,15 @@ use crate::support::{Ws, python, wield_bin};
 /// `sleep` that keeps its stdout, writes its pid to `grandchild.pid`, exits
 /// 9); `flaky` (read-only: does that the first time, answers the second);
 /// `big` (`n` bytes of text); `hold` (answered, `released`, only after the
-/// next call is); `shaped` (answers with its argument `result` as the
+/// next call is; a `notifications/cancelled` adds the request's id to
+/// `cancelled`); `shaped` (answers with its argument `result` as the
 /// result). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
 /// `LIST` makes `tools/list` exit 7 after a line on stderr (`crash`) or
 /// answer with more than 16 MiB (`huge`),
 /// `PAGES` makes every page of tools (50 new ones) point to another
-/// (`endless`) or to the same cursor again (`same`),
+/// (`endless`), to the same cursor again (`same`) or to an empty cursor
+/// (`empty`, the last page as some servers mark it),
 /// `FLOOD_MB` writes that much to stderr without a newline first, `ON_EOF`
 /// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
 /// and SIGTERM do; both leave a file named after them; `VERSION` is the
@@ -93,7 +95,7 @@ for line in sys.stdin:
     elif method == "tools/list" and os.environ.get("PAGES"):
         page = int((m.get("params") or {}).get("cursor") or "0")
         more = [{"name": f"t{page}_{i}", "inputSchema": obj} for i in range(50)]
-        cursor = str(page + 1) if os.environ["PAGES"] == "endless" else "1"
+        cursor = {"endless": str(page + 1), "same": "1", "empty": ""}[os.environ["PAGES"]]
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": more, "nextCursor": cursor}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
@@ -118,6 +120,8 @@ for line in sys.stdin:
         for h in held:
             send({"jsonrpc": "2.0", "id": h, "result": {"content": [{"type": "text", "text": "released"}]}})
         held = []
+    elif method == "notifications/cancelled":
+        open("cancelled", "a").write(str(m["params"]["requestId"]) + "\n")
     elif mid is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 mark("eof")
@@ -507,6 +511,32 @@ fn a_listing_that_fails_says_how() {
     assert!(!out.stdout.contains(&0x1b), "{table}");
 }
 
+/// Regression: a call cut by its timeout told the server from a task of its
+/// own, which `wield call` often exited before running: the server went on
+/// working on a call nobody would read.
+#[test]
+fn a_call_cut_by_its_timeout_tells_the_server_before_wield_exits() {
+    let ws = workspace(&[("raw", "{}")]);
+    for round in 1..=3 {
+        let out = ws
+            .wield()
+            .args([
+                "--set",
+                "mcp.servers.raw.timeout=1",
+                "call",
+                "--json",
+                "mcp__raw__hold",
+                "{}",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["metadata"]["timed_out"], true, "{v}");
+        let told = std::fs::read_to_string(ws.ws().join("cancelled")).unwrap_or_default();
+        assert_eq!(told.lines().count(), round, "round {round}: {told:?}");
+    }
+}
+
 /// wield offers the newest protocol revision that has an `initialize`
 /// handshake, goes on with a server that answers an older one it speaks,
 /// and leaves a server that answers one it does not speak, saying so.
@@ -554,6 +584,15 @@ fn a_server_that_pages_without_end_fails_with_the_reason() {
     assert_eq!(same["state"], "failed", "{v}");
     let why = same["error"].as_str().unwrap();
     assert!(why.contains("same `nextCursor` twice"), "{why}");
+    // An empty cursor ends the listing, as the TypeScript SDK takes it.
+    let ws = workspace(&[("empty", "{ PAGES = \"empty\" }")]);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&v["servers"][0]["state"], &v["servers"][0]["tools"]),
+        (&"ready".into(), &50.into()),
+        "{v}"
+    );
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
 
