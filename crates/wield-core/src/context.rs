@@ -236,6 +236,19 @@ impl Context {
         }
     }
 
+    /// Tell listeners how far the call has got (MCP progress).
+    pub fn emit_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if self.events.has_listeners() {
+            self.events.emit(&Event::Progress {
+                call_id: self.call_id.clone(),
+                tool: self.tool.clone(),
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
+    }
+
     /// Keep the first lines (reads), saving the full text when cut.
     pub fn truncate_head(&self, text: &str) -> Truncated {
         truncate::truncate_head(text, self.limits.max_lines, self.limits.max_bytes)

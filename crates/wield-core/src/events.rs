@@ -47,6 +47,16 @@ pub enum Event {
         stream: Stream,
         text: String,
     },
+    /// How far a call has got, as its tool tells it (a bridged MCP
+    /// server's progress notifications): `progress` grows from one to the
+    /// next, `total` is there when known.
+    Progress {
+        call_id: String,
+        tool: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
     CallFinished {
         call_id: String,
         tool: String,
@@ -64,6 +74,7 @@ impl Event {
             | Event::CallDenied { call_id, .. }
             | Event::CallStarted { call_id, .. }
             | Event::OutputDelta { call_id, .. }
+            | Event::Progress { call_id, .. }
             | Event::CallFinished { call_id, .. } => call_id,
         }
     }

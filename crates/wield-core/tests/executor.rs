@@ -367,6 +367,7 @@ async fn events_follow_the_call() {
             Event::CallDenied { .. } => "denied",
             Event::CallStarted { .. } => "started",
             Event::OutputDelta { .. } => "delta",
+            Event::Progress { .. } => "progress",
             Event::CallFinished { .. } => "finished",
         };
         s2.lock().unwrap().push(name);

@@ -3,12 +3,13 @@
 //! The SDK gives every request a progress token of its own. A call whose
 //! context has event listeners (a front-end that streams output, such as
 //! `wield mcp serve`) registers its token here; each progress notification
-//! the server sends under it becomes one line of output
-//! (`progress 3/10: message`), an `OutputDelta` event like a command's
-//! output, which `wield mcp serve` passes on to its own client as progress.
+//! the server sends under it becomes a `Progress` event with the server's
+//! progress, total and message (cut to [`MAX_MESSAGE`] bytes), which `wield
+//! mcp serve` passes on to its own client as they are.
 //! Notifications for tokens nobody registered (a call without listeners,
 //! one that already ended) are dropped.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -18,7 +19,7 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
-use wield_core::{Context, Stream};
+use wield_core::Context;
 
 /// Longest progress message kept; a longer one is cut.
 const MAX_MESSAGE: usize = 1024;
@@ -39,7 +40,11 @@ impl ProgressRoutes {
             .get(&param.progress_token)
             .cloned();
         if let Some(ctx) = ctx {
-            ctx.emit_output(Stream::Stdout, &line(param));
+            ctx.emit_progress(
+                param.progress,
+                param.total,
+                param.message.as_deref().map(clipped).as_deref(),
+            );
         }
     }
 
@@ -48,37 +53,16 @@ impl ProgressRoutes {
     }
 }
 
-/// `progress 3/10: message`, with the total and the message when the server
-/// gives them, and a newline.
-pub fn line(param: &ProgressNotificationParam) -> String {
-    let mut s = format!("progress {}", number(param.progress));
-    if let Some(total) = param.total {
-        s.push('/');
-        s.push_str(&number(total));
+/// `message` cut to [`MAX_MESSAGE`] bytes, on a character boundary.
+fn clipped(message: &str) -> Cow<'_, str> {
+    if message.len() <= MAX_MESSAGE {
+        return Cow::Borrowed(message);
     }
-    if let Some(m) = param.message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        s.push_str(": ");
-        let mut end = m.len().min(MAX_MESSAGE);
-        while !m.is_char_boundary(end) {
-            end -= 1;
-        }
-        // One notification, one line.
-        s.push_str(&m[..end].replace(['\r', '\n'], " "));
-        if end < m.len() {
-            s.push('…');
-        }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
     }
-    s.push('\n');
-    s
-}
-
-/// `3` rather than `3.0`; fractions as they are.
-fn number(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{n:.0}")
-    } else {
-        n.to_string()
-    }
+    Cow::Owned(format!("{}…", &message[..end]))
 }
 
 /// A call's request as sent: its id (set once it is sent), and the task
@@ -192,23 +176,16 @@ pub async fn call_tool(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
-    use rmcp::model::NumberOrString;
-
-    fn param(progress: f64, total: Option<f64>, message: Option<&str>) -> ProgressNotificationParam {
-        let mut p = ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(1)), progress);
-        p.total = total;
-        p.message = message.map(str::to_owned);
-        p
-    }
 
     #[test]
-    fn progress_lines() {
-        assert_eq!(line(&param(3.0, Some(10.0), Some("step 3"))), "progress 3/10: step 3\n");
-        assert_eq!(line(&param(0.5, None, None)), "progress 0.5\n");
-        assert_eq!(line(&param(2.0, None, Some("a\nb"))), "progress 2: a b\n");
-        let long = line(&param(1.0, None, Some(&"é".repeat(MAX_MESSAGE))));
-        assert!(long.ends_with("…\n") && long.len() < MAX_MESSAGE + 40, "{long}");
+    fn long_messages_are_cut_on_a_char_boundary() {
+        assert_eq!(clipped("step 3"), "step 3");
+        let text = "é".repeat(MAX_MESSAGE);
+        let long = clipped(&text);
+        assert!(
+            long.ends_with('…') && long.len() <= MAX_MESSAGE + '…'.len_utf8(),
+            "{long}"
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! `OutputDelta` events of a call as `notifications/progress`, for calls whose
-//! request carried a progress token.
+//! `OutputDelta` and `Progress` events of a call as
+//! `notifications/progress`, for calls whose request carried a progress
+//! token.
 //!
 //! The executor emits events synchronously from wherever the tool runs; the
 //! router hands each piece of output to a small bounded queue per call, and
@@ -26,17 +27,43 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 pub struct ProgressRouter {
-    calls: Mutex<HashMap<String, mpsc::Sender<String>>>,
+    calls: Mutex<HashMap<String, mpsc::Sender<Note>>>,
+}
+
+/// What a call tells of itself: a piece of its output, or how far it has
+/// got (a bridged server's progress, passed on as it is).
+enum Note {
+    Output(String),
+    Progress {
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
 }
 
 impl EventListener for ProgressRouter {
     fn on_event(&self, event: &Event) {
-        let Event::OutputDelta { call_id, text, .. } = event else {
-            return;
+        let (call_id, note) = match event {
+            Event::OutputDelta { call_id, text, .. } => (call_id, Note::Output(cut(text))),
+            Event::Progress {
+                call_id,
+                progress,
+                total,
+                message,
+                ..
+            } => (
+                call_id,
+                Note::Progress {
+                    progress: *progress,
+                    total: *total,
+                    message: message.as_deref().map(cut),
+                },
+            ),
+            _ => return,
         };
         let calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(tx) = calls.get(call_id) {
-            let _ = tx.try_send(cut(text));
+            let _ = tx.try_send(note);
         }
     }
 }
@@ -55,19 +82,37 @@ fn cut(text: &str) -> String {
 impl ProgressRouter {
     /// Start forwarding the output of `call_id` to `peer` under `token`.
     pub fn start(self: &Arc<Self>, call_id: &str, token: ProgressToken, peer: Peer<RoleServer>) -> ProgressStream {
-        let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
+        let (tx, mut rx) = mpsc::channel::<Note>(QUEUE);
         self.calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(call_id.to_owned(), tx);
         let task = tokio::spawn(async move {
-            let mut sent = 0u64;
-            while let Some(message) = rx.recv().await {
-                sent += 1;
-                // `progress` must grow with every notification; the total is
-                // unknown for a command's output.
-                #[allow(clippy::cast_precision_loss)]
-                let param = ProgressNotificationParam::new(token.clone(), sent as f64).with_message(message);
+            // `progress` must grow with every notification: a piece of
+            // output counts one (its total unknown); a bridged server's
+            // progress goes as it is, unless it does not grow.
+            let mut last = 0.0_f64;
+            while let Some(note) = rx.recv().await {
+                let param = match note {
+                    Note::Output(message) => {
+                        last += 1.0;
+                        ProgressNotificationParam::new(token.clone(), last).with_message(message)
+                    }
+                    Note::Progress {
+                        progress,
+                        total,
+                        message,
+                    } => {
+                        if !progress.is_finite() || progress <= last {
+                            continue;
+                        }
+                        last = progress;
+                        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+                        param.total = total.filter(|t| t.is_finite());
+                        param.message = message;
+                        param
+                    }
+                };
                 if peer.notify_progress(param).await.is_err() {
                     break;
                 }
