@@ -409,7 +409,10 @@ pub async fn connect(
             let health = Arc::new(Health::default());
             let spawned = process::spawn(command, args, env, cwd, Arc::clone(&health)).map_err(StartError::Failed)?;
             let process = spawned.process;
-            let handshake = tokio::time::timeout(limit, client.serve((spawned.output, spawned.input)));
+            let handshake = tokio::time::timeout(
+                limit,
+                client.serve(super::stdio_link::StdioLink::new(spawned.output, spawned.input)),
+            );
             // A server that exits while something it started keeps its
             // stdout open would leave the handshake waiting: its exit ends
             // the wait too.

@@ -34,6 +34,7 @@ mod process;
 mod progress;
 mod raw_result;
 mod stderr;
+mod stdio_link;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};

@@ -16,7 +16,7 @@ mod framing;
 mod http;
 mod http_serve;
 mod http_sessions;
-mod incoming;
+pub(crate) mod incoming;
 mod listing;
 mod progress;
 mod result;

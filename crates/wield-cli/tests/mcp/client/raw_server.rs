@@ -18,7 +18,9 @@ use crate::support::{Ws, python, wield_bin};
 /// `big` (`n` bytes of text); `hold` (answered, `released`, only after the
 /// next call is; a `notifications/cancelled` adds the request's id to
 /// `cancelled`); `shaped` (answers with its argument `result` as the
-/// result). The environment picks the rest: `TOOLS`
+/// result); `cut` (a text ending in half a surrogate pair, as JavaScript
+/// writes a string cut inside an emoji); `nan` (a reply with `NaN` in it,
+/// which is not JSON). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
 /// `LIST` makes `tools/list` exit 7 after a line on stderr (`crash`) or
 /// answer with more than 16 MiB (`huge`),
@@ -58,6 +60,8 @@ tools = [
     {"name": "big", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     {"name": "hold", "inputSchema": obj},
     {"name": "shaped", "inputSchema": obj},
+    {"name": "cut", "inputSchema": obj},
+    {"name": "nan", "inputSchema": obj},
 ]
 held = []
 if os.environ.get("TOOLS"):
@@ -113,6 +117,11 @@ for line in sys.stdin:
             continue
         elif name == "hold":
             held.append(mid)
+            continue
+        elif name == "cut":
+            text = "cut \ud83d"
+        elif name == "nan":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [], "n": float("nan")}})
             continue
         elif name == "big":
             text = "A" * m["params"]["arguments"]["n"]
@@ -535,6 +544,30 @@ fn a_call_cut_by_its_timeout_tells_the_server_before_wield_exits() {
         let told = std::fs::read_to_string(ws.ws().join("cancelled")).unwrap_or_default();
         assert_eq!(told.lines().count(), round, "round {round}: {told:?}");
     }
+}
+
+/// Regression: a reply the SDK could not parse was dropped, and its call
+/// waited for its timeout. Half a surrogate pair is read as U+FFFD (as the
+/// TypeScript SDK reads it); a reply that is not JSON fails its call at
+/// once, saying why.
+#[test]
+fn a_reply_that_does_not_parse_is_read_or_fails_its_call_at_once() {
+    let ws = workspace(&[("raw", "{}")]);
+    let (v, took) = call(&ws, "mcp__raw__cut", "{}");
+    assert_eq!(
+        (&v["success"], &v["output"]),
+        (&true.into(), &"cut \u{fffd}".into()),
+        "{v}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (v, took) = call(&ws, "mcp__raw__nan", "{}");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed the call to `nan`") && error.contains("cannot read the server's reply"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
 /// wield offers the newest protocol revision that has an `initialize`
