@@ -54,7 +54,7 @@ pub fn main() -> ExitCode {
         let stop = stop_token();
         let run = run(cli);
         tokio::pin!(run);
-        tokio::select! {
+        let outcome = tokio::select! {
             biased;
             outcome = &mut run => outcome,
             // `call` and `mcp serve` answer the signal themselves and return
@@ -64,7 +64,10 @@ pub fn main() -> ExitCode {
                 Ok(outcome) => outcome,
                 Err(_) => Ok(ExitCode::from(130)),
             },
-        }
+        };
+        // Sessions with bridged `url` servers end with an HTTP `DELETE`.
+        wield_mcp::client::end_sessions(std::time::Duration::from_millis(500)).await;
+        outcome
     });
     // A read of stdin that cannot be cancelled (a blocking one, when stdin
     // is not a pipe) must not keep wield alive after its command returned:

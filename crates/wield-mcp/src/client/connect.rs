@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
@@ -260,9 +260,36 @@ impl Connection {
         }
     }
 
+    /// Let go of a `url` server's connection, its session kept to be ended
+    /// by [`end_sessions`] (dropping it would end it only if the runtime
+    /// lived on). A local server's connection is just dropped.
+    pub fn park(self) {
+        if self.process.is_none() {
+            ENDING.lock().unwrap_or_else(PoisonError::into_inner).push(self.service);
+        }
+    }
+
     pub(crate) fn process(&self) -> Option<&ServerProcess> {
         self.process.as_ref()
     }
+}
+
+/// The sessions with `url` servers that wield let go of, still to end.
+static ENDING: std::sync::Mutex<Vec<RunningService<RoleClient, BridgeClient>>> = std::sync::Mutex::new(Vec::new());
+
+/// End the sessions with `url` servers that wield let go of (each with an
+/// HTTP `DELETE`, so the server can free it at once rather than when it
+/// times out), all at once, within `limit`. Called on the way out.
+pub async fn end_sessions(limit: Duration) {
+    let services = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
+    if services.is_empty() {
+        return;
+    }
+    let _ = tokio::time::timeout(
+        limit,
+        futures::future::join_all(services.into_iter().map(RunningService::cancel)),
+    )
+    .await;
 }
 
 /// Why a server did not start.

@@ -45,7 +45,7 @@ use wield_core::{Registry, ToolRef};
 pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
-pub use connect::{BridgeClient, FrontEnd};
+pub use connect::{BridgeClient, FrontEnd, end_sessions};
 pub use process::{hurry, stop_stragglers};
 
 use connect::{Connection, Link, StartError, connect};
@@ -493,7 +493,15 @@ impl Drop for McpClients {
     /// slowest server, not for the sum of them. A server being started
     /// right now is stopped by its own connection when that is dropped.
     fn drop(&mut self) {
-        let conns: Vec<_> = self.servers.iter().filter_map(|e| e.conn.try_lock().ok()).collect();
+        let mut conns: Vec<_> = self.servers.iter().filter_map(|e| e.conn.try_lock().ok()).collect();
+        // A `url` server's session is ended on the way out.
+        for conn in &mut conns {
+            if conn.as_ref().is_some_and(|c| c.process().is_none())
+                && let Some(c) = conn.take()
+            {
+                c.park();
+            }
+        }
         let processes: Vec<&process::ServerProcess> = conns
             .iter()
             .filter_map(|c| c.as_ref().and_then(Connection::process))

@@ -204,3 +204,17 @@ fn a_call_cut_by_its_timeout_tells_the_http_server() {
     assert_eq!(v["metadata"]["timed_out"], true, "{v}");
     assert_eq!(rh.file("cancelled").lines().count(), 1, "{:?}", rh.file("cancelled"));
 }
+
+/// Regression: wield exited without ending its session with a `url`
+/// server, which kept it until it timed out. It sends the `DELETE` MCP
+/// asks of a client that is done with a session.
+#[test]
+fn wield_ends_its_session_with_an_http_server_on_the_way_out() {
+    let rh = Bridged::new();
+    let v = rh.call("mcp__rh__echo");
+    assert_eq!(v["output"], "echo", "{v}");
+    assert_eq!(rh.file("deleted"), "s1\n");
+    let out = rh.ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(rh.file("deleted"), "s1\ns1\n");
+}
