@@ -221,6 +221,38 @@ fn gemini_schema(schema: &Value) -> Value {
     }
 }
 
+/// Whether `schema` uses a JSON Schema keyword Gemini's OpenAPI subset
+/// (`parameters`) lacks.
+fn beyond_openapi(schema: &Value) -> bool {
+    const KEYWORDS: [&str; 12] = [
+        "$ref",
+        "$defs",
+        "definitions",
+        "$dynamicRef",
+        "allOf",
+        "oneOf",
+        "not",
+        "if",
+        "patternProperties",
+        "prefixItems",
+        "dependentSchemas",
+        "const",
+    ];
+    match schema {
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            // A property may be named like a keyword.
+            if k == "properties"
+                && let Value::Object(props) = v
+            {
+                return props.values().any(beyond_openapi);
+            }
+            KEYWORDS.contains(&k.as_str()) || beyond_openapi(v)
+        }),
+        Value::Array(a) => a.iter().any(beyond_openapi),
+        _ => false,
+    }
+}
+
 /// One tool in a provider's format. `api_name` is the provider-safe name.
 pub fn export_tool(spec: &ToolSpec, api_name: &str, format: ExportFormat) -> Value {
     let schema = object_schema(&spec.input_schema);
@@ -245,6 +277,14 @@ pub fn export_tool(spec: &ToolSpec, api_name: &str, format: ExportFormat) -> Val
             "description": spec.description,
             "parameters": schema,
             "strict": spec.strict,
+        }),
+        // A schema beyond Gemini's OpenAPI subset (references, `oneOf`,
+        // `allOf`, ...), which an MCP server's tool often has, goes whole as
+        // `parametersJsonSchema` instead.
+        ExportFormat::Gemini if beyond_openapi(&schema) => json!({
+            "name": api_name,
+            "description": spec.description,
+            "parametersJsonSchema": schema,
         }),
         ExportFormat::Gemini => json!({
             "name": api_name,
@@ -349,6 +389,23 @@ mod tests {
         assert_eq!(o["function"]["name"], "file_read");
         let g = export_tool(&spec, "file_read", ExportFormat::Gemini);
         assert_eq!(g["parameters"]["properties"]["p"]["nullable"], true);
+        assert!(g.get("parametersJsonSchema").is_none(), "{g}");
+        // References (an MCP server's pydantic model): the whole schema as
+        // `parametersJsonSchema`; a property named like a keyword is not one.
+        let nested = json!({
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+            "properties": {"at": {"$ref": "#/$defs/Point"}},
+        });
+        let g = export_tool(
+            &ToolSpec::new("area", "Area", nested.clone()),
+            "area",
+            ExportFormat::Gemini,
+        );
+        assert!(g.get("parameters").is_none(), "{g}");
+        assert_eq!(g["parametersJsonSchema"]["properties"]["at"]["$ref"], "#/$defs/Point");
+        let named = json!({"properties": {"not": {"type": "string"}, "if": {"type": "integer"}}});
+        let g = export_tool(&ToolSpec::new("t", "T", named), "t", ExportFormat::Gemini);
+        assert_eq!(g["parameters"]["properties"]["not"]["type"], "string", "{g}");
         let m = export_tool(&spec, "file_read", ExportFormat::Mcp);
         assert_eq!(m["inputSchema"]["type"], "object");
         assert_eq!(m["name"], "file.read");
