@@ -231,6 +231,12 @@ async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
         for w in &s.warnings {
             writeln!(out, "{:width$}  warning: {}", "", printable(w))?;
         }
+        if let Some(text) = &s.instructions {
+            // Their first line; `--json` has them whole.
+            let first = text.lines().next().unwrap_or_default();
+            let more = if first.len() < text.len() { " …" } else { "" };
+            writeln!(out, "{:width$}  instructions: {}{more}", "", printable(first))?;
+        }
     }
     if status.iter().any(|s| s.deferred) {
         writeln!(

@@ -238,6 +238,24 @@ impl Connection {
         }
     }
 
+    /// The server's `instructions`, cut at `max` bytes (on a character
+    /// boundary, with `…`).
+    pub fn instructions(&self, max: usize) -> Option<String> {
+        let info = self.service.peer_info()?;
+        let text = info.instructions.as_deref()?.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if text.len() <= max {
+            return Some(text.to_owned());
+        }
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        Some(format!("{}…", &text[..end]))
+    }
+
     /// False once the server's process exited or the connection broke.
     pub fn is_alive(&self) -> bool {
         !self.health.has_exited() && !self.service.peer().is_transport_closed()

@@ -94,7 +94,14 @@ pub struct ServerStatus {
     /// server, that it is disabled (so an unknown-tool error says so).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The server's `instructions` (how to use its tools, for the model's
+    /// prompt), cut at [`MAX_INSTRUCTIONS`] bytes, once it has started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
+
+/// The most of a server's `instructions` kept (as Claude Code keeps).
+pub const MAX_INSTRUCTIONS: usize = 2048;
 
 /// What a watching front-end is called with when the tool set changed.
 type OnChange = Arc<dyn Fn() + Send + Sync>;
@@ -122,6 +129,8 @@ pub(crate) struct ServerEntry {
     names: Mutex<std::collections::HashMap<String, String>>,
     /// Why tools of its last listing were left out.
     warnings: Mutex<Vec<String>>,
+    /// What it said to do with its tools, from its last start.
+    instructions: Mutex<Option<String>>,
     /// Held while its tools are listed: one listing at a time, so the last
     /// one asked for is the last one kept, and each sees the server's raw
     /// output whole (for what the SDK's types drop).
@@ -245,6 +254,10 @@ impl ServerEntry {
         match self.start().await {
             Ok(c) => {
                 let link = c.link();
+                *self
+                    .instructions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = c.instructions(MAX_INSTRUCTIONS);
                 *conn = Some(c);
                 self.set(ServerState::Ready, None);
                 drop(conn);
@@ -310,6 +323,7 @@ impl McpClients {
                     relisting: Mutex::new((false, false)),
                     names: Mutex::new(std::collections::HashMap::new()),
                     warnings: Mutex::new(Vec::new()),
+                    instructions: Mutex::new(None),
                     listing: tokio::sync::Mutex::new(()),
                 })
             })
@@ -481,6 +495,11 @@ impl McpClients {
                     deferred: e.config.deferred,
                     error,
                     warnings,
+                    instructions: e
+                        .instructions
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .clone(),
                 }
             })
             .collect()

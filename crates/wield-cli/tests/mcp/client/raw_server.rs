@@ -31,7 +31,8 @@ use crate::support::{Ws, python, wield_bin};
 /// (`exit`, `ignore`) and `ON_TERM` (`exit`, `ignore`) say what end of input
 /// and SIGTERM do; both leave a file named after them; `VERSION` is the
 /// protocol version it answers `initialize` with (else the one offered,
-/// which it writes to `offered`). It writes its pid to `server.pid`. (`crash` also starts a `sleep` in a session of its own,
+/// which it writes to `offered`); `INSTRUCTIONS` is the first line of its
+/// `instructions`, 3,000 bytes more follow. It writes its pid to `server.pid`. (`crash` also starts a `sleep` in a session of its own,
 /// its pid in `setsid.pid`.)
 const SERVER: &str = r#"
 import json, os, signal, subprocess, sys, time
@@ -85,8 +86,10 @@ for line in sys.stdin:
         caps = {} if os.environ.get("NO_TOOLS") else {"tools": {}}
         open("offered", "w").write(m["params"]["protocolVersion"])
         version = os.environ.get("VERSION") or m["params"]["protocolVersion"]
-        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version,
-              "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}})
+        result = {"protocolVersion": version, "capabilities": caps, "serverInfo": {"name": "raw", "version": "1"}}
+        if os.environ.get("INSTRUCTIONS"):
+            result["instructions"] = os.environ["INSTRUCTIONS"] + "\n" + "i" * 3000
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
     elif method == "tools/list" and os.environ.get("LIST") == "crash":
         sys.stderr.write("\x1b[31mlisting broke\x1b[0m\n")
         sys.stderr.flush()
@@ -568,6 +571,25 @@ fn a_reply_that_does_not_parse_is_read_or_fails_its_call_at_once() {
         "{error}"
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// A server's `instructions` are kept (cut at 2 KiB) and shown by `wield mcp
+/// list`: whole in its JSON, their first line (escaped) in its table.
+#[test]
+fn a_servers_instructions_are_shown() {
+    let ws = workspace(&[("raw", "{ INSTRUCTIONS = \"Call ok first.\\u001b[2J\" }")]);
+    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v["servers"][0]["instructions"].as_str().unwrap();
+    assert!(text.starts_with("Call ok first.\u{1b}[2J\niii"), "{text}");
+    assert!(
+        text.ends_with('…') && text.len() == 2048 + '…'.len_utf8(),
+        "{}",
+        text.len()
+    );
+    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("instructions: Call ok first.\\u{1b}[2J …"), "{table}");
 }
 
 /// wield offers the newest protocol revision that has an `initialize`
