@@ -51,7 +51,15 @@ fn bridged_tool_changes_reach_the_client() {
 
 #[test]
 fn http_token_host_origin_and_sessions() {
-    python_scenarios("http", &["http_security", "http_sessions", "http_delete_mid_call"]);
+    python_scenarios(
+        "http",
+        &[
+            "http_security",
+            "http_sessions",
+            "http_delete_mid_call",
+            "http_requests",
+        ],
+    );
 }
 
 #[test]

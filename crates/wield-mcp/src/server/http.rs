@@ -330,7 +330,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let guard = Arc::new(HostGuard::new(&local_addr, &allowed));
     let mut router = Router::new()
         .route_service("/mcp", service)
-        .layer(middleware::from_fn(json_rpc_errors))
+        .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn(accept_wildcards))
         .layer(middleware::from_fn_with_state(activities, track_activity))
@@ -339,6 +339,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     if let Some(token) = token {
         router = router.layer(middleware::from_fn_with_state(Arc::new(token), require_token));
     }
+    let router = router.layer(middleware::from_fn(json_error_bodies));
     let task = tokio::spawn(super::http_serve::serve(listener, router, shutdown.clone()));
     Ok(HttpServer {
         local_addr,
@@ -356,21 +357,24 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 /// params do not fit it, `Method not found` (-32601) for a method wield does
 /// not serve, and `Invalid Request` for a request outside the session
 /// lifecycle, each to the request's id when it can be read.
-async fn json_rpc_errors(request: Request, next: Next) -> Response {
+async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
+    }
+    // A body announced past the limit is refused before it is sent.
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large();
     }
     let (parts, body) = request.into_parts();
     let read = tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, MAX_BODY)).await;
     let bytes = match read {
         Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("Payload Too Large: a message may be at most {MAX_BODY} bytes\n"),
-            )
-                .into_response();
-        }
+        Ok(Err(_)) => return too_large(),
         Err(_) => {
             return (
                 StatusCode::REQUEST_TIMEOUT,
@@ -431,9 +435,45 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         // A session is initialized; a request without one may only open one
         // (`initialize`), and none is served outside the session lifecycle.
         Incoming::Message(message) => {
-            let in_session = parts.headers.contains_key(super::http_sessions::SESSION_HEADER);
+            let session = parts
+                .headers
+                .get(super::http_sessions::SESSION_HEADER)
+                .map(|v| v.to_str().unwrap_or_default());
+            let in_session = session.is_some();
+            // `initialize` with the id of a session that is not open: that
+            // session is gone, not initialized.
+            if let Some(id) = session
+                && opens_session(&message)
+                && !activities.is_open(id)
+            {
+                return not_found();
+            }
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
                 return refuse(Some(super::incoming::reply_id(id)), error);
+            }
+            if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
+                match activities.claim(id, &r.id) {
+                    Err(()) => {
+                        return refuse(
+                            Some(super::incoming::reply_id(r.id.clone())),
+                            rmcp::ErrorData::invalid_request(
+                                format!(
+                                    "request id {} is already in use by a request of this session that has not \
+                                     been answered yet; give each request in flight an id of its own",
+                                    r.id
+                                ),
+                                None,
+                            ),
+                        );
+                    }
+                    Ok(Some(claimed)) => {
+                        let response = next
+                            .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                            .await;
+                        return super::http_sessions::hold_until_sent(response, claimed);
+                    }
+                    Ok(None) => {}
+                }
             }
             // Anything else outside a session (a ping, a notification) is
             // told what to do in JSON-RPC too, not in the SDK's plain text.
@@ -457,21 +497,52 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
         .await
 }
 
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Payload Too Large: a message may be at most {MAX_BODY} bytes\n"),
+    )
+        .into_response()
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "Not Found: no open MCP session has this id (it may have been closed for idleness); send `initialize` \
+         without an `Mcp-Session-Id` to open a new one\n",
+    )
+        .into_response()
+}
+
 /// A client that accepts anything (`Accept: */*`, as generic HTTP clients
-/// send) accepts what MCP answers with: the SDK wants both kinds named, and
-/// would refuse it with 406.
+/// send), or both kinds by wildcards (`application/*, text/*`), accepts
+/// what MCP answers with: the SDK wants both named, and would refuse it
+/// with 406.
 async fn accept_wildcards(mut request: Request, next: Next) -> Response {
-    let wildcard = request
+    let (mut json, mut events) = (false, false);
+    for kind in request
         .headers()
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|kind| {
-            let kind = kind.split(';').next().unwrap_or_default().trim();
-            kind == "*/*"
+    {
+        let mut parts = kind.split(';');
+        let kind = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        // `q=0` says "not this".
+        let refused = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
         });
-    if wildcard {
+        if refused {
+            continue;
+        }
+        json |= matches!(kind.as_str(), "*/*" | "application/*" | "application/json");
+        events |= matches!(kind.as_str(), "*/*" | "text/*" | "text/event-stream");
+    }
+    if json && events {
         request.headers_mut().insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -479,6 +550,49 @@ async fn accept_wildcards(mut request: Request, next: Next) -> Response {
     }
     next.run(request).await
 }
+
+/// An error the SDK or a layer answers in plain text (or with no type at
+/// all) is sent as a JSON-RPC error, as MCP clients read the body of an
+/// HTTP error: the text is its message, with `-32001` for a session that
+/// is not found and `-32600` or `-32603` for the rest. Its headers
+/// (`WWW-Authenticate`, `Retry-After`, `Allow`) stay.
+async fn json_error_bodies(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, ERROR_TEXT).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("HTTP error").to_owned()
+    } else {
+        text.to_owned()
+    };
+    let code = if status == StatusCode::NOT_FOUND {
+        -32001
+    } else if status.is_client_error() {
+        -32600
+    } else {
+        -32603
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, axum::body::Body::from(body.to_string()))
+}
+
+/// The most of a plain-text error read to send it as JSON-RPC.
+const ERROR_TEXT: usize = 64 * 1024;
 
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the
 /// Python SDK among them) expect 200 or 204 and log a warning on anything

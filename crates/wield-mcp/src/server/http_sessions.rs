@@ -3,8 +3,11 @@
 //! - **Capacity**: a request that would open a session past the limit gets
 //!   a 503 (with `Retry-After`) rather than the SDK's server error.
 //! - **Idleness**: a session is idle when no request of its own is being
-//!   answered (a tool call streaming its reply counts as busy, however long
-//!   it runs) and none has been for the idle time; then it is closed. The
+//!   answered and no call of its runs (a call counts as busy, however long
+//!   it runs, and whether or not its client still waits for the reply) and
+//!   none has been for the idle time; then it is closed.
+//! - **Request ids**: a request reusing the id of one of the session's
+//!   requests still in flight is refused. The
 //!   SDK's own keep-alive cannot tell a silent long call from an idle client,
 //!   so it is off and this tracker decides.
 
@@ -18,6 +21,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use rmcp::model::RequestId;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +70,9 @@ struct Activity {
     /// Cancelled when the session ends (deleted or idle), which cancels
     /// its running calls at once.
     end: CancellationToken,
+    /// The ids of its requests in flight, each with how many hold it (its
+    /// POST's reply, the call it runs).
+    in_flight: HashMap<RequestId, usize>,
 }
 
 /// The activity of every open session, by session id.
@@ -82,6 +89,51 @@ impl Activities {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Activity>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether session `id` is open.
+    pub(crate) fn is_open(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    /// Request `request` of session `id` arrives: `Err` when a request of
+    /// the session with that id is still in flight (the SDK would send one
+    /// call's result to the other's stream, and run only one of them);
+    /// `Ok(None)` for a session that is not open.
+    pub(crate) fn claim(self: &Arc<Self>, id: &str, request: &RequestId) -> Result<Option<InFlight>, ()> {
+        let mut sessions = self.lock();
+        let Some(key) = sessions.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
+            return Ok(None);
+        };
+        let Some(activity) = sessions.get_mut(&key) else {
+            return Ok(None);
+        };
+        if activity.in_flight.contains_key(request) {
+            return Err(());
+        }
+        activity.in_flight.insert(request.clone(), 1);
+        Ok(Some(InFlight {
+            activities: Arc::clone(self),
+            id: key,
+            request: request.clone(),
+        }))
+    }
+
+    /// Keep request `request` of session `id` in flight, and the session
+    /// busy, until the guard is dropped: a call runs on when its client
+    /// went away (it may resume the stream), and its session stays open.
+    pub(crate) fn running(self: &Arc<Self>, id: &str, request: &RequestId) -> Option<(Busy, InFlight)> {
+        let busy = self.begin(id)?;
+        let mut sessions = self.lock();
+        let activity = sessions.get_mut(&busy.id)?;
+        *activity.in_flight.entry(request.clone()).or_insert(0) += 1;
+        let held = InFlight {
+            activities: Arc::clone(self),
+            id: Arc::clone(&busy.id),
+            request: request.clone(),
+        };
+        drop(sessions);
+        Some((busy, held))
     }
 
     /// A request of session `id` starts, if the session is known (ids the
@@ -108,6 +160,7 @@ impl Activities {
                 busy: 1,
                 last: Instant::now(),
                 end: CancellationToken::new(),
+                in_flight: HashMap::new(),
             },
         );
         Busy {
@@ -139,6 +192,7 @@ impl Activities {
                 busy: 0,
                 last: Instant::now(),
                 end: CancellationToken::new(),
+                in_flight: HashMap::new(),
             });
         }
     }
@@ -165,9 +219,29 @@ impl Activities {
     }
 }
 
+/// A request id in flight in a session, until this is dropped.
+pub(crate) struct InFlight {
+    activities: Arc<Activities>,
+    id: Arc<str>,
+    request: RequestId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(a) = self.activities.lock().get_mut(&self.id)
+            && let Some(n) = a.in_flight.get_mut(&self.request)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                a.in_flight.remove(&self.request);
+            }
+        }
+    }
+}
+
 /// A request being answered; the session is busy until this is dropped
 /// (when the reply's body ends or the client goes away).
-struct Busy {
+pub(crate) struct Busy {
     activities: Arc<Activities>,
     id: Arc<str>,
 }
@@ -225,12 +299,12 @@ pub(crate) async fn track_activity(
     }
 }
 
-/// The response, its body keeping `busy` alive until it is sent in full or
+/// The response, its body keeping `held` alive until it is sent in full or
 /// dropped: a streamed tool result keeps its session busy while it runs.
-fn hold_until_sent(response: Response, busy: Busy) -> Response {
+pub(crate) fn hold_until_sent<T: Send + Sync + 'static>(response: Response, held: T) -> Response {
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
-        let _held = &busy;
+        let _held = &held;
         chunk
     });
     Response::from_parts(parts, Body::from_stream(stream))

@@ -135,10 +135,16 @@ impl SessionHandler {
         if let Some(ended) = &self.ended {
             return Some(ended.clone());
         }
+        let (activities, id) = self.http_session(context)?;
+        activities.end_of(&id)
+    }
+
+    /// The HTTP session of this request: the sessions' activity, and its id.
+    fn http_session(&self, context: &RequestContext<RoleServer>) -> Option<(&Arc<Activities>, String)> {
         let activities = self.activities.as_ref()?;
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
         let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
-        activities.end_of(id)
+        Some((activities, id.to_owned()))
     }
 
     pub fn session(&self) -> &Arc<Session> {
@@ -334,6 +340,12 @@ impl ServerHandler for SessionHandler {
         // stops the call and kills its processes.
         let cancel = context.ct.clone();
         let ended = self.session_end(&context);
+        // Over HTTP the call keeps its session open, and its id taken,
+        // while it runs, whether or not its client still waits for the
+        // reply (it may resume the stream).
+        let _running = self
+            .http_session(&context)
+            .and_then(|(activities, id)| activities.running(&id, &context.id));
         let call = Call::new(call_id, request.name.into_owned(), input);
         let run = prepared.executor.run_one(call, &self.session, &cancel);
         tokio::pin!(run);

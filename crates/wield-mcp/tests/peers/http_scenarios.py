@@ -346,3 +346,86 @@ async def http_sessions(fx: Fixture) -> None:
         expect(grown < 200 * 256, f"200 sessions grew the server by {grown} KiB")
 
 
+
+
+def raw_http(url: str, head: str, body: bytes = b"", wait: float = 10) -> tuple[int, str]:
+    """One request written by hand; (status, the answer's body)."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=wait) as s:
+        s.sendall(head.encode() + body)
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except TimeoutError:
+            pass
+    text = answer.decode(errors="replace")
+    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else 0
+    return status, text.split("\r\n\r\n", 1)[-1]
+
+
+async def http_requests(fx: Fixture) -> None:
+    """Request ids, HTTP errors as JSON-RPC, wildcard Accept, a stale session's
+    initialize, a body announced too large, a call whose client went away."""
+    with HttpServer(fx, ["--yes"], ["--session-idle", "1s"]) as url:
+        session = open_and_call(url)
+
+        def bash(n: int, command: str) -> tuple[int, str, str | None]:
+            body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": command}}}
+            return rpc(url, body, session)
+
+        # Regression: a second request with the id of one in flight took its
+        # result and never ran; it is refused, and the first keeps its own.
+        first: list[str] = []
+        running = threading.Thread(target=lambda: first.append(bash(777, f"sleep 1.5; echo A > {fx.ws / 'dupA.txt'}; echo A")[1]))
+        running.start()
+        time.sleep(0.4)
+        dup = {"jsonrpc": "2.0", "id": 777, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo B"}}}
+        status, answer = raw_post(url, json.dumps(dup).encode(), {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
+        expect(status == 400 and answer.get("id") == 777, f"a reused id in flight: {status} {answer}")
+        expect("already in use" in answer["error"]["message"], f"a reused id in flight: {answer}")
+        running.join(20)
+        expect(first and '"A\\nexit code: 0' in first[0], f"the first call's result: {first}")
+        # Once answered, the id may be used again.
+        status, text, _ = bash(777, "echo again")
+        expect(status == 200 and "again" in text, f"the id after its answer: {status} {text[:300]}")
+
+        # Errors the SDK answers in plain text come as JSON-RPC.
+        status, answer = raw_post(url, json.dumps(INITIALIZE).encode(), {"Accept": "text/html"})
+        expect(status == 406 and answer.get("jsonrpc") == "2.0" and answer["error"]["message"], f"406: {status} {answer}")
+        expect(delete_session(url, "no-such-session") == 404, "DELETE of an unknown session")
+        # `initialize` with a session id that is not open: 404 (the
+        # session is gone), not "already initialized".
+        status, answer = raw_post(url, json.dumps(INITIALIZE).encode(), {"Mcp-Session-Id": "bogus"})
+        expect(status == 404 and answer["error"]["code"] == -32001, f"initialize with a stale session: {status} {answer}")
+        # Both kinds named by wildcards are accepted.
+        status, _ = raw_post(url, json.dumps(INITIALIZE).encode(), {"Accept": "application/*, text/*"})
+        expect(status == 200, f"Accept: application/*, text/*: {status}")
+        # A body announced past the limit is refused at once, unsent.
+        host = url.split("//", 1)[1].split("/", 1)[0]
+        started = time.time()
+        status, text = raw_http(
+            url,
+            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Length: 100000000000\r\nConnection: close\r\n\r\n",
+        )
+        expect(status == 413 and time.time() - started < 5, f"a huge announced body: {status} after {time.time() - started:.1f}s")
+        expect(json.loads(text)["error"]["code"] == -32600, f"413 body: {text}")
+
+        # Regression: a call whose client went away was killed when its
+        # session went idle; it runs on (the client may resume it), and
+        # keeps the session open.
+        late = fx.ws / "late.txt"
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "bash", "arguments": {"command": f"sleep 2.5; echo done > {late}"}}}).encode()
+        with socket.create_connection((host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]))) as s:
+            s.sendall(
+                (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                 f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+                 f"Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+            )
+            s.recv(1024)
+        deadline = time.time() + 15
+        while not late.exists() and time.time() < deadline:
+            await anyio.sleep(0.1)
+        expect(late.exists(), "the call was stopped when its client went away")
