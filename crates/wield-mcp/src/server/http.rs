@@ -333,6 +333,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn(accept_wildcards))
+        .layer(middleware::from_fn(resume_after))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
         .layer(middleware::from_fn_with_state(guard, host_guard));
@@ -594,6 +595,37 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
 /// The most of a plain-text error read to send it as JSON-RPC.
 const ERROR_TEXT: usize = 64 * 1024;
 
+/// A client resuming a stream names the last event it received
+/// (`Last-Event-ID`), and wants the events after it; the SDK replays from
+/// that event on, so the client would get it twice (an approval form asked
+/// again). The id is moved on by one: `N/R` (event `N` of request `R`'s
+/// stream, whose event 0 is its priming event) becomes `N+1/R`. On the
+/// standalone stream the priming event and the first message are both `0`,
+/// so `0` is left as it is (the first message may come twice, but none is
+/// lost); a later `N` becomes `N+1`.
+async fn resume_after(mut request: Request, next: Next) -> Response {
+    if request.method() == Method::GET
+        && let Some(last) = request.headers().get("last-event-id").and_then(|v| v.to_str().ok())
+        && let Some(next_id) = event_after(last.trim())
+        && let Ok(value) = HeaderValue::from_str(&next_id)
+    {
+        request.headers_mut().insert("last-event-id", value);
+    }
+    next.run(request).await
+}
+
+/// The id of the event after `id` (see [`resume_after`]); `None` to leave
+/// it as it is.
+fn event_after(id: &str) -> Option<String> {
+    match id.split_once('/') {
+        Some((index, request)) => Some(format!("{}/{request}", index.parse::<usize>().ok()?.checked_add(1)?)),
+        None => match id.parse::<usize>().ok()? {
+            0 => None,
+            n => Some(n.checked_add(1)?.to_string()),
+        },
+    }
+}
+
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the
 /// Python SDK among them) expect 200 or 204 and log a warning on anything
 /// else, so a completed termination is reported as 200.
@@ -643,6 +675,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_resumed_stream_starts_after_the_last_event_seen() {
+        assert_eq!(event_after("1/0").as_deref(), Some("2/0"));
+        assert_eq!(event_after("0/7").as_deref(), Some("1/7"));
+        assert_eq!(event_after("3").as_deref(), Some("4"));
+        assert_eq!(event_after("0"), None);
+        assert_eq!(event_after("x/1"), None);
+        assert_eq!(event_after("junk"), None);
+    }
 
     #[test]
     fn tokens_compare_whole() {

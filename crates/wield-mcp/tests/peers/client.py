@@ -27,7 +27,7 @@ import mcp_types as types
 
 from bridged_scenarios import bridged_list_changed, bridged_requests, everything_restart
 from fixture import SECRET, Fixture, alive, call, expect, text_of
-from http_scenarios import http_delete_mid_call, http_requests, http_security, http_sessions
+from http_scenarios import http_delete_mid_call, http_requests, http_resume, http_security, http_sessions
 
 # --- scenarios ----------------------------------------------------------------
 
@@ -539,6 +539,7 @@ SCENARIOS = {
         bash_progress,
         bash_cancel,
         http_requests,
+        http_resume,
         http_security,
         http_sessions,
         http_delete_mid_call,

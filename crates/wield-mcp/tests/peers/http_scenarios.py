@@ -429,3 +429,56 @@ async def http_requests(fx: Fixture) -> None:
         while not late.exists() and time.time() < deadline:
             await anyio.sleep(0.1)
         expect(late.exists(), "the call was stopped when its client went away")
+
+
+def sse_events(sock: socket.socket, until: str, wait: float = 20) -> list[tuple[str | None, str]]:
+    """Events (id, data) read from an SSE answer on `sock` until one whose
+    data holds `until`."""
+    sock.settimeout(wait)
+    buf, events = b"", []
+    while True:
+        while b"\n\n" in buf:
+            raw, buf = buf.split(b"\n\n", 1)
+            eid, data = None, []
+            for line in raw.decode(errors="replace").splitlines():
+                if line.startswith("id:"):
+                    eid = line[3:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].strip())
+            events.append((eid, "\n".join(data)))
+            if until in events[-1][1]:
+                return events
+        chunk = sock.recv(65536)
+        if not chunk:
+            return events
+        buf += chunk.replace(b"\r\n", b"\n")
+
+
+async def http_resume(fx: Fixture) -> None:
+    """A client that resumes a call's stream (`Last-Event-ID`) gets the events
+    after the last one it saw, not that one again, then the result."""
+    with HttpServer(fx, ["--yes"]) as url:
+        session = open_and_call(url)
+        host = url.split("//", 1)[1].split("/", 1)[0]
+        addr = (host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]))
+        headers = (f"Host: {host}\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+                   "Mcp-Protocol-Version: 2025-11-25\r\n")
+        body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "bash", "arguments": {"command": "echo one; sleep 1; echo two; sleep 1; echo three"},
+            "_meta": {"progressToken": "p"}}}).encode()
+        with socket.create_connection(addr) as s:
+            s.sendall(f"POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            seen = sse_events(s, "one")
+        last = seen[-1][0]
+        expect(last and "/" in last, f"the call's events: {seen}")
+        with socket.create_connection(addr) as s:
+            s.sendall(f"GET /mcp HTTP/1.1\r\n{headers}Last-Event-ID: {last}\r\n\r\n".encode())
+            resumed = sse_events(s, "exit code")
+        ids = [e for e, _ in resumed if e]
+        expect(last not in ids, f"the last event seen came again: {last} in {resumed}")
+        messages = [d for _, d in resumed if "notifications/progress" in d]
+        expect(
+            not any('"one' in m for m in messages) and any('"two' in m for m in messages),
+            f"resumed: {resumed}",
+        )
+        expect('"id":5,"result"' in resumed[-1][1], f"the result after resuming: {resumed[-1]}")
