@@ -398,6 +398,14 @@ async def http_requests(fx: Fixture) -> None:
         # session is gone), not "already initialized".
         status, answer = raw_post(url, json.dumps(INITIALIZE).encode(), {"Mcp-Session-Id": "bogus"})
         expect(status == 404 and answer["error"]["code"] == -32001, f"initialize with a stale session: {status} {answer}")
+        # A protocol revision the server does not speak, named in the header:
+        # 400 saying which it speaks (a later one was taken for its
+        # stateless mode).
+        ping = json.dumps({"jsonrpc": "2.0", "id": 31, "method": "ping"}).encode()
+        status, answer = raw_post(url, ping, {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2026-07-28"})
+        expect(status == 400 and "unsupported MCP-Protocol-Version: 2026-07-28" in answer["error"]["message"],
+               f"a revision the server does not speak: {status} {answer}")
+        expect("2025-11-25" in answer["error"]["message"], f"which it speaks: {answer}")
         # Both kinds named by wildcards are accepted.
         status, _ = raw_post(url, json.dumps(INITIALIZE).encode(), {"Accept": "application/*, text/*"})
         expect(status == 200, f"Accept: application/*, text/*: {status}")
