@@ -278,8 +278,19 @@ impl Connection {
         }
     }
 
+    /// End the session with a `url` server (an HTTP `DELETE`) and wait
+    /// for it; stop a local server.
+    pub async fn end(self) {
+        match &self.process {
+            Some(p) => p.stop().await,
+            None => {
+                let _ = self.service.cancel().await;
+            }
+        }
+    }
+
     /// Let go of a `url` server's connection, its session kept to be ended
-    /// by [`end_sessions`] (dropping it would end it only if the runtime
+    /// by [`super::end_sessions`] (dropping it would end it only if the runtime
     /// lived on). A local server's connection is just dropped.
     pub fn park(self) {
         if self.process.is_none() {
@@ -295,19 +306,9 @@ impl Connection {
 /// The sessions with `url` servers that wield let go of, still to end.
 static ENDING: std::sync::Mutex<Vec<RunningService<RoleClient, BridgeClient>>> = std::sync::Mutex::new(Vec::new());
 
-/// End the sessions with `url` servers that wield let go of (each with an
-/// HTTP `DELETE`, so the server can free it at once rather than when it
-/// times out), all at once, within `limit`. Called on the way out.
-pub async fn end_sessions(limit: Duration) {
-    let services = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
-    if services.is_empty() {
-        return;
-    }
-    let _ = tokio::time::timeout(
-        limit,
-        futures::future::join_all(services.into_iter().map(RunningService::cancel)),
-    )
-    .await;
+/// The sessions parked by [`Connection::park`], now taken.
+pub(crate) fn take_parked() -> Vec<RunningService<RoleClient, BridgeClient>> {
+    std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// Why a server did not start.

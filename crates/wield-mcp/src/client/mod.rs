@@ -45,7 +45,7 @@ use wield_core::{Registry, ToolRef};
 pub use bridge::{McpTool, map_result, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
-pub use connect::{BridgeClient, FrontEnd, end_sessions};
+pub use connect::{BridgeClient, FrontEnd};
 pub use process::{hurry, stop_stragglers};
 
 use connect::{Connection, Link, StartError, connect};
@@ -327,7 +327,17 @@ impl McpClients {
                     listing: tokio::sync::Mutex::new(()),
                 })
             })
-            .collect();
+            .collect::<Vec<Arc<ServerEntry>>>();
+        {
+            let mut live = URL_SERVERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            live.retain(|e| e.strong_count() > 0);
+            live.extend(
+                servers
+                    .iter()
+                    .filter(|e| matches!(e.config.transport, Transport::Http { .. }))
+                    .map(Arc::downgrade),
+            );
+        }
         Arc::new(Self {
             servers,
             starting: tokio::sync::watch::Sender::new(0),
@@ -527,6 +537,36 @@ impl Drop for McpClients {
             .collect();
         process::stop_all(&processes);
     }
+}
+
+/// The servers reached by `url`, whose sessions [`end_sessions`] ends.
+static URL_SERVERS: Mutex<Vec<std::sync::Weak<ServerEntry>>> = Mutex::new(Vec::new());
+
+/// End wield's sessions with `url` servers (each with an HTTP `DELETE`, so
+/// the server can free it at once rather than when it times out), all at
+/// once, within `limit`: those of servers still in use (their clients may
+/// be held by tasks that outlive the command) and those let go of. Called
+/// on the way out.
+pub async fn end_sessions(limit: Duration) {
+    let live: Vec<Arc<ServerEntry>> =
+        std::mem::take(&mut *URL_SERVERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+    let parked = connect::take_parked();
+    if live.is_empty() && parked.is_empty() {
+        return;
+    }
+    let ending = futures::future::join(
+        futures::future::join_all(live.iter().map(|e| async move {
+            let conn = e.conn.lock().await.take();
+            if let Some(c) = conn {
+                c.end().await;
+            }
+        })),
+        futures::future::join_all(parked.into_iter().map(rmcp::service::RunningService::cancel)),
+    );
+    let _ = tokio::time::timeout(limit, ending).await;
 }
 
 /// One start of [`McpClients::start_in_background`] under way; dropping it

@@ -91,12 +91,11 @@ fn read(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
     {
         return Some(message);
     }
-    // A request or a notification names its method before its parameters
-    // (as every SDK writes it); a server's message wield cannot read is
-    // passed over, as the SDK does.
-    let head = &line[..line.len().min(HEAD)];
-    if memchr::memmem::find(head, b"\"method\"").is_some() {
-        tracing::debug!("an MCP server's message wield cannot read: {error}");
+    // Only a reply to wield's own request becomes an error; anything else
+    // wield cannot read (a request, a notification, a line of JSON logging
+    // that is no JSON-RPC at all) is passed over, as the SDK does.
+    if !is_reply(line) {
+        tracing::debug!("an MCP server's line wield cannot read: {error}");
         return None;
     }
     let Some(id) = request_id_in(line) else {
@@ -113,7 +112,25 @@ fn read(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
     )))
 }
 
-/// How much of a line's start is searched for its `method`.
+/// Whether `line`, which does not parse as a message, is a JSON-RPC reply:
+/// an object with `jsonrpc`, `id`, and `result` or `error`, and no `method`
+/// or `params`. Read as JSON when it is JSON (a member of the wrong type);
+/// otherwise (`NaN`) from the members named in its first [`HEAD`] bytes,
+/// where every SDK writes `jsonrpc`, `id` and `method`.
+fn is_reply(line: &[u8]) -> bool {
+    if let Ok(serde_json::Value::Object(m)) = serde_json::from_slice::<serde_json::Value>(line) {
+        return m.contains_key("jsonrpc")
+            && m.contains_key("id")
+            && (m.contains_key("result") || m.contains_key("error"))
+            && !m.contains_key("method")
+            && !m.contains_key("params");
+    }
+    let head = &line[..line.len().min(HEAD)];
+    let has = |member: &[u8]| memchr::memmem::find(head, member).is_some();
+    has(b"\"jsonrpc\"") && (has(b"\"result\"") || has(b"\"error\"")) && !has(b"\"method\"") && !has(b"\"params\"")
+}
+
+/// How much of a line's start is searched for its members.
 const HEAD: usize = 256;
 
 #[cfg(test)]
@@ -153,6 +170,11 @@ mod tests {
                 "{error:?}"
             );
         }
+        // JSON logging that is no JSON-RPC, a request with `params` before
+        // its `method`: passed over.
+        assert!(read(br#"{"level":"info","id":2,"msg":"ready","n":NaN}"#).is_none());
+        assert!(read(br#"{"level":"info","id":2,"msg":"ready"}"#).is_none());
+        assert!(read(br#"{"jsonrpc":"2.0","id":2,"params":{"n":NaN},"method":"sampling/createMessage"}"#).is_none());
         // A notification that cannot be read, blank lines: passed over.
         assert!(read(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"n":NaN}}"#).is_none());
         assert!(read(b"  ").is_none());

@@ -91,22 +91,23 @@ impl ProgressRouter {
             // `progress` must grow with every notification: a piece of
             // output counts one (its total unknown); a bridged server's
             // progress goes as it is, unless it does not grow.
-            let mut last = 0.0_f64;
+            let mut last: Option<f64> = None;
             while let Some(note) = rx.recv().await {
                 let param = match note {
                     Note::Output(message) => {
-                        last += 1.0;
-                        ProgressNotificationParam::new(token.clone(), last).with_message(message)
+                        let next = last.map_or(1.0, |l| l + 1.0);
+                        last = Some(next);
+                        ProgressNotificationParam::new(token.clone(), next).with_message(message)
                     }
                     Note::Progress {
                         progress,
                         total,
                         message,
                     } => {
-                        if !progress.is_finite() || progress <= last {
+                        if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
                             continue;
                         }
-                        last = progress;
+                        last = Some(progress);
                         let mut param = ProgressNotificationParam::new(token.clone(), progress);
                         param.total = total.filter(|t| t.is_finite());
                         param.message = message;

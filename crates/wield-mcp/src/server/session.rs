@@ -313,6 +313,12 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Over HTTP the call keeps its session open, and its id taken, from
+        // here until it ends, whether or not its client still waits for
+        // the reply (it may resume the stream).
+        let _running = self
+            .http_session(&context)
+            .and_then(|(activities, id)| activities.running(&id, &context.id));
         // A tool not listed yet, or the loader of deferred ones, may be one
         // of those still coming.
         if !self.inner.ready.load(Ordering::Acquire)
@@ -340,12 +346,6 @@ impl ServerHandler for SessionHandler {
         // stops the call and kills its processes.
         let cancel = context.ct.clone();
         let ended = self.session_end(&context);
-        // Over HTTP the call keeps its session open, and its id taken,
-        // while it runs, whether or not its client still waits for the
-        // reply (it may resume the stream).
-        let _running = self
-            .http_session(&context)
-            .and_then(|(activities, id)| activities.running(&id, &context.id));
         let call = Call::new(call_id, request.name.into_owned(), input);
         let run = prepared.executor.run_one(call, &self.session, &cancel);
         tokio::pin!(run);

@@ -180,6 +180,8 @@ fn one_broken_http_response_fails_only_its_own_call() {
     assert_eq!(slow["result"]["isError"], false, "{slow}");
     assert_eq!(slow["result"]["content"][0]["text"], "slow ok", "{slow}");
     assert!(serve.finish(Duration::from_secs(10)).success());
+    // `mcp serve` ends its session with the server on its way out too.
+    assert_eq!(rh.file("deleted"), "s1\n");
 }
 
 /// A call cut by its timeout tells the HTTP server so before `wield call`
