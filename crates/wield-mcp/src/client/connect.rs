@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 
 use super::config::{ServerConfig, Transport};
+use super::http_link::NotingClient;
 use super::process::{self, Health, ServerProcess};
 use super::progress::ProgressRoutes;
 
@@ -217,6 +218,8 @@ pub struct Connection {
     process: Option<ServerProcess>,
     pub health: Arc<Health>,
     progress: Arc<ProgressRoutes>,
+    /// A `url` server's HTTP client, for requests of wield's own.
+    http: Option<NotingClient>,
 }
 
 /// What a call needs of a connection: the peer to send to, the server's
@@ -227,6 +230,7 @@ pub struct Link {
     pub peer: Peer<RoleClient>,
     pub health: Arc<Health>,
     pub progress: Arc<ProgressRoutes>,
+    pub http: Option<NotingClient>,
 }
 
 impl Connection {
@@ -235,6 +239,7 @@ impl Connection {
             peer: self.service.peer().clone(),
             health: Arc::clone(&self.health),
             progress: Arc::clone(&self.progress),
+            http: self.http.clone(),
         }
     }
 
@@ -474,6 +479,7 @@ pub async fn connect(
                             process: Some(process),
                             health,
                             progress,
+                            http: None,
                         });
                     }
                     Some(why) => {
@@ -510,7 +516,9 @@ pub async fn connect(
                     .map_err(|e| StartError::Failed(format!("invalid value for header `{name}`: {e}")))?;
                 custom.insert(n, v);
             }
-            let transport = StreamableHttpClientTransport::from_config(
+            let http = NotingClient::new().map_err(StartError::Failed)?;
+            let transport = StreamableHttpClientTransport::with_client(
+                http.clone(),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
             );
             let started = std::time::Instant::now();
@@ -564,6 +572,7 @@ pub async fn connect(
                 process: None,
                 health: Arc::new(Health::default()),
                 progress,
+                http: Some(http),
             })
         }
     }

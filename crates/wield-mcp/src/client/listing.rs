@@ -13,7 +13,7 @@ use rmcp::model::{ClientRequest, CustomResult, ListToolsRequest, PaginatedReques
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 
-use super::connect::with_causes;
+use super::connect::{Link, with_causes};
 use super::process::{Health, MAX_MESSAGE};
 
 /// The most pages read from one server's listing.
@@ -35,13 +35,16 @@ pub struct Listing {
 
 /// Every page of `server`'s `tools/list`, within [`MAX_PAGES`] and
 /// [`MAX_TOOLS`]; a cursor sent twice ends it as an error too.
-pub async fn list_all(peer: &Peer<RoleClient>, health: &Health, server: &str) -> Result<Listing, String> {
+pub async fn list_all(link: &Link, server: &str) -> Result<Listing, String> {
     let mut listing = Listing::default();
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
     for page in 1..=MAX_PAGES {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-        let next_cursor = list_page(peer, health, server, params, &mut listing).await?;
+        let next_cursor = match own_page(link, &params, &mut listing).await {
+            Some(read) => read.map_err(|why| format!("MCP server `{server}` failed to list its tools: {why}"))?,
+            None => list_page(&link.peer, &link.health, server, params, &mut listing).await?,
+        };
         if listing.tools.len() + listing.unreadable.len() > MAX_TOOLS {
             return Err(format!(
                 "MCP server `{server}` lists more than {MAX_TOOLS} tools (after {page} pages); wield stops reading there \
@@ -67,6 +70,22 @@ pub async fn list_all(peer: &Peer<RoleClient>, health: &Health, server: &str) ->
         "MCP server `{server}` was still sending pages of tools after {MAX_PAGES} pages; wield stops reading there \
          and leaves the server out"
     ))
+}
+
+/// A page of a `url` server's tools asked for by wield itself and read as
+/// plain JSON, which keeps what the SDK's types drop (a tool that must be
+/// called as a task); `None` when that cannot be done (a local server, or
+/// the request failed), and the SDK is to ask.
+async fn own_page(
+    link: &Link,
+    params: &PaginatedRequestParams,
+    listing: &mut Listing,
+) -> Option<Result<Option<String>, String>> {
+    let http = link.http.as_ref()?;
+    let version = link.peer.peer_info()?.protocol_version.as_str().to_owned();
+    let params = serde_json::to_value(params).ok()?;
+    let result = http.request("tools/list", params, &version, MAX_MESSAGE).await?;
+    Some(read_raw_page(&result, listing))
 }
 
 /// One `tools/list` request, its tools added to `listing`; the cursor of

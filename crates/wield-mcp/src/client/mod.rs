@@ -29,6 +29,7 @@ mod bridge;
 mod callers;
 mod config;
 mod connect;
+mod http_link;
 mod listing;
 mod process;
 mod progress;
@@ -638,7 +639,7 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
     let left = entry.config.timeout.saturating_sub(started.elapsed());
     let capture = link.health.capture();
     let listed = tokio::select! {
-        listed = tokio::time::timeout(left, listing::list_all(&link.peer, &link.health, name)) => match listed {
+        listed = tokio::time::timeout(left, listing::list_all(&link, name)) => match listed {
             Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
                 // A server that crashed closes its output before wield

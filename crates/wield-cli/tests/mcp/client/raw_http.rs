@@ -15,7 +15,9 @@ use crate::support::{RawServe, Ws, python};
 /// `charge` (appends a line to `charges` in its working directory, then
 /// answers 504 as a proxy would), `slow` (answers after 2 s, on an event
 /// stream), `broken` (an event stream that ends without the result), `cut`
-/// (a reply whose text ends in half a surrogate pair), `echo`. A `DELETE`
+/// (a reply whose text ends in half a surrogate pair), `echo`, and
+/// `research`, which must be called as a task. It lists them on an event
+/// stream. A `DELETE`
 /// of the session appends its id to `deleted`, a `notifications/cancelled`
 /// the request's id to `cancelled`.
 const SERVER: &str = r#"import json, os, sys, time
@@ -23,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 obj = {"type": "object"}
 TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "echo"]]
+TOOLS.append({"name": "research", "inputSchema": obj, "execution": {"taskSupport": "required"}})
 
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -67,7 +70,8 @@ class H(BaseHTTPRequestHandler):
                     f.write(str(m["params"]["requestId"]) + "\n")
             return self.reply(202, b"", "text/plain")
         if method == "tools/list":
-            return self.reply(200, ok({"tools": TOOLS}))
+            # On an event stream, as many servers answer.
+            return self.sse([ok({"tools": TOOLS})])
         name = m["params"]["name"]
         if name == "charge":
             with open("charges", "a") as f:
@@ -219,4 +223,29 @@ fn wield_ends_its_session_with_an_http_server_on_the_way_out() {
     let out = rh.ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(rh.file("deleted"), "s1\ns1\n");
+}
+
+/// Regression: a `url` server's tool that can only be called as a task was
+/// offered (the SDK's types drop `execution`, and no raw text of an HTTP
+/// answer reached wield), and every call of it failed. wield lists a `url`
+/// server's tools itself, in the SDK's session, and leaves such a tool out.
+#[test]
+fn a_url_servers_task_only_tool_is_left_out() {
+    let rh = Bridged::new();
+    let out = rh.ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = &v["servers"][0];
+    assert_eq!(
+        (&server["state"], &server["tools"]),
+        (&"ready".into(), &5.into()),
+        "{v}"
+    );
+    let warnings = server["warnings"].to_string();
+    assert!(warnings.contains("research") && warnings.contains("task"), "{warnings}");
+    let out = rh.ws.wield().args(["tools", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        list.contains("mcp__rh__echo") && !list.contains("mcp__rh__research"),
+        "{list}"
+    );
 }
