@@ -75,17 +75,30 @@ impl NotingClient {
         let posting = self.seen.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
         let id = format!("wield-{method}");
         let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        // The SDK's headers (the configured ones, its protocol version),
+        // each once, then wield's own in place of any of the same name.
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &posting.headers {
+            if let (Ok(name), Ok(value)) = (
+                reqwest::header::HeaderName::from_bytes(name.as_str().as_bytes()),
+                reqwest::header::HeaderValue::from_bytes(value.as_bytes()),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+        for (name, value) in [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-session-id", posting.session.as_ref()),
+            ("mcp-protocol-version", version),
+        ] {
+            headers.insert(name, reqwest::header::HeaderValue::from_str(value).ok()?);
+        }
         let mut request = self
             .inner
             .post(posting.uri.as_ref())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", posting.session.as_ref())
-            .header("mcp-protocol-version", version)
+            .headers(headers)
             .body(body.to_string());
-        for (name, value) in &posting.headers {
-            request = request.header(name.as_str(), value.as_bytes());
-        }
         if let Some(auth) = &posting.auth {
             request = request.bearer_auth(auth);
         }

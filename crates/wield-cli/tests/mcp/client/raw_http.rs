@@ -70,6 +70,9 @@ class H(BaseHTTPRequestHandler):
                     f.write(str(m["params"]["requestId"]) + "\n")
             return self.reply(202, b"", "text/plain")
         if method == "tools/list":
+            # In the session, its protocol version named once.
+            if len(self.headers.get_all("Mcp-Protocol-Version") or []) != 1 or self.headers.get("Mcp-Session-Id") != "s1":
+                return self.reply(400, b"bad headers", "text/plain")
             # On an event stream, as many servers answer.
             return self.sse([ok({"tools": TOOLS})])
         name = m["params"]["name"]
