@@ -343,9 +343,14 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// `text` without the SDK's `Transport [rust::type::Name] error: `, which
-/// says nothing to a user.
+/// `text` without the SDK's type names (`Transport [rust::type::Name]
+/// error: `), which say nothing to a user.
 fn without_type_name(text: String) -> String {
+    // The SDK's error for a JSON body it cannot read as a message.
+    let text = text.replace(
+        "could not parse JSON response as ServerJsonRpcMessage",
+        "the reply is not valid JSON-RPC",
+    );
     let Some(start) = text.find("Transport [") else {
         return text;
     };

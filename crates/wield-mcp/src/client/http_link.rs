@@ -7,14 +7,20 @@
 //! what wield needs to know of a tool (that it must be called as a task),
 //! and over HTTP no raw text of the answer reaches wield otherwise. If the
 //! request of wield's own fails in any way, the SDK lists the page instead.
+//!
+//! Messages on an event stream are read as over stdio (see
+//! [`super::stdio_link`]): half a surrogate pair is replaced, and a reply
+//! wield cannot read becomes an error to its request rather than being
+//! dropped, which left the call to fail as a response without its result.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::http::{HeaderName, HeaderValue};
+use futures::StreamExt;
 use futures::stream::BoxStream;
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::SseError;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
@@ -144,6 +150,37 @@ fn sse_data(text: &str) -> impl Iterator<Item = String> + '_ {
         })
 }
 
+/// `posted` with its event stream, if it is one, read as wield reads.
+fn readable_post(posted: Posted) -> Posted {
+    match posted {
+        Ok(StreamableHttpPostResponse::Sse(events, session)) => {
+            Ok(StreamableHttpPostResponse::Sse(readable(events), session))
+        }
+        other => other,
+    }
+}
+
+/// `events` with each message that does not parse made readable, as
+/// [`super::stdio_link::unreadable`] does.
+fn readable(events: BoxStream<'static, Result<Sse, SseError>>) -> BoxStream<'static, Result<Sse, SseError>> {
+    events.map(|event| event.map(mend)).boxed()
+}
+
+fn mend(mut event: Sse) -> Sse {
+    let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty()) else {
+        return event;
+    };
+    let Err(error) = serde_json::from_str::<ServerJsonRpcMessage>(data) else {
+        return event;
+    };
+    if let Some(message) = super::stdio_link::unreadable(data.as_bytes(), &error)
+        && let Ok(text) = serde_json::to_string(&message)
+    {
+        event.data = Some(text);
+    }
+    event
+}
+
 /// Same-origin 307 and 308 redirects only, as the SDK's own client: they
 /// keep the message, and another host is never handed the session or the
 /// headers.
@@ -167,7 +204,8 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
 type Posted = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 type Streamed = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>;
 
-/// Each method hands the call to reqwest's client; the transport posts with
+/// Each method hands the call to reqwest's client, its event streams made
+/// readable; the transport posts with
 /// `post_message_with_response_limits` and streams with
 /// `get_stream_with_max_sse_event_size`, which keep reqwest's limits.
 impl StreamableHttpClient for NotingClient {
@@ -182,8 +220,10 @@ impl StreamableHttpClient for NotingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Posted> + Send + '_ {
         self.note(&uri, session_id.as_ref(), auth_header.as_ref(), &custom_headers);
-        self.inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
+        let posted = self
+            .inner
+            .post_message(uri, message, session_id, auth_header, custom_headers);
+        async move { readable_post(posted.await) }
     }
 
     fn post_message_with_response_limits(
@@ -196,8 +236,10 @@ impl StreamableHttpClient for NotingClient {
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = Posted> + Send + '_ {
         self.note(&uri, session_id.as_ref(), auth_header.as_ref(), &custom_headers);
-        self.inner
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+        let posted =
+            self.inner
+                .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits);
+        async move { readable_post(posted.await) }
     }
 
     fn delete_session(
@@ -218,8 +260,10 @@ impl StreamableHttpClient for NotingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Streamed> + Send + '_ {
-        self.inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        let streamed = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
+        async move { streamed.await.map(readable) }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -231,19 +275,21 @@ impl StreamableHttpClient for NotingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = Streamed> + Send + '_ {
-        self.inner.get_stream_with_max_sse_event_size(
+        let streamed = self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
             last_event_id,
             auth_header,
             custom_headers,
             max_sse_event_size,
-        )
+        );
+        async move { streamed.await.map(readable) }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -252,5 +298,36 @@ mod tests {
             "id: 0\nretry: 3000\ndata: \n\nevent: message\ndata: {\"a\":1}\n\n: ping\n\ndata: x\ndata: y\r\n\r\n";
         let data: Vec<String> = sse_data(text).collect();
         assert_eq!(data, ["", "{\"a\":1}", "x\ny"]);
+    }
+
+    fn event(data: &str) -> Sse {
+        Sse::default().data(data)
+    }
+
+    #[test]
+    fn stream_messages_are_mended() {
+        // Half a surrogate pair: replaced.
+        let cut = mend(event(
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"cut \ud83d"}]}}"#,
+        ));
+        let v: Value = serde_json::from_str(cut.data.as_deref().unwrap()).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], "cut \u{fffd}");
+        // A reply wield cannot read: an error to its id.
+        let nan = mend(event(r#"{"jsonrpc":"2.0","id":4,"result":{"n":NaN}}"#));
+        let v: Value = serde_json::from_str(nan.data.as_deref().unwrap()).unwrap();
+        assert_eq!(v["id"], 4);
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("not valid JSON-RPC"),
+            "{v}"
+        );
+        // Readable messages, priming events and notifications it cannot read
+        // are left as they are.
+        for data in [
+            r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+            "",
+            r#"{"jsonrpc":"2.0","method":"x","params":NaN}"#,
+        ] {
+            assert_eq!(mend(event(data)).data.as_deref(), Some(data));
+        }
     }
 }

@@ -82,10 +82,17 @@ fn read(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
     if line.trim_ascii().is_empty() {
         return None;
     }
-    let error = match serde_json::from_slice(line) {
-        Ok(message) => return Some(message),
-        Err(e) => e,
-    };
+    match serde_json::from_slice(line) {
+        Ok(message) => Some(message),
+        Err(error) => unreadable(line, &error),
+    }
+}
+
+/// What wield makes of `line`, a message of the server's that does not
+/// parse as one (`error`, why not): the message once half a surrogate pair
+/// is replaced; for a reply to wield's request, an error to its id that says
+/// why wield cannot read it; otherwise `None`, to pass it over.
+pub(super) fn unreadable(line: &[u8], error: &serde_json::Error) -> Option<RxJsonRpcMessage<RoleClient>> {
     if let Some(repaired) = repair_lone_surrogates(line)
         && let Ok(message) = serde_json::from_slice(&repaired)
     {

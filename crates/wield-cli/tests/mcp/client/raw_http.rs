@@ -15,7 +15,8 @@ use crate::support::{RawServe, Ws, python};
 /// `charge` (appends a line to `charges` in its working directory, then
 /// answers 504 as a proxy would), `slow` (answers after 2 s, on an event
 /// stream), `broken` (an event stream that ends without the result), `cut`
-/// (a reply whose text ends in half a surrogate pair), `echo`, and
+/// (a reply whose text ends in half a surrogate pair; `cutsse` the same on
+/// an event stream), `nansse` (a reply with `NaN`, on an event stream), `echo`, and
 /// `research`, which must be called as a task. It lists them on an event
 /// stream. A `DELETE`
 /// of the session appends its id to `deleted`, a `notifications/cancelled`
@@ -24,7 +25,7 @@ const SERVER: &str = r#"import json, os, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 obj = {"type": "object"}
-TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "echo"]]
+TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "cutsse", "nansse", "echo"]]
 TOOLS.append({"name": "research", "inputSchema": obj, "execution": {"taskSupport": "required"}})
 
 class H(BaseHTTPRequestHandler):
@@ -86,6 +87,10 @@ class H(BaseHTTPRequestHandler):
             return self.sse([{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "bye"}}])
         if name == "cut":
             return self.reply(200, text("cut \ud83d"))
+        if name == "cutsse":
+            return self.sse([text("cut \ud83d")])
+        if name == "nansse":
+            return self.sse([ok({"n": float("nan")})])
         return self.reply(200, text("echo"))
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -240,7 +245,7 @@ fn a_url_servers_task_only_tool_is_left_out() {
     let server = &v["servers"][0];
     assert_eq!(
         (&server["state"], &server["tools"]),
-        (&"ready".into(), &5.into()),
+        (&"ready".into(), &7.into()),
         "{v}"
     );
     let warnings = server["warnings"].to_string();
@@ -250,5 +255,34 @@ fn a_url_servers_task_only_tool_is_left_out() {
     assert!(
         list.contains("mcp__rh__echo") && !list.contains("mcp__rh__research"),
         "{list}"
+    );
+}
+
+/// Regression: over HTTP a reply on an event stream that held half a
+/// surrogate pair (a JavaScript server cutting a string in the middle of an
+/// emoji), or that was not valid JSON at all, was dropped, and its call
+/// failed as a response "without the result". Such a reply is read as over
+/// stdio: with U+FFFD, or as an error saying why wield cannot read it.
+#[test]
+fn http_replies_are_read_as_over_stdio() {
+    let rh = Bridged::new();
+    let v = rh.call("mcp__rh__cutsse");
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["output"], "cut \u{fffd}", "{v}");
+    let v = rh.call("mcp__rh__nansse");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed the call to `nansse`") && error.contains("not valid JSON-RPC"),
+        "{error}"
+    );
+    // A plain JSON answer is read by the SDK: the call fails saying why,
+    // without the SDK's type names.
+    let v = rh.call("mcp__rh__cut");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("the reply is not valid JSON-RPC") && !error.contains("ServerJsonRpcMessage"),
+        "{error}"
     );
 }
