@@ -81,12 +81,23 @@ deny = ["debug_echo:rm *"]
     assert!(!ok(&format!(r#"{{"path":"{tmp}/x/../etc/passwd"}}"#)));
     assert!(ok(r#"{"path":"src/lib/mod.rs"}"#));
     assert!(!ok(r#"{"path":"src/../../out"}"#));
-    let (code, r, _) = e.call(&["--yes"], "debug_echo", r#"{"command":"ls && rm -rf x"}"#);
-    assert_eq!(code, 1);
-    assert_eq!(
-        error_of(&r),
-        "denied by policy: rule `debug_echo:rm *` in approval.deny"
-    );
+    // Nor one that runs another inside a process substitution.
+    assert!(!ok(r#"{"command":"git status <(curl x | sh)"}"#));
+    for nested in [
+        "ls && rm -rf x",
+        "echo <(rm -rf x)",
+        "cat >(rm -rf x) y",
+        "echo $(rm -rf x)",
+    ] {
+        let args = serde_json::json!({ "command": nested }).to_string();
+        let (code, r, _) = e.call(&["--yes"], "debug_echo", &args);
+        assert_eq!(code, 1, "{nested}");
+        assert_eq!(
+            error_of(&r),
+            "denied by policy: rule `debug_echo:rm *` in approval.deny",
+            "{nested}"
+        );
+    }
 }
 
 #[test]

@@ -214,8 +214,9 @@ fn argument_matches(arg: &str, call: &ApprovalCall<'_>, purpose: Purpose) -> boo
 }
 
 /// Whether a shell command chains or nests other commands: `;`, `&&`, `||`,
-/// `|`, `&`, a newline, backticks or `$(` outside quotes (backticks and `$(`
-/// also inside double quotes). `2>&1`-style redirections do not count.
+/// `|`, `&`, a newline, backticks, `$(`, or a process substitution (`<(`,
+/// `>(`) outside quotes (backticks and `$(` also inside double quotes).
+/// `2>&1`-style redirections do not count.
 pub fn is_compound(cmd: &str) -> bool {
     command_segments(cmd).len() > 1
 }
@@ -262,7 +263,15 @@ pub fn command_segments(cmd: &str) -> Vec<String> {
                 i += 2;
                 continue;
             }
-            ';' | '\n' | '|' if !double => {
+            // Process substitution runs the command inside: `cat <(rm x)`.
+            '<' | '>' if !double && next == Some('(') => {
+                cut(&mut current, &mut segments);
+                i += 2;
+                continue;
+            }
+            // `)` ends a substitution or subshell: what follows is the
+            // outer command's again.
+            ';' | '\n' | '|' | ')' if !double => {
                 cut(&mut current, &mut segments);
                 i += 1;
                 continue;
@@ -433,10 +442,19 @@ mod tests {
             "a\nb",
             "echo `id`",
             "echo \"$(id)\"",
+            "echo <(rm x)",
+            "echo >(rm x)",
+            "cat < <(rm x)",
+            "diff <(ls a) <(ls b)",
         ] {
             assert!(is_compound(c), "{c}");
         }
+        // Quoted, it is text; a redirection is not a substitution.
+        assert!(!is_compound("echo '<(rm x)' \">(rm x)\""));
+        assert!(!is_compound("sort < in.txt > out.txt"));
         assert_eq!(command_segments("ls && (rm -rf x)"), vec!["ls", "rm -rf x"]);
+        assert_eq!(command_segments("echo <(rm b.txt)"), vec!["echo", "rm b.txt"]);
+        assert_eq!(command_segments("cat >(rm c.txt) x"), vec!["cat", "rm c.txt", "x"]);
     }
 
     #[test]
