@@ -604,3 +604,26 @@ fn http_accepts_a_client_that_accepts_anything() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// Regression: a call that gave a member of its arguments twice ran the
+/// last one (`serde_json` keeps it), while a proxy in front of wield that
+/// keeps the first would have checked another command. Such a request is
+/// refused, and nothing runs.
+#[test]
+fn a_call_giving_an_argument_twice_is_refused() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$standard\", \"bash\"]\n");
+    let mut serve = crate::support::RawServe::initialized(&ws);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo safe","command":"touch ran"}}}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo safe","command":"touch ran"},"_meta":{"progressToken":"p"}}}"#);
+    for id in [1, 2] {
+        let refused = serve.reply(Duration::from_secs(20));
+        assert_eq!(refused["id"], id, "{refused}");
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert!(
+            refused.to_string().contains("member `command` given twice"),
+            "{refused}"
+        );
+    }
+    assert!(serve.finish(Duration::from_secs(10)).success());
+    assert!(!ws.ws().join("ran").exists(), "the second command ran");
+}

@@ -25,6 +25,8 @@ use rmcp::{ErrorData, RoleServer};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
+use super::strict::StrictObject;
+
 /// The longest line accepted (the SDK's own default): a longer one is
 /// dropped, without being buffered, and the connection stays open.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -134,6 +136,14 @@ pub fn parse(line: &[u8]) -> Incoming {
             request: ClientRequest::CustomRequest(custom),
             ..
         })) => Incoming::Refuse(Some(reply_id(id)), method_not_found(&custom.method)),
+        // A request that gives a member twice anywhere (its arguments,
+        // `_meta`), which the SDK reads keeping the last.
+        Ok(JsonRpcMessage::Request(request)) if let Some(why) = super::strict::duplicate_member(line) => {
+            Incoming::Refuse(
+                Some(reply_id(request.id)),
+                ErrorData::invalid_request(format!("Invalid request: {why}; give each member once"), None),
+            )
+        }
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
@@ -173,7 +183,7 @@ struct PlainCall<'a> {
 
 /// `name` and `arguments`, from a JSON object only (a derived struct would
 /// also take an array, which the SDK refuses); any other key, or a key
-/// twice, is refused.
+/// twice (also within the arguments), is refused.
 struct PlainParams {
     name: String,
     arguments: Option<JsonObject>,
@@ -194,7 +204,9 @@ impl<'de> Deserialize<'de> for PlainParams {
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match &*key {
                         "name" if name.is_none() => name = Some(map.next_value::<String>()?),
-                        "arguments" if arguments.is_none() => arguments = Some(map.next_value::<Option<JsonObject>>()?),
+                        "arguments" if arguments.is_none() => {
+                            arguments = Some(map.next_value::<Option<StrictObject>>()?.map(|o| o.0));
+                        }
                         other => return Err(serde::de::Error::custom(format_args!("unexpected key {other}"))),
                     }
                 }
@@ -709,6 +721,28 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/list"}"#,
                 -32600,
                 "duplicate field `method`",
+            ),
+            // Regression: a member given twice within the arguments or
+            // `_meta` was taken, the last one winning.
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo safe","command":"rm -rf x"}}}"#,
+                -32600,
+                "member `command` given twice",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo safe","command":"rm -rf x"},"_meta":{"progressToken":1}}}"#,
+                -32600,
+                "member `command` given twice",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"edit","arguments":{"edits":[{"old":"a","old":"b"}]}}}"#,
+                -32600,
+                "member `old` given twice",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{},"_meta":{"progressToken":1,"progressToken":2}}}"#,
+                -32600,
+                "member `progressToken` given twice",
             ),
         ] {
             match parse(line.as_bytes()) {

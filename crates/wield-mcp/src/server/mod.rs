@@ -24,6 +24,7 @@ mod result;
 mod roots;
 mod session;
 mod stdio;
+mod strict;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
