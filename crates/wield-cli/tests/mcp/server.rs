@@ -478,23 +478,10 @@ fn a_request_reusing_an_id_in_flight_is_refused() {
 fn a_client_that_stops_reading_ends_the_session() {
     use std::io::{BufRead, BufReader, Write};
     let ws = crate::support::Ws::new("");
-    let mut serve = ws
-        .command()
-        .arg("-C")
-        .arg(ws.ws())
-        .args(["mcp", "serve"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = crate::support::serve_piped(&ws);
     let mut input = serve.stdin.take().unwrap();
     let mut output = BufReader::new(serve.stdout.take().unwrap());
-    writeln!(
-        input,
-        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
-    )
-    .unwrap();
+    writeln!(input, "{}", crate::support::INITIALIZE).unwrap();
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     assert!(line.contains("serverInfo"), "{line}");
@@ -510,6 +497,62 @@ fn a_client_that_stops_reading_ends_the_session() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(input);
+}
+
+/// Regression: a client that ended its input without reading the replies
+/// it had asked for (more than the pipe holds) kept wield alive for good,
+/// blocked writing them. Once nothing is read for 2 s the session ends;
+/// a client that reads, however slowly, gets every reply (see the test
+/// above for one that closes its end).
+#[test]
+fn a_client_that_ends_its_input_and_reads_nothing_does_not_keep_wield() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = crate::support::Ws::new("");
+    let line = "x".repeat(999) + "\n";
+    std::fs::write(ws.ws().join("big.txt"), line.repeat(40)).unwrap();
+    let start = |ws: &crate::support::Ws| {
+        let mut serve = crate::support::serve_piped(ws);
+        let mut input = serve.stdin.take().unwrap();
+        writeln!(input, "{}", crate::support::INITIALIZE).unwrap();
+        // 20 reads of 40 KB: 800 KB of replies, far more than a pipe holds.
+        for id in 1..=20 {
+            writeln!(
+                input,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read","arguments":{{"path":"big.txt"}}}}}}"#
+            )
+            .unwrap();
+        }
+        input.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        drop(input);
+        serve
+    };
+    let mut serve = start(&ws);
+    let output = serve.stdout.take().unwrap();
+    let ended = std::time::Instant::now();
+    let deadline = ended + Duration::from_secs(15);
+    while serve.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wield kept writing to a client that reads nothing"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(output);
+    // A slow reader gets them all.
+    let mut serve = start(&ws);
+    let mut output = BufReader::new(serve.stdout.take().unwrap());
+    let mut replies = 0;
+    let mut reply = String::new();
+    while {
+        std::thread::sleep(Duration::from_millis(100));
+        reply.clear();
+        output.read_line(&mut reply).unwrap() > 0
+    } {
+        replies += 1;
+    }
+    assert_eq!(replies, 21, "the initialize reply and the 20 reads");
+    assert!(serve.wait().unwrap().success());
 }
 
 /// Regression: over HTTP a client could open connections and send nothing,

@@ -197,6 +197,22 @@ pub struct RawServe {
     replies: std::sync::mpsc::Receiver<String>,
 }
 
+/// A raw client's `initialize` request (id 0).
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// `wield mcp serve` in `ws`, its input and output piped, its errors dropped.
+pub fn serve_piped(ws: &Ws) -> std::process::Child {
+    ws.command()
+        .arg("-C")
+        .arg(ws.ws())
+        .args(["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 impl RawServe {
     pub fn start(ws: &Ws) -> Self {
         Self::start_with(ws, &[])
@@ -232,9 +248,7 @@ impl RawServe {
     /// Started, with the MCP handshake done.
     pub fn initialized(ws: &Ws) -> Self {
         let mut serve = Self::start(ws);
-        serve.send(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-        );
+        serve.send(INITIALIZE);
         let reply = serve.reply(Duration::from_secs(20));
         assert!(reply["result"]["serverInfo"].is_object(), "{reply}");
         serve

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, PoisonError};
 
 use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
@@ -30,6 +31,9 @@ use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, pars
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
+
+/// How long the end of a session waits for a client that reads nothing.
+const CLOSE_STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The server side of a stdio-style connection.
 pub struct Framed<R, W>
@@ -49,8 +53,11 @@ where
     /// reuses one is refused (the SDK would answer only one of the two).
     in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
     /// Cancelled when the client stopped reading (a write found the pipe
-    /// broken): the session ends, though its input may stay open.
+    /// broken, or nothing was written for [`CLOSE_STALL`] after the input
+    /// ended): the session ends, though its input may stay open.
     gone: CancellationToken,
+    /// How many writes have gone out (shared with [`Out`]).
+    wrote: Arc<AtomicU64>,
     /// Cancelled when nothing more will be received.
     ended: CancellationToken,
 }
@@ -61,12 +68,15 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     pub fn new(read: R, write: W) -> Self {
+        let wrote = Arc::new(AtomicU64::new(0));
         Self {
             lines: Lines::new(read),
             out: Arc::new(Mutex::new(Out {
                 w: write,
                 pending: Vec::new(),
+                wrote: Arc::clone(&wrote),
             })),
+            wrote,
             reply: None,
             replying: false,
             initialized: false,
@@ -117,6 +127,7 @@ where
 struct Out<W> {
     w: W,
     pending: Vec<u8>,
+    wrote: Arc<AtomicU64>,
 }
 
 impl<W: AsyncWrite + Unpin> Out<W> {
@@ -127,6 +138,7 @@ impl<W: AsyncWrite + Unpin> Out<W> {
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
+            self.wrote.fetch_add(1, Ordering::Relaxed);
             self.pending.drain(..n);
         }
         Ok(())
@@ -146,18 +158,38 @@ impl Drop for Rest<'_> {
     }
 }
 
+/// Resolves once the input has ended and then no write has gone out for
+/// [`CLOSE_STALL`]: the client has stopped reading, and a write waiting on
+/// it would keep the session (and the process) forever.
+async fn stalled(ended: &CancellationToken, wrote: &AtomicU64) {
+    ended.cancelled().await;
+    no_progress(wrote).await;
+}
+
+/// Resolves once no write has gone out for [`CLOSE_STALL`].
+async fn no_progress(wrote: &AtomicU64) {
+    loop {
+        let before = wrote.load(Ordering::Relaxed);
+        tokio::time::sleep(CLOSE_STALL).await;
+        if wrote.load(Ordering::Relaxed) == before {
+            return;
+        }
+    }
+}
+
 /// Write one encoded message whole, under the writer's lock, after anything
 /// an earlier write left pending.
 async fn write_message<W: AsyncWrite + Unpin>(out: &Mutex<Out<W>>, bytes: &[u8]) -> io::Result<()> {
     let mut out = out.lock().await;
     out.drain().await?;
-    let Out { w, pending } = &mut *out;
+    let Out { w, pending, wrote } = &mut *out;
     let mut rest = Rest { bytes, keep: pending };
     while !rest.bytes.is_empty() {
         let n = w.write(rest.bytes).await?;
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
+        wrote.fetch_add(1, Ordering::Relaxed);
         rest.bytes = &rest.bytes[n..];
     }
     drop(rest);
@@ -189,8 +221,16 @@ where
         let bytes = encode(item);
         let out = Arc::clone(&self.out);
         let gone = self.gone.clone();
+        let (ended, wrote) = (self.ended.clone(), Arc::clone(&self.wrote));
         async move {
-            let written = write_message(&out, &bytes.map_err(io::Error::other)?).await;
+            let bytes = bytes.map_err(io::Error::other)?;
+            let written = tokio::select! {
+                written = write_message(&out, &bytes) => written,
+                () = stalled(&ended, &wrote) => {
+                    gone.cancel();
+                    Err(io::Error::new(io::ErrorKind::TimedOut, "the client stopped reading its replies"))
+                }
+            };
             if let Err(e) = &written
                 && e.kind() == io::ErrorKind::BrokenPipe
             {
@@ -208,13 +248,37 @@ where
         received
     }
 
+    /// Write what is left, unless the client has stopped reading: its
+    /// input has ended, and a client that reads nothing more for
+    /// [`CLOSE_STALL`] must not keep the process (a write under way holds
+    /// the writer for as long as the pipe stays full).
     async fn close(&mut self) -> Result<(), io::Error> {
-        if self.reply.is_some() || self.replying {
-            self.write_reply().await?;
+        if self.gone.is_cancelled() {
+            return Ok(());
         }
-        let mut out = self.out.lock().await;
-        out.drain().await?;
-        out.w.shutdown().await
+        let stalled = || io::Error::new(io::ErrorKind::TimedOut, "the client stopped reading its replies");
+        // Writes queued before this one go first, as long as they go.
+        let mut out = tokio::select! {
+            out = self.out.lock() => out,
+            () = no_progress(&self.wrote) => return Err(stalled()),
+        };
+        if let Some(reply) = self.reply.take() {
+            out.pending.extend_from_slice(&reply);
+        }
+        self.replying = false;
+        while !out.pending.is_empty() {
+            let Out { w, pending, .. } = &mut *out;
+            let n = tokio::time::timeout(CLOSE_STALL, w.write(pending))
+                .await
+                .map_err(|_| stalled())??;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            pending.drain(..n);
+        }
+        tokio::time::timeout(CLOSE_STALL, out.w.shutdown())
+            .await
+            .map_err(|_| stalled())?
     }
 }
 
@@ -455,6 +519,7 @@ mod tests {
                 wait: false,
             },
             pending: Vec::new(),
+            wrote: Arc::default(),
         });
         {
             let mut first = std::pin::pin!(write_message(&out, b"hello world\n"));
