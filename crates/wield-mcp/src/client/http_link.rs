@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use axum::http::{HeaderName, HeaderValue};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::ErrorData;
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::SseError;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
@@ -150,20 +151,53 @@ fn sse_data(text: &str) -> impl Iterator<Item = String> + '_ {
         })
 }
 
-/// `posted` with its event stream, if it is one, read as wield reads.
-fn readable_post(posted: Posted) -> Posted {
+/// The id of `message` when it is a request.
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// `posted`, the answer to request `id` (if it is one), with its event
+/// stream, if it is one, read as wield reads.
+fn readable_post(posted: Posted, id: Option<RequestId>) -> Posted {
     match posted {
         Ok(StreamableHttpPostResponse::Sse(events, session)) => {
-            Ok(StreamableHttpPostResponse::Sse(readable(events), session))
+            Ok(StreamableHttpPostResponse::Sse(readable(events, id), session))
         }
         other => other,
     }
 }
 
 /// `events` with each message that does not parse made readable, as
-/// [`super::stdio_link::unreadable`] does.
-fn readable(events: BoxStream<'static, Result<Sse, SseError>>) -> BoxStream<'static, Result<Sse, SseError>> {
-    events.map(|event| event.map(mend)).boxed()
+/// [`super::stdio_link::unreadable`] does; on the stream of the answer to
+/// request `id`, an event larger than the SDK reads becomes an error to
+/// the request that says so (the stream would end without the answer).
+fn readable(
+    events: BoxStream<'static, Result<Sse, SseError>>,
+    id: Option<RequestId>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    events
+        .map(move |event| match (event, &id) {
+            (Err(e), Some(id)) if e.to_string().contains("exceeded the maximum size") => Ok(too_large(id, &e)),
+            (event, _) => event.map(mend),
+        })
+        .boxed()
+}
+
+fn too_large(id: &RequestId, e: &SseError) -> Sse {
+    let error = ServerJsonRpcMessage::error(
+        ErrorData::internal_error(
+            format!(
+                "the server's reply is larger than wield reads in one message ({e}), so it was dropped; ask the \
+                 tool for less at a time"
+            ),
+            None,
+        ),
+        Some(id.clone()),
+    );
+    Sse::default().data(serde_json::to_string(&error).unwrap_or_default())
 }
 
 fn mend(mut event: Sse) -> Sse {
@@ -220,10 +254,11 @@ impl StreamableHttpClient for NotingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Posted> + Send + '_ {
         self.note(&uri, session_id.as_ref(), auth_header.as_ref(), &custom_headers);
+        let id = request_id(&message);
         let posted = self
             .inner
             .post_message(uri, message, session_id, auth_header, custom_headers);
-        async move { readable_post(posted.await) }
+        async move { readable_post(posted.await, id) }
     }
 
     fn post_message_with_response_limits(
@@ -236,10 +271,11 @@ impl StreamableHttpClient for NotingClient {
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = Posted> + Send + '_ {
         self.note(&uri, session_id.as_ref(), auth_header.as_ref(), &custom_headers);
+        let id = request_id(&message);
         let posted =
             self.inner
                 .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits);
-        async move { readable_post(posted.await) }
+        async move { readable_post(posted.await, id) }
     }
 
     fn delete_session(
@@ -263,7 +299,7 @@ impl StreamableHttpClient for NotingClient {
         let streamed = self
             .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move { streamed.await.map(readable) }
+        async move { streamed.await.map(|events| readable(events, None)) }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -283,7 +319,7 @@ impl StreamableHttpClient for NotingClient {
             custom_headers,
             max_sse_event_size,
         );
-        async move { streamed.await.map(readable) }
+        async move { streamed.await.map(|events| readable(events, None)) }
     }
 }
 

@@ -16,7 +16,8 @@ use crate::support::{RawServe, Ws, python};
 /// answers 504 as a proxy would), `slow` (answers after 2 s, on an event
 /// stream), `broken` (an event stream that ends without the result), `cut`
 /// (a reply whose text ends in half a surrogate pair; `cutsse` the same on
-/// an event stream), `nansse` (a reply with `NaN`, on an event stream), `echo`, and
+/// an event stream), `nansse` (a reply with `NaN`, on an event stream),
+/// `huge` (a reply of 17 MiB, on an event stream), `echo`, and
 /// `research`, which must be called as a task. It lists them on an event
 /// stream. A `DELETE`
 /// of the session appends its id to `deleted`, a `notifications/cancelled`
@@ -25,7 +26,7 @@ const SERVER: &str = r#"import json, os, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 obj = {"type": "object"}
-TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "cutsse", "nansse", "echo"]]
+TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "cutsse", "nansse", "huge", "echo"]]
 TOOLS.append({"name": "research", "inputSchema": obj, "execution": {"taskSupport": "required"}})
 
 class H(BaseHTTPRequestHandler):
@@ -89,6 +90,8 @@ class H(BaseHTTPRequestHandler):
             return self.reply(200, text("cut \ud83d"))
         if name == "cutsse":
             return self.sse([text("cut \ud83d")])
+        if name == "huge":
+            return self.sse([text("x" * (17 << 20))])
         if name == "nansse":
             return self.sse([ok({"n": float("nan")})])
         return self.reply(200, text("echo"))
@@ -245,7 +248,7 @@ fn a_url_servers_task_only_tool_is_left_out() {
     let server = &v["servers"][0];
     assert_eq!(
         (&server["state"], &server["tools"]),
-        (&"ready".into(), &7.into()),
+        (&"ready".into(), &8.into()),
         "{v}"
     );
     let warnings = server["warnings"].to_string();
@@ -283,6 +286,23 @@ fn http_replies_are_read_as_over_stdio() {
     let error = v["error"].as_str().unwrap();
     assert!(
         error.contains("the reply is not valid JSON-RPC") && !error.contains("ServerJsonRpcMessage"),
+        "{error}"
+    );
+}
+
+/// Regression: a reply on an event stream larger than wield reads (16 MiB)
+/// failed its call as a response that ended "without the result", blaming
+/// the server.
+#[test]
+fn an_http_reply_too_large_to_read_says_so() {
+    let rh = Bridged::new();
+    let v = rh.call("mcp__rh__huge");
+    assert_eq!(v["success"], false, "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed the call to `huge`")
+            && error.contains("larger than wield reads in one message")
+            && error.contains("ask the tool for less at a time"),
         "{error}"
     );
 }
