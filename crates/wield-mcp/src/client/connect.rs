@@ -153,10 +153,12 @@ impl ClientHandler for BridgeClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         match &self.front {
-            Some(front) if front.samples() => front.create_message(&self.server, params).await,
+            Some(front) if front.samples() => {
+                until_withdrawn(&context, front.create_message(&self.server, params)).await
+            }
             _ => Err(no_sampling()),
         }
     }
@@ -164,10 +166,10 @@ impl ClientHandler for BridgeClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         match &self.front {
-            Some(front) if front.elicits() => front.elicit(&self.server, request).await,
+            Some(front) if front.elicits() => until_withdrawn(&context, front.elicit(&self.server, request)).await,
             _ => Err(no_elicitation()),
         }
     }
@@ -193,6 +195,20 @@ impl ClientHandler for BridgeClient {
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
         self.progress.dispatch(&params);
+    }
+}
+
+/// `answer`, unless the server withdraws its request first
+/// (`notifications/cancelled`): then the front-end stops waiting (and
+/// withdraws what it asked in turn), and the server gets an error it no
+/// longer waits for.
+async fn until_withdrawn<T>(
+    context: &RequestContext<RoleClient>,
+    answer: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    tokio::select! {
+        answer = answer => answer,
+        () = context.ct.cancelled() => Err(ErrorData::internal_error("the server withdrew its request", None)),
     }
 }
 

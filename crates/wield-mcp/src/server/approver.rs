@@ -127,6 +127,7 @@ impl ClientApprover {
         let mut withdraw = Withdraw {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
+            reason: WITHDRAWN,
         };
         let answer = tokio::time::timeout(self.timeout, handle.await_response()).await;
         let id = withdraw.id.take();
@@ -153,19 +154,22 @@ impl ClientApprover {
 const WITHDRAWN: &str =
     "the tool call no longer waits for this approval (it was cancelled, or the time to answer ran out)";
 
-/// Withdraws an open elicitation when dropped before its answer came.
-struct Withdraw {
-    peer: Peer<RoleServer>,
-    id: Option<RequestId>,
+/// Withdraws a request sent to the client (`notifications/cancelled`,
+/// saying `reason`) when dropped before its answer came (`id` still set).
+pub(super) struct Withdraw {
+    pub(super) peer: Peer<RoleServer>,
+    pub(super) id: Option<RequestId>,
+    pub(super) reason: &'static str,
 }
 
 impl Drop for Withdraw {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             let peer = self.peer.clone();
+            let reason = self.reason.to_owned();
             tokio::spawn(async move {
                 let _ = peer
-                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(WITHDRAWN.to_owned())))
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
                     .await;
             });
         }

@@ -5,7 +5,9 @@
 //! The bridged servers start before the client connects, so wield offers
 //! both capabilities to them from the start; a request that arrives while no
 //! client is connected, or that the client does not support, gets an error
-//! that says so.
+//! that says so. A request the server withdraws (`notifications/cancelled`,
+//! when its call is cancelled or times out) is withdrawn from the client
+//! too, so its form does not stay open.
 
 // Sampling is deprecated by the revision after 2025-11-25 (SEP-2577), but
 // servers speaking current revisions still send it.
@@ -14,9 +16,13 @@
 use std::sync::{PoisonError, RwLock};
 
 use rmcp::ErrorData;
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode};
-use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use rmcp::model::{
+    ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ErrorCode, ServerRequest,
+};
+use rmcp::service::{ElicitationMode, Peer, PeerRequestOptions, RoleServer, ServiceError};
 
+use super::approver::Withdraw;
 use crate::client::FrontEnd;
 
 /// Forwards bridged servers' requests to the connected MCP client.
@@ -43,6 +49,23 @@ impl ForwardToClient {
             .clone()
             .ok_or_else(|| unsupported(format!("{what} is not available: no MCP client is connected to wield")))
     }
+}
+
+/// Send `request` to the client and wait for its answer; withdrawn from the
+/// client (`notifications/cancelled`) if the wait is given up (the future
+/// dropped: the server withdrew its own request).
+async fn forwarded(client: &Peer<RoleServer>, request: ServerRequest) -> Result<ClientResult, ServiceError> {
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut withdraw = Withdraw {
+        peer: client.clone(),
+        id: Some(handle.id.clone()),
+        reason: "the MCP server that asked withdrew its request",
+    };
+    let answer = handle.await_response().await;
+    withdraw.id = None;
+    answer
 }
 
 fn unsupported(message: String) -> ErrorData {
@@ -78,10 +101,16 @@ impl FrontEnd for ForwardToClient {
                 "sampling is not supported: the MCP client wield serves does not offer its model".into(),
             ));
         }
-        client
-            .create_message(params)
-            .await
-            .map_err(|e| failed(server, "sampling", e))
+        match forwarded(
+            &client,
+            ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),
+        )
+        .await
+        {
+            Ok(ClientResult::CreateMessageResult(r)) => Ok(*r),
+            Ok(_) => Err(failed(server, "sampling", ServiceError::UnexpectedResponse)),
+            Err(e) => Err(failed(server, "sampling", e)),
+        }
     }
 
     async fn elicit(&self, server: &str, mut params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
@@ -103,9 +132,10 @@ impl FrontEnd for ForwardToClient {
                 "elicitation ({mode:?} mode) is not supported: the MCP client wield serves does not offer it"
             )));
         }
-        client
-            .create_elicitation(params)
-            .await
-            .map_err(|e| failed(server, "elicitation", e))
+        match forwarded(&client, ServerRequest::ElicitRequest(ElicitRequest::new(params))).await {
+            Ok(ClientResult::ElicitResult(r)) => Ok(r),
+            Ok(_) => Err(failed(server, "elicitation", ServiceError::UnexpectedResponse)),
+            Err(e) => Err(failed(server, "elicitation", e)),
+        }
     }
 }

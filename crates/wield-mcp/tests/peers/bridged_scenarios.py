@@ -13,7 +13,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fixture import Fixture, HttpServer, alive, call, expect, text_of
+from fixture import Fixture, HttpServer, alive, call, cancel_once_asked, expect, text_of
 
 
 def child_pids(pid: int) -> list[int]:
@@ -148,6 +148,23 @@ async def bridged_requests(fx: Fixture) -> None:
         expect(primes.output_schema is not None and "result" in primes.output_schema.get("properties", {}), f"{primes}")
         r = await call(s, "mcp__peer__primes", {"below": 12})
         expect(r.structured_content == {"result": [2, 3, 5, 7, 11]}, f"structured content: {r}")
+    # Regression: a server's request withdrawn by the server (its call
+    # cancelled) stayed open at this client. It is withdrawn here too.
+    opened, withdrawn = anyio.Event(), anyio.Event()
+
+    async def on_elicit_late(ctx, params):
+        opened.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            withdrawn.set()
+            raise
+        return types.ElicitResult(action="accept", content={"answer": "late"})
+
+    async with fx.session(elicitation_callback=on_elicit_late) as s:
+        await cancel_once_asked(s, "mcp__peer__ask_user", {"question": "Your name?"}, opened, withdrawn)
+        r = await call(s, "mcp__peer__where", {})
+        expect(not r.is_error, f"session after a withdrawn request: {r}")
     # A client that offers neither: the server hears so.
     async with fx.session() as s:
         r = await call(s, "mcp__peer__ask_user", {"question": "Your name?"})

@@ -26,7 +26,7 @@ import anyio
 import mcp_types as types
 
 from bridged_scenarios import bridged_list_changed, bridged_requests, everything_restart
-from fixture import SECRET, Fixture, alive, call, expect, text_of
+from fixture import SECRET, Fixture, alive, call, cancel_once_asked, expect, text_of
 from http_scenarios import http_delete_mid_call, http_requests, http_resume, http_security, http_sessions
 
 # --- scenarios ----------------------------------------------------------------
@@ -195,17 +195,7 @@ async def elicit(fx: Fixture) -> None:
     flags = ["--set", 'approval.auto_approve=["$readonly"]', "--audit", str(audit)]
     async with fx.session(flags, elicitation_callback=on_elicit) as s:
         answers.append(late_accept)
-
-        async def run():
-            await call(s, "write", {"path": "late.txt", "content": "x"})
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            with anyio.fail_after(10):
-                await opened.wait()
-            tg.cancel_scope.cancel()
-        with anyio.fail_after(5):
-            await withdrawn.wait()
+        await cancel_once_asked(s, "write", {"path": "late.txt", "content": "x"}, opened, withdrawn)
         await anyio.sleep(3.5)
         expect(not (fx.ws / "late.txt").exists(), "a call cancelled during its approval ran")
         r = await call(s, "calculator", {"expression": "1+1"})

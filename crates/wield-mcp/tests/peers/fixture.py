@@ -11,6 +11,7 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -131,6 +132,22 @@ def expect(cond: bool, what: str) -> None:
 
 async def call(s: ClientSession, name: str, args: dict, **kw) -> types.CallToolResult:
     return await s.call_tool(name, args, **kw)
+
+
+async def cancel_once_asked(s: ClientSession, name: str, args: dict, opened, withdrawn) -> None:
+    """Call `name`, cancel the call once the client is asked something
+    (`opened` set), and wait (5 s at most) until that is withdrawn."""
+
+    async def run():
+        await call(s, name, args)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(10):
+            await opened.wait()
+        tg.cancel_scope.cancel()
+    with anyio.fail_after(5):
+        await withdrawn.wait()
 
 
 
