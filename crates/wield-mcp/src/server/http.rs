@@ -6,7 +6,8 @@
 //! - DNS rebinding: `Host` and `Origin` must name this server or an allowed
 //!   name, else 403 (see [`super::http_host`]).
 //! - Memory per session is bounded: request bodies are capped, each session
-//!   holds a few small channels, a session with nothing being answered
+//!   holds a few small channels and the last events of its streams (for
+//!   clients that resume one, see [`super::http_events`]), a session with nothing being answered
 //!   closes after [`HttpOptions::session_idle`] ([`SESSION_IDLE`] by
 //!   default; a long call keeps it open), and at most
 //!   [`HttpOptions::max_sessions`] sessions are open at once (a new one
@@ -31,6 +32,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
 use super::http_sessions::{Activities, FULL, session_capacity, spawn_reaper, track_activity};
 use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
@@ -142,10 +144,10 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .disable_allowed_origins();
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = None;
-    // Finished request streams are kept for clients that resume them; a
-    // short time bounds what a busy session holds.
-    session_config.completed_cache_ttl = Duration::from_secs(10);
-    let mut manager = LocalSessionManager::default();
+    // Streams are resumed from wield's own store of their events, which
+    // unlike the SDK's cache keeps a call's result for a client that lost
+    // its connection before it came.
+    let mut manager = LocalSessionManager::default().with_event_store(Events::new());
     manager.session_config = session_config;
     let manager = Arc::new(manager);
 
@@ -181,7 +183,6 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn(accept_wildcards))
-        .layer(middleware::from_fn(resume_after))
         .layer(middleware::from_fn(protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
@@ -470,37 +471,6 @@ async fn protocol_version_header(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// A client resuming a stream names the last event it received
-/// (`Last-Event-ID`), and wants the events after it; the SDK replays from
-/// that event on, so the client would get it twice (an approval form asked
-/// again). The id is moved on by one: `N/R` (event `N` of request `R`'s
-/// stream, whose event 0 is its priming event) becomes `N+1/R`. On the
-/// standalone stream the priming event and the first message are both `0`,
-/// so `0` is left as it is (the first message may come twice, but none is
-/// lost); a later `N` becomes `N+1`.
-async fn resume_after(mut request: Request, next: Next) -> Response {
-    if request.method() == Method::GET
-        && let Some(last) = request.headers().get("last-event-id").and_then(|v| v.to_str().ok())
-        && let Some(next_id) = event_after(last.trim())
-        && let Ok(value) = HeaderValue::from_str(&next_id)
-    {
-        request.headers_mut().insert("last-event-id", value);
-    }
-    next.run(request).await
-}
-
-/// The id of the event after `id` (see [`resume_after`]); `None` to leave
-/// it as it is.
-fn event_after(id: &str) -> Option<String> {
-    match id.split_once('/') {
-        Some((index, request)) => Some(format!("{}/{request}", index.parse::<usize>().ok()?.checked_add(1)?)),
-        None => match id.parse::<usize>().ok()? {
-            0 => None,
-            n => Some(n.checked_add(1)?.to_string()),
-        },
-    }
-}
-
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the
 /// Python SDK among them) expect 200 or 204 and log a warning on anything
 /// else, so a completed termination is reported as 200.
@@ -550,16 +520,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn a_resumed_stream_starts_after_the_last_event_seen() {
-        assert_eq!(event_after("1/0").as_deref(), Some("2/0"));
-        assert_eq!(event_after("0/7").as_deref(), Some("1/7"));
-        assert_eq!(event_after("3").as_deref(), Some("4"));
-        assert_eq!(event_after("0"), None);
-        assert_eq!(event_after("x/1"), None);
-        assert_eq!(event_after("junk"), None);
-    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -14,6 +14,7 @@ mod escape;
 mod forward;
 mod framing;
 mod http;
+mod http_events;
 mod http_host;
 mod http_serve;
 mod http_sessions;

@@ -471,17 +471,26 @@ async def http_resume(fx: Fixture) -> None:
         addr = (host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]))
         headers = (f"Host: {host}\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
                    "Mcp-Protocol-Version: 2025-11-25\r\n")
-        body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-            "name": "bash", "arguments": {"command": "echo one; sleep 1; echo two; sleep 1; echo three"},
-            "_meta": {"progressToken": "p"}}}).encode()
-        with socket.create_connection(addr) as s:
-            s.sendall(f"POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
-            seen = sse_events(s, "one")
-        last = seen[-1][0]
-        expect(last and "/" in last, f"the call's events: {seen}")
-        with socket.create_connection(addr) as s:
-            s.sendall(f"GET /mcp HTTP/1.1\r\n{headers}Last-Event-ID: {last}\r\n\r\n".encode())
-            resumed = sse_events(s, "exit code")
+
+        def call_then_leave(id: int, command: str, until: str) -> str:
+            """POST a bash call, read its stream until `until`, hang up; the
+            id of the last event read."""
+            body = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "bash", "arguments": {"command": command}, "_meta": {"progressToken": f"p{id}"}}}).encode()
+            with socket.create_connection(addr) as s:
+                s.sendall(f"POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                seen = sse_events(s, until)
+            expect(seen and seen[-1][0], f"the call's events: {seen}")
+            return seen[-1][0]
+
+        def resume(last: str, until: str, extra: str = "") -> list[tuple[str | None, str]]:
+            with socket.create_connection(addr) as s:
+                s.sendall(f"GET /mcp HTTP/1.1\r\n{headers}Last-Event-ID: {last}\r\n{extra}\r\n".encode())
+                return sse_events(s, until, wait=10)
+
+        last = call_then_leave(5, "echo one; sleep 1; echo two; sleep 1; echo three", "one")
+        resumed = resume(last, "exit code")
         ids = [e for e, _ in resumed if e]
         expect(last not in ids, f"the last event seen came again: {last} in {resumed}")
         messages = [d for _, d in resumed if "notifications/progress" in d]
@@ -490,3 +499,14 @@ async def http_resume(fx: Fixture) -> None:
             f"resumed: {resumed}",
         )
         expect('"id":5,"result"' in resumed[-1][1], f"the result after resuming: {resumed[-1]}")
+        # Regression: a call that finished while its client was away had its
+        # result dropped with its stream (the SDK forgets a call's stream once
+        # its result is sent), and the resumed stream came back empty.
+        last = call_then_leave(6, "echo early; sleep 1; echo done", "early")
+        await anyio.sleep(2)
+        resumed = resume(last, '"id":6,"result"')
+        expect(resumed and '"id":6,"result"' in resumed[-1][1] and "done" in resumed[-1][1],
+               f"the result of a call that finished while its client was away: {resumed}")
+        # An id that names no stream of this server: an empty stream.
+        nothing = resume("0/0", "jsonrpc", "Connection: close\r\n")
+        expect(not [d for _, d in nothing if d], f"an unknown event id: {nothing}")

@@ -1,0 +1,370 @@
+//! The events of the HTTP server's streams, kept for clients that resume a
+//! stream (`GET` with `Last-Event-ID`) after losing its connection.
+//!
+//! The SDK's own cache forgets a call's stream as soon as the call's result
+//! is sent, also when no client was there to receive it: a client whose
+//! connection broke during a call and that came back after the result got
+//! an empty stream, and the result was lost. Here every event the SDK sends
+//! is kept first, with an id of this store's, and a resumed stream gets the
+//! events after the one named, then follows the stream as it goes on, until
+//! the call's result (a call's stream) or for as long as the client stays
+//! (the session's standalone stream).
+//!
+//! Memory is bounded: a stream keeps its last [`PER_STREAM`] events; a
+//! call's stream is dropped [`KEEP_FINISHED`] after its result, any stream
+//! [`KEEP_IDLE`] after its last event; and at most [`MAX_STREAMS`] streams
+//! are kept, the least recently active dropped first.
+//!
+//! An event id is `TOKEN-INDEX`: the token is random per stream (128 bits,
+//! from keyed hashes), so a client can resume only a stream whose ids it has
+//! seen; it never names the session.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, RandomState};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use rmcp::model::JsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::{
+    EventId, EventStore, EventStoreError, EventStream, ServerSseMessage,
+};
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
+
+/// Events a stream keeps (the earlier ones are dropped).
+pub const PER_STREAM: usize = 256;
+/// How long a call's stream is kept after its result.
+pub const KEEP_FINISHED: Duration = Duration::from_secs(10);
+/// How long a stream with no new event is kept.
+pub const KEEP_IDLE: Duration = Duration::from_secs(600);
+/// Streams kept at most.
+pub const MAX_STREAMS: usize = 8192;
+
+/// The SDK names a session's standalone stream `SESSION:common`.
+const COMMON: &str = ":common";
+
+#[derive(Default)]
+pub struct Events {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Streams by token.
+    streams: HashMap<u128, Kept>,
+    /// Tokens by the SDK's stream id.
+    tokens: HashMap<Arc<str>, u128>,
+}
+
+struct Kept {
+    stream_id: Arc<str>,
+    /// The index of `events[0]`.
+    first: usize,
+    events: VecDeque<ServerSseMessage>,
+    /// When a call's result was kept: nothing follows it.
+    finished: Option<Instant>,
+    touched: Instant,
+    /// Woken at each new event, and when the stream is dropped.
+    news: Arc<Notify>,
+}
+
+/// A random token, unpredictable without the process's hash keys.
+fn token() -> u128 {
+    static KEYS: LazyLock<(RandomState, RandomState)> = LazyLock::new(|| (RandomState::new(), RandomState::new()));
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    (u128::from(KEYS.0.hash_one(n)) << 64) | u128::from(KEYS.1.hash_one(n))
+}
+
+fn event_id(token: u128, index: usize) -> String {
+    format!("{token:032x}-{index}")
+}
+
+fn parse_event_id(id: &str) -> Option<(u128, usize)> {
+    let (token, index) = id.trim().split_once('-')?;
+    Some((u128::from_str_radix(token, 16).ok()?, index.parse().ok()?))
+}
+
+impl Inner {
+    fn drop_stream(&mut self, token: u128) {
+        if let Some(kept) = self.streams.remove(&token) {
+            self.tokens.remove(&kept.stream_id);
+            kept.news.notify_waiters();
+        }
+    }
+
+    /// Drop what has been kept long enough, and the least recently active
+    /// streams past [`MAX_STREAMS`].
+    fn evict(&mut self, now: Instant) {
+        let old: Vec<u128> = self
+            .streams
+            .iter()
+            .filter(|(_, k)| {
+                k.finished.is_some_and(|at| now.duration_since(at) >= KEEP_FINISHED)
+                    || now.duration_since(k.touched) >= KEEP_IDLE
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for t in old {
+            self.drop_stream(t);
+        }
+        while self.streams.len() >= MAX_STREAMS {
+            let Some(oldest) = self.streams.iter().min_by_key(|(_, k)| k.touched).map(|(t, _)| *t) else {
+                break;
+            };
+            self.drop_stream(oldest);
+        }
+    }
+}
+
+impl Events {
+    #[must_use]
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    /// Keep `event` of stream `stream_id`; its id.
+    fn keep(&self, stream_id: &str, event: &ServerSseMessage) -> String {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        let token = match inner.tokens.get(stream_id) {
+            Some(t) => *t,
+            None => {
+                inner.evict(now);
+                let stream_id: Arc<str> = stream_id.into();
+                let t = token();
+                inner.tokens.insert(Arc::clone(&stream_id), t);
+                inner.streams.insert(
+                    t,
+                    Kept {
+                        stream_id,
+                        first: 0,
+                        events: VecDeque::new(),
+                        finished: None,
+                        touched: now,
+                        news: Arc::new(Notify::new()),
+                    },
+                );
+                t
+            }
+        };
+        let Some(kept) = inner.streams.get_mut(&token) else {
+            return String::new();
+        };
+        let id = event_id(token, kept.first + kept.events.len());
+        let mut event = event.clone();
+        event.event_id = Some(id.clone());
+        let result = matches!(
+            event.message.as_deref(),
+            Some(JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
+        );
+        if result && !kept.stream_id.ends_with(COMMON) {
+            kept.finished = Some(now);
+        }
+        kept.events.push_back(event);
+        if kept.events.len() > PER_STREAM {
+            kept.events.pop_front();
+            kept.first += 1;
+        }
+        kept.touched = now;
+        kept.news.notify_waiters();
+        id
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The event of stream `token` at `index` or later (the earliest kept);
+/// else whether more may come, and what wakes the caller when they do.
+fn next(inner: &Mutex<Inner>, token: u128, index: usize) -> Next {
+    let inner = lock(inner);
+    let Some(kept) = inner.streams.get(&token) else {
+        return Next::End;
+    };
+    let at = index.max(kept.first);
+    match kept.events.get(at - kept.first) {
+        Some(event) => Next::Event(at, event.clone()),
+        None if kept.finished.is_some() => Next::End,
+        None => Next::Wait(Arc::clone(&kept.news)),
+    }
+}
+
+enum Next {
+    Event(usize, ServerSseMessage),
+    Wait(Arc<Notify>),
+    End,
+}
+
+#[async_trait::async_trait]
+impl EventStore for Events {
+    async fn store_event(&self, stream_id: &str, event: &ServerSseMessage) -> Result<EventId, EventStoreError> {
+        Ok(self.keep(stream_id, event))
+    }
+
+    async fn replay_events_after(&self, last_event_id: &str) -> Result<EventStream, EventStoreError> {
+        let (token, index) =
+            parse_event_id(last_event_id).ok_or_else(|| format!("not an event id of this server: {last_event_id}"))?;
+        if !self.lock().streams.contains_key(&token) {
+            return Err(format!("no stream has event {last_event_id} (any more)").into());
+        }
+        Ok(Box::pin(Tail {
+            inner: Arc::clone(&self.inner),
+            token,
+            next: index.saturating_add(1),
+            wait: None,
+        }))
+    }
+}
+
+/// A resumed stream: the events kept after the one named, then each new
+/// one as it comes, until the stream finishes or is dropped.
+struct Tail {
+    inner: Arc<Mutex<Inner>>,
+    token: u128,
+    next: usize,
+    /// Armed before looking for the next event, so one kept in between
+    /// still wakes this stream.
+    wait: Option<Pin<Box<OwnedNotified>>>,
+}
+
+impl Stream for Tail {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        let this = &mut *self;
+        loop {
+            if let Some(wait) = this.wait.as_mut()
+                && wait.as_mut().poll(cx).is_pending()
+            {
+                // Woken at the next event; but one may have come before
+                // the waiter was armed.
+                if let Next::Event(at, event) = next(&this.inner, this.token, this.next) {
+                    this.wait = None;
+                    this.next = at + 1;
+                    return Poll::Ready(Some(event));
+                }
+                return Poll::Pending;
+            }
+            match next(&this.inner, this.token, this.next) {
+                Next::Event(at, event) => {
+                    this.wait = None;
+                    this.next = at + 1;
+                    return Poll::Ready(Some(event));
+                }
+                Next::End => return Poll::Ready(None),
+                Next::Wait(news) => {
+                    let mut wait = Box::pin(news.notified_owned());
+                    wait.as_mut().enable();
+                    this.wait = Some(wait);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use futures::StreamExt;
+    use rmcp::model::ServerJsonRpcMessage;
+
+    use super::*;
+
+    fn message(v: serde_json::Value) -> ServerSseMessage {
+        ServerSseMessage::from_message(serde_json::from_value::<ServerJsonRpcMessage>(v).unwrap())
+    }
+
+    fn progress(n: u32) -> ServerSseMessage {
+        message(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": "p", "progress": n}}))
+    }
+
+    fn result() -> ServerSseMessage {
+        message(serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    }
+
+    fn progress_of(event: &ServerSseMessage) -> Option<u64> {
+        serde_json::to_value(event.message.as_deref()?).ok()?["params"]["progress"]
+            .as_f64()
+            .map(|p| p as u64)
+    }
+
+    #[tokio::test]
+    async fn a_finished_call_is_replayed_after_the_event_named() {
+        let events = Events::new();
+        let priming = events
+            .store_event("call-1", &ServerSseMessage::retry(Duration::from_secs(1)))
+            .await
+            .unwrap();
+        let first = events.store_event("call-1", &progress(1)).await.unwrap();
+        events.store_event("call-1", &progress(2)).await.unwrap();
+        let last = events.store_event("call-1", &result()).await.unwrap();
+        // Another stream's ids are its own.
+        let other = events.store_event("call-2", &progress(9)).await.unwrap();
+        assert_ne!(priming.split('-').next(), other.split('-').next());
+        let replayed: Vec<ServerSseMessage> = events.replay_events_after(&first).await.unwrap().collect().await;
+        assert_eq!(replayed.len(), 2);
+        assert_eq!(progress_of(&replayed[0]), Some(2));
+        assert_eq!(replayed[1].event_id.as_deref(), Some(last.as_str()));
+        assert!(matches!(
+            replayed[1].message.as_deref(),
+            Some(JsonRpcMessage::Response(_))
+        ));
+        // After the result: nothing more, and the stream ends.
+        let after: Vec<ServerSseMessage> = events.replay_events_after(&last).await.unwrap().collect().await;
+        assert!(after.is_empty());
+        for unknown in ["0/0", "junk", &format!("{:032x}-0", 7u8)] {
+            assert!(events.replay_events_after(unknown).await.is_err(), "{unknown}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_resumed_stream_follows_new_events() {
+        let events = Events::new();
+        let first = events.store_event("s:common", &progress(1)).await.unwrap();
+        let mut tail = events.replay_events_after(&first).await.unwrap();
+        let waiting = tokio::time::timeout(Duration::from_millis(50), tail.next()).await;
+        assert!(waiting.is_err(), "nothing new yet");
+        let store = Arc::clone(&events);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            store.store_event("s:common", &progress(2)).await.unwrap();
+        });
+        let next = tokio::time::timeout(Duration::from_secs(5), tail.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(progress_of(&next), Some(2));
+        // A result on the standalone stream does not end it.
+        events.store_event("s:common", &result()).await.unwrap();
+        assert!(tail.next().await.is_some());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), tail.next())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_keeps_its_last_events() {
+        let events = Events::new();
+        let first = events.store_event("call", &progress(0)).await.unwrap();
+        for n in 1..(PER_STREAM as u32 + 10) {
+            events.store_event("call", &progress(n)).await.unwrap();
+        }
+        events.store_event("call", &result()).await.unwrap();
+        let replayed: Vec<ServerSseMessage> = events.replay_events_after(&first).await.unwrap().collect().await;
+        assert_eq!(replayed.len(), PER_STREAM);
+        assert_eq!(progress_of(&replayed[0]), Some(11));
+    }
+}
