@@ -147,7 +147,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     // Streams are resumed from wield's own store of their events, which
     // unlike the SDK's cache keeps a call's result for a client that lost
     // its connection before it came.
-    let mut manager = LocalSessionManager::default().with_event_store(Events::new());
+    let events = Events::new();
+    let mut manager = LocalSessionManager::default().with_event_store(Arc::clone(&events) as _);
     manager.session_config = session_config;
     let manager = Arc::new(manager);
 
@@ -172,6 +173,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     spawn_reaper(
         Arc::clone(&activities),
         manager,
+        events,
         options.session_idle.max(Duration::from_millis(100)),
         shutdown.clone(),
     );

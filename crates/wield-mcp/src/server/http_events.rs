@@ -12,8 +12,10 @@
 //!
 //! Memory is bounded: a stream keeps its last [`PER_STREAM`] events; a
 //! call's stream is dropped [`KEEP_FINISHED`] after its result, any stream
-//! [`KEEP_IDLE`] after its last event; and at most [`MAX_STREAMS`] streams
-//! are kept, the least recently active dropped first.
+//! [`KEEP_IDLE`] after its last event, a session's standalone stream when
+//! the session closes (checked by the session reaper, which calls
+//! [`Events::tidy`]); and at most [`MAX_STREAMS`] streams are kept, the
+//! least recently active dropped first.
 //!
 //! An event id is `TOKEN-INDEX`: the token is random per stream (128 bits,
 //! from keyed hashes), so a client can resume only a stream whose ids it has
@@ -129,6 +131,23 @@ impl Events {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         lock(&self.inner)
+    }
+
+    /// Drop what has been kept long enough, and the standalone streams of
+    /// sessions that are no longer open (`open` says which are), so their
+    /// resumed streams end.
+    pub fn tidy(&self, open: impl Fn(&str) -> bool) {
+        let mut inner = self.lock();
+        inner.evict(Instant::now());
+        let closed: Vec<u128> = inner
+            .streams
+            .iter()
+            .filter(|(_, k)| k.stream_id.strip_suffix(COMMON).is_some_and(|session| !open(session)))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in closed {
+            inner.drop_stream(t);
+        }
     }
 
     /// Keep `event` of stream `stream_id`; its id.
@@ -353,6 +372,19 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_closed_sessions_standalone_stream_ends() {
+        let events = Events::new();
+        let first = events.store_event("gone:common", &progress(1)).await.unwrap();
+        let kept = events.store_event("open:common", &progress(1)).await.unwrap();
+        let mut tail = events.replay_events_after(&first).await.unwrap();
+        events.tidy(|session| session == "open");
+        let ended = tokio::time::timeout(Duration::from_secs(5), tail.next()).await.unwrap();
+        assert!(ended.is_none());
+        assert!(events.replay_events_after(&first).await.is_err());
+        assert!(events.replay_events_after(&kept).await.is_ok());
     }
 
     #[tokio::test]

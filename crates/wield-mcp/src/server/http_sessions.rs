@@ -11,7 +11,7 @@
 //!   SDK's own keep-alive cannot tell a silent long call from an idle client,
 //!   so it is off and this tracker decides.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,8 @@ use rmcp::model::RequestId;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
+
+use super::http_events::Events;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -310,10 +312,12 @@ pub(crate) fn hold_until_sent<T: Send + Sync + 'static>(response: Response, held
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-/// Close sessions idle for `idle` until `stop` is cancelled.
+/// Close sessions idle for `idle`, and drop the kept events that are no
+/// longer wanted (see [`Events::tidy`]), until `stop` is cancelled.
 pub(crate) fn spawn_reaper(
     activities: Arc<Activities>,
     manager: Arc<LocalSessionManager>,
+    events: Arc<Events>,
     idle: Duration,
     stop: CancellationToken,
 ) {
@@ -332,6 +336,8 @@ pub(crate) fn spawn_reaper(
                 tracing::debug!("closing idle MCP session {id}");
                 let _ = manager.close_session(&id).await;
             }
+            let open: HashSet<Arc<str>> = manager.sessions.read().await.keys().map(Arc::clone).collect();
+            events.tidy(|session| open.contains(session));
         }
     });
 }
