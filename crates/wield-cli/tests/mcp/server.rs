@@ -670,3 +670,27 @@ fn a_call_giving_an_argument_twice_is_refused() {
     assert!(serve.finish(Duration::from_secs(10)).success());
     assert!(!ws.ws().join("ran").exists(), "the second command ran");
 }
+
+/// An answer to an approval form that gives a member twice is not taken:
+/// the call is refused, saying why, and does not run.
+#[test]
+fn an_approval_answer_giving_a_member_twice_is_refused() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$readonly\"]\n");
+    let mut serve = crate::support::RawServe::start(&ws);
+    serve.send(&crate::support::INITIALIZE.replace(r#""capabilities":{}"#, r#""capabilities":{"elicitation":{}}"#));
+    assert!(serve.reply(Duration::from_secs(20))["result"].is_object());
+    serve.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{"path":"x.txt","content":"x"}}}"#);
+    let form = serve.next(Duration::from_secs(20));
+    assert_eq!(form["method"], "elicitation/create", "{form}");
+    serve.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"remember":false,"remember":true}}}}}}"#,
+        form["id"]
+    ));
+    let result = serve.reply(Duration::from_secs(20));
+    assert_eq!(result["id"], 1, "{result}");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(result.to_string().contains("given twice"), "{result}");
+    assert!(serve.finish(Duration::from_secs(10)).success());
+    assert!(!ws.ws().join("x.txt").exists(), "the call ran");
+}

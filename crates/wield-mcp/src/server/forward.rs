@@ -101,6 +101,14 @@ impl FrontEnd for ForwardToClient {
                 "sampling is not supported: the MCP client wield serves does not offer its model".into(),
             ));
         }
+        // As the SDK's own `create_message` checks.
+        if (params.tools.is_some() || params.tool_choice.is_some()) && !client.supports_sampling_tools() {
+            return Err(ErrorData::invalid_params(
+                "tools or toolChoice provided but the MCP client wield serves does not support tools in sampling",
+                None,
+            ));
+        }
+        params.validate().map_err(|e| ErrorData::invalid_params(e, None))?;
         match forwarded(
             &client,
             ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),

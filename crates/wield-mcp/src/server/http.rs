@@ -27,7 +27,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{SessionManager, StreamableHttpServerConfig, StreamableHttpService};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -170,10 +170,11 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
             .with_own_front_end())
     };
     let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
+    let manager_for_streams = Arc::clone(&manager);
     spawn_reaper(
         Arc::clone(&activities),
         manager,
-        events,
+        Arc::clone(&events),
         options.session_idle.max(Duration::from_millis(100)),
         shutdown.clone(),
     );
@@ -185,6 +186,10 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn(accept_wildcards))
+        .layer(middleware::from_fn_with_state(
+            (events, manager_for_streams),
+            standalone_streams,
+        ))
         .layer(middleware::from_fn(protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
@@ -254,7 +259,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
         Some(rest) => axum::body::Bytes::copy_from_slice(rest),
         None => bytes,
     };
-    let bytes = match super::incoming::repair_lone_surrogates(&bytes) {
+    let mut bytes = match super::incoming::repair_lone_surrogates(&bytes) {
         Some(repaired) => axum::body::Bytes::from(repaired),
         None => bytes,
     };
@@ -327,6 +332,13 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                     }
                     Ok(None) => {}
                 }
+            }
+            // An answer made an error by the parser (one that gives a member
+            // twice) goes on as that error.
+            if let rmcp::model::JsonRpcMessage::Error(_) = &*message
+                && let Ok(error) = serde_json::to_vec(&*message)
+            {
+                bytes = error.into();
             }
             // Anything else outside a session (a ping, a notification) is
             // told what to do in JSON-RPC too, not in the SDK's plain text.
@@ -469,6 +481,50 @@ async fn protocol_version_header(request: Request, next: Next) -> Response {
             ),
         )
             .into_response();
+    }
+    next.run(request).await
+}
+
+/// A `GET` is served from the kept events (see [`super::http_events`]): a
+/// new standalone stream from what was sent on it so far (the request is
+/// made a resumption of it); a resumed stream only within its session
+/// (the SDK would replay events to a request with no session at all).
+async fn standalone_streams(
+    State((events, manager)): State<(Arc<Events>, Arc<LocalSessionManager>)>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::GET {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let session = headers
+        .get(super::http_sessions::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let resume_from = match (session, last) {
+        (None, Some(_)) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "Bad Request: a stream is resumed within its session: send its Mcp-Session-Id header\n",
+            )
+                .into_response();
+        }
+        (Some(session), Some(last)) if !events.resumable(&session, &last) => Some("-".to_owned()),
+        // Of an open session only (the SDK answers 404 otherwise).
+        (Some(session), None) if manager.has_session(&session.as_str().into()).await.unwrap_or(false) => {
+            Some(events.standalone(&session))
+        }
+        _ => None,
+    };
+    if let Some(from) = resume_from
+        && let Ok(value) = HeaderValue::from_str(&from)
+    {
+        request.headers_mut().insert("last-event-id", value);
     }
     next.run(request).await
 }

@@ -1,5 +1,6 @@
 //! The events of the HTTP server's streams, kept for clients that resume a
-//! stream (`GET` with `Last-Event-ID`) after losing its connection.
+//! stream (`GET` with `Last-Event-ID`) after losing its connection, and for
+//! a session's standalone stream (`GET` without it).
 //!
 //! The SDK's own cache forgets a call's stream as soon as the call's result
 //! is sent, also when no client was there to receive it: a client whose
@@ -10,16 +11,23 @@
 //! the call's result (a call's stream) or for as long as the client stays
 //! (the session's standalone stream).
 //!
+//! The standalone stream is served from here too ([`Events::standalone`]):
+//! it starts with what was sent on it before the client opened it (the SDK
+//! no longer replays that once a store is set), and a second one opened
+//! while the first is read gets no events (as the SDK's "shadow" streams),
+//! so no message goes out on two streams.
+//!
 //! Memory is bounded: a stream keeps its last [`PER_STREAM`] events; a
-//! call's stream is dropped [`KEEP_FINISHED`] after its result, any stream
-//! [`KEEP_IDLE`] after its last event, a session's standalone stream when
-//! the session closes (checked by the session reaper, which calls
+//! call's stream is dropped [`KEEP_FINISHED`] after its result, and a
+//! stream nobody reads [`KEEP_IDLE`] after its last event; a session's
+//! standalone stream goes when the session closes (the session reaper calls
 //! [`Events::tidy`]); and at most [`MAX_STREAMS`] streams are kept, the
-//! least recently active dropped first.
+//! finished ones dropped first, then the least recently active.
 //!
 //! An event id is `TOKEN-INDEX`: the token is random per stream (128 bits,
 //! from keyed hashes), so a client can resume only a stream whose ids it has
-//! seen; it never names the session.
+//! been sent; a session's standalone stream is resumed within its session
+//! only.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
@@ -41,13 +49,17 @@ use tokio::sync::futures::OwnedNotified;
 pub const PER_STREAM: usize = 256;
 /// How long a call's stream is kept after its result.
 pub const KEEP_FINISHED: Duration = Duration::from_secs(10);
-/// How long a stream with no new event is kept.
-pub const KEEP_IDLE: Duration = Duration::from_secs(600);
+/// How long a stream nobody reads is kept after its last event.
+pub const KEEP_IDLE: Duration = Duration::from_secs(3600);
 /// Streams kept at most.
 pub const MAX_STREAMS: usize = 8192;
 
 /// The SDK names a session's standalone stream `SESSION:common`.
 const COMMON: &str = ":common";
+/// `TOKEN-start`: a stream from its first kept event.
+const START: &str = "start";
+/// `TOKEN-shadow`: a stream that only stays open (another reads it).
+const SHADOW: &str = "shadow";
 
 #[derive(Default)]
 pub struct Events {
@@ -70,8 +82,29 @@ struct Kept {
     /// When a call's result was kept: nothing follows it.
     finished: Option<Instant>,
     touched: Instant,
+    /// Resumed streams reading it now.
+    readers: usize,
     /// Woken at each new event, and when the stream is dropped.
     news: Arc<Notify>,
+}
+
+impl Kept {
+    fn new(stream_id: Arc<str>, now: Instant) -> Self {
+        Self {
+            stream_id,
+            first: 0,
+            events: VecDeque::new(),
+            finished: None,
+            touched: now,
+            readers: 0,
+            news: Arc::new(Notify::new()),
+        }
+    }
+
+    /// The session whose standalone stream this is.
+    fn session(&self) -> Option<&str> {
+        self.stream_id.strip_suffix(COMMON)
+    }
 }
 
 /// A random token, unpredictable without the process's hash keys.
@@ -86,9 +119,27 @@ fn event_id(token: u128, index: usize) -> String {
     format!("{token:032x}-{index}")
 }
 
-fn parse_event_id(id: &str) -> Option<(u128, usize)> {
-    let (token, index) = id.trim().split_once('-')?;
-    Some((u128::from_str_radix(token, 16).ok()?, index.parse().ok()?))
+/// Where a resumed stream starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum From {
+    /// After the event at this index.
+    After(usize),
+    Start,
+    Shadow,
+}
+
+fn parse_event_id(id: &str) -> Option<(u128, From)> {
+    let (token, at) = id.trim().split_once('-')?;
+    let from = match at {
+        START => From::Start,
+        SHADOW => From::Shadow,
+        index => From::After(index.parse().ok()?),
+    };
+    Some((u128::from_str_radix(token, 16).ok()?, from))
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Inner {
@@ -99,27 +150,27 @@ impl Inner {
         }
     }
 
-    /// Drop what has been kept long enough, and the least recently active
-    /// streams past [`MAX_STREAMS`].
-    fn evict(&mut self, now: Instant) {
-        let old: Vec<u128> = self
-            .streams
-            .iter()
-            .filter(|(_, k)| {
-                k.finished.is_some_and(|at| now.duration_since(at) >= KEEP_FINISHED)
-                    || now.duration_since(k.touched) >= KEEP_IDLE
-            })
-            .map(|(t, _)| *t)
-            .collect();
-        for t in old {
-            self.drop_stream(t);
+    /// The token of stream `stream_id`, kept from now on if it was not.
+    fn token_of(&mut self, stream_id: &str, now: Instant) -> u128 {
+        if let Some(t) = self.tokens.get(stream_id) {
+            return *t;
         }
-        while self.streams.len() >= MAX_STREAMS {
-            let Some(oldest) = self.streams.iter().min_by_key(|(_, k)| k.touched).map(|(t, _)| *t) else {
-                break;
-            };
-            self.drop_stream(oldest);
+        if self.streams.len() >= MAX_STREAMS {
+            // The finished streams first, then the least recently active.
+            let victim = self
+                .streams
+                .iter()
+                .min_by_key(|(_, k)| (k.finished.is_none(), k.touched))
+                .map(|(t, _)| *t);
+            if let Some(victim) = victim {
+                self.drop_stream(victim);
+            }
         }
+        let stream_id: Arc<str> = stream_id.into();
+        let t = token();
+        self.tokens.insert(Arc::clone(&stream_id), t);
+        self.streams.insert(t, Kept::new(stream_id, now));
+        t
     }
 }
 
@@ -135,46 +186,53 @@ impl Events {
 
     /// Drop what has been kept long enough, and the standalone streams of
     /// sessions that are no longer open (`open` says which are), so their
-    /// resumed streams end.
+    /// readers end.
     pub fn tidy(&self, open: impl Fn(&str) -> bool) {
+        let now = Instant::now();
         let mut inner = self.lock();
-        inner.evict(Instant::now());
-        let closed: Vec<u128> = inner
+        let gone: Vec<u128> = inner
             .streams
             .iter()
-            .filter(|(_, k)| k.stream_id.strip_suffix(COMMON).is_some_and(|session| !open(session)))
+            .filter(|(_, k)| {
+                k.finished.is_some_and(|at| now.duration_since(at) >= KEEP_FINISHED)
+                    || (k.readers == 0 && now.duration_since(k.touched) >= KEEP_IDLE)
+                    || k.session().is_some_and(|session| !open(session))
+            })
             .map(|(t, _)| *t)
             .collect();
-        for t in closed {
+        for t in gone {
             inner.drop_stream(t);
         }
+    }
+
+    /// The `Last-Event-ID` that serves a new standalone stream of `session`:
+    /// from its first kept event, or, while another reads it, a stream that
+    /// gets no events.
+    pub fn standalone(&self, session: &str) -> String {
+        let mut inner = self.lock();
+        let t = inner.token_of(&format!("{session}{COMMON}"), Instant::now());
+        let readers = inner.streams.get(&t).map_or(0, |k| k.readers);
+        format!("{t:032x}-{}", if readers == 0 { START } else { SHADOW })
+    }
+
+    /// Whether a client of `session` may resume from event `id`: not the
+    /// standalone stream of another session.
+    pub fn resumable(&self, session: &str, id: &str) -> bool {
+        let Some((token, _)) = parse_event_id(id) else {
+            return true;
+        };
+        self.lock()
+            .streams
+            .get(&token)
+            .and_then(Kept::session)
+            .is_none_or(|owner| owner == session)
     }
 
     /// Keep `event` of stream `stream_id`; its id.
     fn keep(&self, stream_id: &str, event: &ServerSseMessage) -> String {
         let now = Instant::now();
         let mut inner = self.lock();
-        let token = match inner.tokens.get(stream_id) {
-            Some(t) => *t,
-            None => {
-                inner.evict(now);
-                let stream_id: Arc<str> = stream_id.into();
-                let t = token();
-                inner.tokens.insert(Arc::clone(&stream_id), t);
-                inner.streams.insert(
-                    t,
-                    Kept {
-                        stream_id,
-                        first: 0,
-                        events: VecDeque::new(),
-                        finished: None,
-                        touched: now,
-                        news: Arc::new(Notify::new()),
-                    },
-                );
-                t
-            }
-        };
+        let token = inner.token_of(stream_id, now);
         let Some(kept) = inner.streams.get_mut(&token) else {
             return String::new();
         };
@@ -185,7 +243,7 @@ impl Events {
             event.message.as_deref(),
             Some(JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
         );
-        if result && !kept.stream_id.ends_with(COMMON) {
+        if result && kept.session().is_none() {
             kept.finished = Some(now);
         }
         kept.events.push_back(event);
@@ -199,22 +257,18 @@ impl Events {
     }
 }
 
-fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
-    inner.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The event of stream `token` at `index` or later (the earliest kept);
 /// else whether more may come, and what wakes the caller when they do.
-fn next(inner: &Mutex<Inner>, token: u128, index: usize) -> Next {
+fn next(inner: &Mutex<Inner>, token: u128, index: usize, shadow: bool) -> Next {
     let inner = lock(inner);
     let Some(kept) = inner.streams.get(&token) else {
         return Next::End;
     };
     let at = index.max(kept.first);
     match kept.events.get(at - kept.first) {
-        Some(event) => Next::Event(at, event.clone()),
-        None if kept.finished.is_some() => Next::End,
-        None => Next::Wait(Arc::clone(&kept.news)),
+        Some(event) if !shadow => Next::Event(at, event.clone()),
+        _ if kept.finished.is_some() => Next::End,
+        _ => Next::Wait(Arc::clone(&kept.news)),
     }
 }
 
@@ -231,29 +285,53 @@ impl EventStore for Events {
     }
 
     async fn replay_events_after(&self, last_event_id: &str) -> Result<EventStream, EventStoreError> {
-        let (token, index) =
+        let (token, from) =
             parse_event_id(last_event_id).ok_or_else(|| format!("not an event id of this server: {last_event_id}"))?;
-        if !self.lock().streams.contains_key(&token) {
-            return Err(format!("no stream has event {last_event_id} (any more)").into());
+        let shadow = from == From::Shadow;
+        {
+            let mut inner = self.lock();
+            let kept = inner
+                .streams
+                .get_mut(&token)
+                .ok_or_else(|| format!("no stream has event {last_event_id} (any more)"))?;
+            if !shadow {
+                kept.readers += 1;
+            }
         }
         Ok(Box::pin(Tail {
             inner: Arc::clone(&self.inner),
             token,
-            next: index.saturating_add(1),
+            next: match from {
+                From::After(index) => index.saturating_add(1),
+                From::Start | From::Shadow => 0,
+            },
+            shadow,
             wait: None,
         }))
     }
 }
 
 /// A resumed stream: the events kept after the one named, then each new
-/// one as it comes, until the stream finishes or is dropped.
+/// one as it comes, until the stream finishes or is dropped. A shadow gets
+/// no events; it ends with the stream.
 struct Tail {
     inner: Arc<Mutex<Inner>>,
     token: u128,
     next: usize,
+    shadow: bool,
     /// Armed before looking for the next event, so one kept in between
     /// still wakes this stream.
     wait: Option<Pin<Box<OwnedNotified>>>,
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        if !self.shadow
+            && let Some(kept) = lock(&self.inner).streams.get_mut(&self.token)
+        {
+            kept.readers = kept.readers.saturating_sub(1);
+        }
+    }
 }
 
 impl Stream for Tail {
@@ -267,14 +345,17 @@ impl Stream for Tail {
             {
                 // Woken at the next event; but one may have come before
                 // the waiter was armed.
-                if let Next::Event(at, event) = next(&this.inner, this.token, this.next) {
-                    this.wait = None;
-                    this.next = at + 1;
-                    return Poll::Ready(Some(event));
-                }
-                return Poll::Pending;
+                return match next(&this.inner, this.token, this.next, this.shadow) {
+                    Next::Event(at, event) => {
+                        this.wait = None;
+                        this.next = at + 1;
+                        Poll::Ready(Some(event))
+                    }
+                    Next::End => Poll::Ready(None),
+                    Next::Wait(_) => Poll::Pending,
+                };
             }
-            match next(&this.inner, this.token, this.next) {
+            match next(&this.inner, this.token, this.next, this.shadow) {
                 Next::Event(at, event) => {
                     this.wait = None;
                     this.next = at + 1;
@@ -385,6 +466,37 @@ mod tests {
         assert!(ended.is_none());
         assert!(events.replay_events_after(&first).await.is_err());
         assert!(events.replay_events_after(&kept).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_standalone_stream_starts_with_what_was_sent_and_is_read_once() {
+        let events = Events::new();
+        // Sent before the client opened the stream.
+        events.store_event("s1:common", &progress(1)).await.unwrap();
+        let mut first = events.replay_events_after(&events.standalone("s1")).await.unwrap();
+        assert_eq!(progress_of(&first.next().await.unwrap()), Some(1));
+        // A second one while the first is read: no events, so none goes
+        // out twice.
+        let mut second = events.replay_events_after(&events.standalone("s1")).await.unwrap();
+        events.store_event("s1:common", &progress(2)).await.unwrap();
+        assert_eq!(progress_of(&first.next().await.unwrap()), Some(2));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), second.next())
+                .await
+                .is_err()
+        );
+        // Once the first is gone, a new one is read again (from the start).
+        drop(first);
+        let mut third = events.replay_events_after(&events.standalone("s1")).await.unwrap();
+        assert_eq!(progress_of(&third.next().await.unwrap()), Some(1));
+        // Another session's client cannot resume it; its own can.
+        let id = events.store_event("s1:common", &progress(3)).await.unwrap();
+        assert!(!events.resumable("s2", &id));
+        assert!(events.resumable("s1", &id));
+        // The session closes: its streams end.
+        events.tidy(|_| false);
+        assert!(second.next().await.is_none());
+        assert!(third.next().await.is_none());
     }
 
     #[tokio::test]

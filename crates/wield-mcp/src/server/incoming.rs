@@ -17,8 +17,8 @@ use std::borrow::Cow;
 use std::io;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcError,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::{ErrorData, RoleServer};
@@ -143,6 +143,15 @@ pub fn parse(line: &[u8]) -> Incoming {
                 Some(reply_id(request.id)),
                 ErrorData::invalid_request(format!("Invalid request: {why}; give each member once"), None),
             )
+        }
+        // An answer to wield's request (an approval form's) that gives a
+        // member twice: an error for that request, so nothing is taken
+        // from it.
+        Ok(JsonRpcMessage::Response(response)) if let Some(why) = super::strict::duplicate_member(line) => {
+            Incoming::Message(Box::new(JsonRpcMessage::Error(JsonRpcError::new(
+                Some(response.id),
+                ErrorData::invalid_request(format!("the client's answer is not valid: {why}"), None),
+            ))))
         }
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
@@ -752,6 +761,20 @@ mod tests {
                 }
                 other => panic!("{line}: {other:?}"),
             }
+        }
+        // An answer that gives a member twice becomes an error for the
+        // request it answers.
+        let line =
+            r#"{"jsonrpc":"2.0","id":0,"result":{"action":"accept","content":{"approve":false,"approve":true}}}"#;
+        match parse(line.as_bytes()) {
+            Incoming::Message(m) => match *m {
+                JsonRpcMessage::Error(e) => {
+                    assert_eq!(e.id, Some(RequestId::Number(0)));
+                    assert!(e.error.message.contains("member `approve` given twice"), "{e:?}");
+                }
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{line}: {other:?}"),
         }
         let line = r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"ping"}"#;
         match parse(line.as_bytes()) {

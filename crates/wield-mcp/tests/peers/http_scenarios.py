@@ -510,3 +510,39 @@ async def http_resume(fx: Fixture) -> None:
         # An id that names no stream of this server: an empty stream.
         nothing = resume("0/0", "jsonrpc", "Connection: close\r\n")
         expect(not [d for _, d in nothing if d], f"an unknown event id: {nothing}")
+        # Regression: with no session, the SDK replayed any stream whose
+        # event id it was given (a deleted session's too).
+        status, text = raw_http(url, f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
+                                     f"Mcp-Protocol-Version: 2026-07-28\r\nLast-Event-ID: {last}\r\n"
+                                     "Connection: close\r\n\r\n")
+        expect(status == 400 and "within its session" in text and '"id":6' not in text,
+               f"a resume without a session: {status} {text[:300]}")
+
+        # What the server sends on the standalone stream before the client
+        # opens it is there when it does (a log message about the client's
+        # roots, sent during a call, with no GET stream open).
+        init = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"roots": {}}}}
+        status, _, other = rpc(url, init)
+        rpc(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, other)
+        rpc(url, {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}, other)
+        other_headers = headers.replace(session, other)
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "calculator", "arguments": {"expression": "2+2"}}}).encode()
+        with socket.create_connection(addr) as s:
+            s.sendall(f"POST /mcp HTTP/1.1\r\n{other_headers}Content-Type: application/json\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            asked = sse_events(s, "roots/list")
+            request = json.loads(asked[-1][1])
+            expect(request.get("method") == "roots/list", f"roots asked: {asked}")
+            rpc(url, {"jsonrpc": "2.0", "id": request["id"], "result": {"roots": [{"uri": f"file://{fx.ws}"}]}}, other)
+            answered = sse_events(s, '"id":3,')
+            expect('"text":"4"' in answered[-1][1], f"the call: {answered}")
+        with socket.create_connection(addr) as s:
+            s.sendall(f"GET /mcp HTTP/1.1\r\n{other_headers}\r\n".encode())
+            logged = sse_events(s, "narrow the write roots", wait=10)
+        expect(logged and "narrow the write roots" in logged[-1][1], f"the standalone stream: {logged}")
+        # Another session cannot resume it.
+        with socket.create_connection(addr) as s:
+            s.sendall(f"GET /mcp HTTP/1.1\r\n{headers}Last-Event-ID: {logged[-1][0]}\r\nConnection: close\r\n\r\n".encode())
+            stolen = sse_events(s, "narrow", wait=10)
+        expect(not any("narrow" in d for _, d in stolen), f"another session's standalone stream: {stolen}")
