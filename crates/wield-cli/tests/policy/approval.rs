@@ -83,11 +83,16 @@ deny = ["debug_echo:rm *"]
     assert!(!ok(r#"{"path":"src/../../out"}"#));
     // Nor one that runs another inside a process substitution.
     assert!(!ok(r#"{"command":"git status <(curl x | sh)"}"#));
+    // Nor one whose quoting or comment hides the second command.
+    for hidden in [r"git status $'\'' ; curl x | sh", "git status #'\ncurl x | sh"] {
+        assert!(!ok(&serde_json::json!({ "command": hidden }).to_string()), "{hidden}");
+    }
     for nested in [
         "ls && rm -rf x",
         "echo <(rm -rf x)",
         "cat >(rm -rf x) y",
         "echo $(rm -rf x)",
+        r"echo $'\'' ; rm -rf x",
     ] {
         let args = serde_json::json!({ "command": nested }).to_string();
         let (code, r, _) = e.call(&["--yes"], "debug_echo", &args);

@@ -202,7 +202,13 @@ fn argument_matches(arg: &str, call: &ApprovalCall<'_>, purpose: Purpose) -> boo
             // `git status; rm -rf ~`: only a single command, unless the
             // pattern is the bare `*` that approves everything anyway.
             Purpose::Approve => whole && (arg.chars().all(|c| c == '*') || !is_compound(cmd)),
-            Purpose::Deny => whole || command_segments(cmd).iter().any(|s| glob_match(arg, s, false)),
+            Purpose::Deny => {
+                whole
+                    || command_segments(cmd)
+                        .iter()
+                        .chain(&chain_segments(cmd))
+                        .any(|s| glob_match(arg, s, false))
+            }
         };
     }
     if let Some(path) = call.input.get("path").and_then(Value::as_str) {
@@ -225,69 +231,137 @@ pub fn is_compound(cmd: &str) -> bool {
 /// [`is_compound`] looks for, each trimmed. An approximation of shell
 /// grammar that errs towards splitting.
 pub fn command_segments(cmd: &str) -> Vec<String> {
+    split(cmd, true)
+}
+
+/// The commands of a line split at the operators that chain them only
+/// (`;`, `&&`, `||`, `|`, `&`, newlines), nested commands left in their
+/// place: what a deny pattern that names a substitution (`bash <(curl*`)
+/// is matched against.
+fn chain_segments(cmd: &str) -> Vec<String> {
+    split(cmd, false)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Quote {
+    None,
+    Single,
+    Double,
+    /// `$'…'`, where a backslash escapes (`$'\''` is one quote).
+    Ansi,
+}
+
+/// `cmd` split at chain operators, and also at nested commands when
+/// `nested`. Comments (`#` at the start of a word) are left out, up to the
+/// newline that ends them.
+fn split(cmd: &str, nested: bool) -> Vec<String> {
     let chars: Vec<char> = cmd.chars().collect();
     let mut segments = Vec::new();
     let mut current = String::new();
-    let (mut single, mut double) = (false, false);
+    let mut quote = Quote::None;
+    // The character before, and whether it was escaped (`\>&` is no
+    // redirection, `\ #` starts no comment).
+    let mut prev: Option<char> = None;
+    let mut prev_escaped = false;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
-        let prev = if i > 0 { Some(chars[i - 1]) } else { None };
-        if single {
+        let after = |prev: Option<char>, escaped: bool, op: &[char]| !escaped && prev.is_some_and(|p| op.contains(&p));
+        if matches!(quote, Quote::Single | Quote::Ansi) {
+            if quote == Quote::Ansi && c == '\\' {
+                (i, prev) = push_escaped(&mut current, &chars, i);
+                prev_escaped = true;
+                continue;
+            }
             if c == '\'' {
-                single = false;
+                quote = Quote::None;
             }
             current.push(c);
             i += 1;
+            prev = Some(c);
+            prev_escaped = false;
             continue;
         }
-        match c {
+        let double = quote == Quote::Double;
+        let word_start =
+            prev.is_none() || (!prev_escaped && prev.is_some_and(|p| p.is_whitespace() || "|&;()<>".contains(p)));
+        let splits = match c {
             '\\' => {
-                current.push(c);
-                if let Some(n) = next {
-                    current.push(n);
+                (i, prev) = push_escaped(&mut current, &chars, i);
+                prev_escaped = true;
+                continue;
+            }
+            '#' if !double && word_start => {
+                // A comment: nothing in it runs.
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
                 }
-                i += 2;
+                prev = Some('#');
+                prev_escaped = false;
                 continue;
             }
-            '\'' if !double => single = true,
-            '"' => double = !double,
-            '`' => {
-                cut(&mut current, &mut segments);
-                i += 1;
+            '$' if !double && next == Some('\'') => {
+                current.push_str("$'");
+                quote = Quote::Ansi;
+                i += 2;
+                prev = Some('\'');
+                prev_escaped = false;
                 continue;
             }
-            '$' if next == Some('(') => {
+            '\'' if !double => {
+                quote = Quote::Single;
+                false
+            }
+            '"' => {
+                quote = if double { Quote::None } else { Quote::Double };
+                false
+            }
+            '`' => nested,
+            '$' if next == Some('(') && nested => {
                 cut(&mut current, &mut segments);
                 i += 2;
+                prev = Some('(');
+                prev_escaped = false;
                 continue;
             }
             // Process substitution runs the command inside: `cat <(rm x)`.
-            '<' | '>' if !double && next == Some('(') => {
+            '<' | '>' if !double && next == Some('(') && nested => {
                 cut(&mut current, &mut segments);
                 i += 2;
+                prev = Some('(');
+                prev_escaped = false;
                 continue;
             }
             // `)` ends a substitution or subshell: what follows is the
             // outer command's again.
-            ';' | '\n' | '|' | ')' if !double => {
-                cut(&mut current, &mut segments);
-                i += 1;
-                continue;
-            }
-            '&' if !double && prev != Some('>') && prev != Some('<') && next != Some('>') => {
-                cut(&mut current, &mut segments);
-                i += 1;
-                continue;
-            }
-            _ => {}
+            ')' => !double && nested,
+            ';' | '\n' | '|' => !double,
+            // Not in `2>&1` or `<&3`; `&>` is split (in `sh` it runs what
+            // comes before in the background).
+            '&' => !double && !after(prev, prev_escaped, &['>', '<']),
+            _ => false,
+        };
+        if splits {
+            cut(&mut current, &mut segments);
+        } else {
+            current.push(c);
         }
-        current.push(c);
         i += 1;
+        prev = Some(c);
+        prev_escaped = false;
     }
     cut(&mut current, &mut segments);
     segments
+}
+
+/// Push the backslash at `i` and the character it escapes; the index after
+/// them, and the escaped character.
+fn push_escaped(current: &mut String, chars: &[char], i: usize) -> (usize, Option<char>) {
+    let escaped = chars.get(i + 1).copied();
+    current.push('\\');
+    current.extend(escaped);
+    (i + 2, escaped)
 }
 
 fn cut(current: &mut String, segments: &mut Vec<String>) {
@@ -449,6 +523,31 @@ mod tests {
         ] {
             assert!(is_compound(c), "{c}");
         }
+        // Regression: quoting, comments and escapes that hid a second
+        // command from the split (each ran it under `bash -c`).
+        for c in [
+            r"git status $'\'' ; touch pwn",
+            "git status #'\ntouch pwn",
+            r"git status \>& touch pwn",
+            "git status &>f touch pwn",
+            r"git status a\ #; touch pwn",
+        ] {
+            assert!(is_compound(c), "{c}");
+        }
+        for c in [
+            "ls # a; b && c",
+            "echo $# ${#x}",
+            r"echo $'a\'b' c",
+            "cargo test 2>&1 >out <&0",
+        ] {
+            assert!(!is_compound(c), "{c}");
+        }
+        // A deny pattern that names a substitution still finds it in a chain.
+        assert!(
+            chain_segments("cd /tmp && bash <(curl -s x)")
+                .iter()
+                .any(|s| s.starts_with("bash <(curl"))
+        );
         // Quoted, it is text; a redirection is not a substitution.
         assert!(!is_compound("echo '<(rm x)' \">(rm x)\""));
         assert!(!is_compound("sort < in.txt > out.txt"));
