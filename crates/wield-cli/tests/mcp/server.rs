@@ -488,14 +488,10 @@ fn a_client_that_stops_reading_ends_the_session() {
     drop(output);
     writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
     input.flush().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while serve.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "wield kept serving a client that stopped reading"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        crate::support::exit_within(&mut serve, Duration::from_secs(10)).is_some(),
+        "wield kept serving a client that stopped reading"
+    );
     drop(input);
 }
 
@@ -529,15 +525,10 @@ fn a_client_that_ends_its_input_and_reads_nothing_does_not_keep_wield() {
     };
     let mut serve = start(&ws);
     let output = serve.stdout.take().unwrap();
-    let ended = std::time::Instant::now();
-    let deadline = ended + Duration::from_secs(15);
-    while serve.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "wield kept writing to a client that reads nothing"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        crate::support::exit_within(&mut serve, Duration::from_secs(15)).is_some(),
+        "wield kept writing to a client that reads nothing"
+    );
     drop(output);
     // A slow reader gets them all.
     let mut serve = start(&ws);

@@ -290,17 +290,23 @@ impl RawServe {
 
     /// The exit status, within `within`.
     pub fn wait(mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "wield did not exit within {within:?} of its input's end"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        exit_within(&mut self.child, within)
+            .unwrap_or_else(|| panic!("wield did not exit within {within:?} of its input's end"))
+    }
+}
+
+/// The exit status of `child` once it exits, or `None` if it is still
+/// running after `within`.
+pub fn exit_within(child: &mut std::process::Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
         }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -139,6 +139,13 @@ impl Bridged {
         std::fs::read_to_string(path).unwrap_or_default()
     }
 
+    /// The error of a call of `tool`, which must fail.
+    fn failure(&self, tool: &str) -> String {
+        let v = self.call(tool);
+        assert_eq!(v["success"], false, "{v}");
+        v["error"].as_str().unwrap().to_owned()
+    }
+
     fn call(&self, tool: &str) -> Value {
         let out = self.ws.wield().args(["call", "--json", tool, "{}"]).output().unwrap();
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
@@ -158,9 +165,7 @@ impl Drop for Bridged {
 #[test]
 fn a_call_an_http_server_took_is_not_sent_again() {
     let rh = Bridged::new();
-    let v = rh.call("mcp__rh__charge");
-    assert_eq!(v["success"], false, "{v}");
-    let error = v["error"].as_str().unwrap();
+    let error = rh.failure("mcp__rh__charge");
     assert!(
         error.contains("failed the call to `charge`") && error.contains("HTTP 504"),
         "{error}"
@@ -272,18 +277,14 @@ fn http_replies_are_read_as_over_stdio() {
     let v = rh.call("mcp__rh__cutsse");
     assert_eq!(v["success"], true, "{v}");
     assert_eq!(v["output"], "cut \u{fffd}", "{v}");
-    let v = rh.call("mcp__rh__nansse");
-    assert_eq!(v["success"], false, "{v}");
-    let error = v["error"].as_str().unwrap();
+    let error = rh.failure("mcp__rh__nansse");
     assert!(
         error.contains("failed the call to `nansse`") && error.contains("not valid JSON-RPC"),
         "{error}"
     );
     // A plain JSON answer is read by the SDK: the call fails saying why,
     // without the SDK's type names.
-    let v = rh.call("mcp__rh__cut");
-    assert_eq!(v["success"], false, "{v}");
-    let error = v["error"].as_str().unwrap();
+    let error = rh.failure("mcp__rh__cut");
     assert!(
         error.contains("the reply is not valid JSON-RPC") && !error.contains("ServerJsonRpcMessage"),
         "{error}"
@@ -296,9 +297,7 @@ fn http_replies_are_read_as_over_stdio() {
 #[test]
 fn an_http_reply_too_large_to_read_says_so() {
     let rh = Bridged::new();
-    let v = rh.call("mcp__rh__huge");
-    assert_eq!(v["success"], false, "{v}");
-    let error = v["error"].as_str().unwrap();
+    let error = rh.failure("mcp__rh__huge");
     assert!(
         error.contains("failed the call to `huge`")
             && error.contains("larger than wield reads in one message")
