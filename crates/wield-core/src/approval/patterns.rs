@@ -267,7 +267,6 @@ fn split(cmd: &str, nested: bool) -> Vec<String> {
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
-        let after = |prev: Option<char>, escaped: bool, op: &[char]| !escaped && prev.is_some_and(|p| op.contains(&p));
         if matches!(quote, Quote::Single | Quote::Ansi) {
             if quote == Quote::Ansi && c == '\\' {
                 (i, prev) = push_escaped(&mut current, &chars, i);
@@ -339,7 +338,7 @@ fn split(cmd: &str, nested: bool) -> Vec<String> {
             ';' | '\n' | '|' => !double,
             // Not in `2>&1` or `<&3`; `&>` is split (in `sh` it runs what
             // comes before in the background).
-            '&' => !double && !after(prev, prev_escaped, &['>', '<']),
+            '&' => !double && (prev_escaped || !matches!(prev, Some('>' | '<'))),
             _ => false,
         };
         if splits {

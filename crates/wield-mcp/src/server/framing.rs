@@ -266,15 +266,9 @@ where
             out.pending.extend_from_slice(&reply);
         }
         self.replying = false;
-        while !out.pending.is_empty() {
-            let Out { w, pending, .. } = &mut *out;
-            let n = tokio::time::timeout(CLOSE_STALL, w.write(pending))
-                .await
-                .map_err(|_| stalled())??;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            pending.drain(..n);
+        tokio::select! {
+            drained = out.drain() => drained?,
+            () = no_progress(&self.wrote) => return Err(stalled()),
         }
         tokio::time::timeout(CLOSE_STALL, out.w.shutdown())
             .await
