@@ -366,10 +366,15 @@ pub fn spawn(
         let health = Arc::clone(&health);
         tokio::spawn(async move {
             let status = child.wait().await;
-            // What the server left behind goes with it; its stdout closes
-            // with the last holder.
-            group.kill();
+            // The exit is known before what the server left behind is
+            // killed: that closes its stdout (the last holder goes), and a
+            // call failing on the closed pipe must find the exit already
+            // told, however long the kill takes on a loaded machine.
             health.set_exited(&status);
+            // Killing polls until the tree is gone: not on a runtime
+            // thread. (Should the runtime be shutting down, the group is
+            // still in `LIVE` for `stop_stragglers`.)
+            let _ = tokio::task::spawn_blocking(move || group.kill()).await;
         });
     }
     Ok(Spawned {
