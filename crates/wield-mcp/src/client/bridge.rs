@@ -11,7 +11,7 @@ use wield_core::schema::InputValidator;
 use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
 
 use super::ServerEntry;
-use super::process::MAX_MESSAGE;
+use super::process::{EXIT_AFTER_CLOSE, MAX_MESSAGE};
 
 /// How long a call still waits for its reply once the server's process has
 /// exited: a reply written just before the exit is still in the pipe.
@@ -357,10 +357,10 @@ impl Tool for McpTool {
                         .checked(map_result(result))
                         .with_meta("mcp_server", server.as_str());
                 }
-                Ok(Err(Failure::Service(ServiceError::TransportClosed))) => {
+                Ok(Err(Failure::Service(ServiceError::TransportClosed))) if !http => {
                     // The pipe closing usually comes with the exit: say how
                     // it ended when that is known.
-                    let _ = tokio::time::timeout(AFTER_EXIT, link.health.exited()).await;
+                    let _ = tokio::time::timeout(EXIT_AFTER_CLOSE, link.health.exited()).await;
                     if link.health.has_exited() {
                         Failure::Exited
                     } else {

@@ -511,7 +511,7 @@ pub async fn connect(
                 Some(Err(detail)) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
-                    let _ = tokio::time::timeout(Duration::from_millis(150), health.settled()).await;
+                    let _ = tokio::time::timeout(process::EXIT_AFTER_CLOSE, health.settled()).await;
                     let reason = if let Some(status) = health.status() {
                         format!("it exited ({status}) before completing the MCP handshake")
                     } else if detail.contains("connection closed") || detail.contains("Broken pipe") {

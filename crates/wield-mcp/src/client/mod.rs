@@ -646,7 +646,7 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
                 // sees it exit: its exit status and stderr say more than
                 // the closed connection.
                 if matches!(entry.config.transport, Transport::Stdio { .. }) {
-                    let _ = tokio::time::timeout(Duration::from_millis(200), link.health.settled()).await;
+                    let _ = tokio::time::timeout(process::EXIT_AFTER_CLOSE, link.health.settled()).await;
                 }
                 if link.health.has_exited() {
                     let why = format!("MCP server `{name}` {} while listing its tools", link.health.exit_reason());

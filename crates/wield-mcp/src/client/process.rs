@@ -36,6 +36,13 @@ use super::stderr::StderrTail;
 /// waits for a server on its way out.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
+/// How long a server whose output closed has to be seen exiting, so that
+/// its exit status and stderr, rather than the closed pipe, explain the
+/// failure. Waiting ends as soon as the exit is seen; the bound matters
+/// only on a loaded machine (or for a server that closes its output and
+/// lives on).
+pub const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(1);
+
 /// The most rmcp reads as one message from a stdio server; a longer line
 /// is dropped by the SDK without a word to the caller waiting for it.
 pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
