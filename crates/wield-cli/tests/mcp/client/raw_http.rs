@@ -194,7 +194,8 @@ fn one_broken_http_response_fails_only_its_own_call() {
         text.contains("ended its HTTP response to the call to `broken` without the result"),
         "{text}"
     );
-    assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+    // Well before the slow call's answer (2 s after it was sent).
+    assert!(start.elapsed() < Duration::from_millis(1500), "{:?}", start.elapsed());
     let slow = serve.reply(Duration::from_secs(20));
     assert_eq!(slow["id"], 1, "{slow}");
     assert_eq!(slow["result"]["isError"], false, "{slow}");
