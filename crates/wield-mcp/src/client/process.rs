@@ -91,9 +91,11 @@ impl Health {
     /// Resolves once the process has exited and what it wrote to stderr
     /// has been read, or a moment after its exit if something it started
     /// keeps stderr open: [`Health::exit_reason`] then says all it can.
+    /// What it left behind is killed right after its exit, so stderr
+    /// closes then; the bound is for a loaded machine and for what escaped.
     pub async fn settled(&self) {
         self.exited().await;
-        let _ = tokio::time::timeout(Duration::from_millis(100), self.stderr.closed()).await;
+        let _ = tokio::time::timeout(EXIT_AFTER_CLOSE, self.stderr.closed()).await;
     }
 
     /// `exited (exit status: 3)` and what its stderr ended with.
