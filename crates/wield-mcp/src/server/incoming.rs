@@ -153,6 +153,14 @@ pub fn parse(line: &[u8]) -> Incoming {
                 ErrorData::invalid_request(format!("the client's answer is not valid: {why}"), None),
             ))))
         }
+        // A notification that does (in `_meta`, where the SDK keeps any
+        // member): refused as a message with no id to answer.
+        Ok(JsonRpcMessage::Notification(_)) if let Some(why) = super::strict::duplicate_member(line) => {
+            Incoming::Refuse(
+                None,
+                ErrorData::invalid_request(format!("Invalid notification: {why}; give each member once"), None),
+            )
+        }
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");

@@ -256,6 +256,12 @@ fn requests_wait_for_one_initialize() {
         },
         other => panic!("{line}: {other:?}"),
     }
+    // So is a notification that does, where the SDK would keep the last.
+    let line = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":{"a":1,"a":2}}}"#;
+    match parse(line.as_bytes()) {
+        Incoming::Refuse(None, e) => assert!(e.message.contains("member `a` given twice"), "{e:?}"),
+        other => panic!("{line}: {other:?}"),
+    }
     let line = r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"ping"}"#;
     match parse(line.as_bytes()) {
         Incoming::Refuse(None, e) => assert!(e.message.contains("duplicate field `id`"), "{e:?}"),
