@@ -26,6 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{SessionManager, StreamableHttpServerConfig, StreamableHttpService};
 use tokio::task::JoinHandle;
@@ -186,10 +187,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
         .layer(middleware::from_fn(accept_wildcards))
-        .layer(middleware::from_fn_with_state(
-            (events, manager_for_streams),
-            standalone_streams,
-        ))
+        .layer(middleware::from_fn_with_state((events, manager_for_streams), streams))
         .layer(middleware::from_fn(protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
@@ -488,12 +486,16 @@ async fn protocol_version_header(request: Request, next: Next) -> Response {
 /// A `GET` is served from the kept events (see [`super::http_events`]): a
 /// new standalone stream from what was sent on it so far (the request is
 /// made a resumption of it); a resumed stream only within its session
-/// (the SDK would replay events to a request with no session at all).
-async fn standalone_streams(
+/// (the SDK would replay events to a request with no session at all, or of
+/// another session). A `POST`'s event stream is claimed for its session.
+async fn streams(
     State((events, manager)): State<(Arc<Events>, Arc<LocalSessionManager>)>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    if request.method() == Method::POST {
+        return claimed(&events, request, next).await;
+    }
     if request.method() != Method::GET {
         return next.run(request).await;
     }
@@ -527,6 +529,36 @@ async fn standalone_streams(
         request.headers_mut().insert("last-event-id", value);
     }
     next.run(request).await
+}
+
+/// The response to a `POST`, its events (when it streams them) claimed for
+/// the session it answers: the one named in the request, or the one an
+/// `initialize` opened.
+async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response {
+    let named = request.headers().get(super::http_sessions::SESSION_HEADER).cloned();
+    let response = next.run(request).await;
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let session = named
+        .as_ref()
+        .or_else(|| response.headers().get(super::http_sessions::SESSION_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(session) = session.filter(|_| streamed) else {
+        return response;
+    };
+    let events = Arc::clone(events);
+    let mut done = false;
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().inspect(move |frame| {
+        if !done && let Ok(frame) = frame {
+            done = events.claim(&session, frame);
+        }
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the

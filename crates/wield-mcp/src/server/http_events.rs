@@ -26,8 +26,11 @@
 //!
 //! An event id is `TOKEN-INDEX`: the token is random per stream (128 bits,
 //! from keyed hashes), so a client can resume only a stream whose ids it has
-//! been sent; a session's standalone stream is resumed within its session
-//! only.
+//! been sent. And a stream is resumed within its session only: a session's
+//! standalone stream is named after it, and a call's stream is claimed for
+//! the session it answers by the first event id its response carries
+//! ([`Events::claim`]; the SDK keeps no session with a call's stream). A
+//! session's streams go when it closes.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
@@ -76,6 +79,8 @@ struct Inner {
 
 struct Kept {
     stream_id: Arc<str>,
+    /// The session a call's stream answers, once claimed.
+    owner: Option<Arc<str>>,
     /// The index of `events[0]`.
     first: usize,
     events: VecDeque<ServerSseMessage>,
@@ -92,6 +97,7 @@ impl Kept {
     fn new(stream_id: Arc<str>, now: Instant) -> Self {
         Self {
             stream_id,
+            owner: None,
             first: 0,
             events: VecDeque::new(),
             finished: None,
@@ -102,8 +108,13 @@ impl Kept {
     }
 
     /// The session whose standalone stream this is.
-    fn session(&self) -> Option<&str> {
+    fn standalone_of(&self) -> Option<&str> {
         self.stream_id.strip_suffix(COMMON)
+    }
+
+    /// The session the stream belongs to, when known.
+    fn session(&self) -> Option<&str> {
+        self.standalone_of().or(self.owner.as_deref())
     }
 }
 
@@ -215,8 +226,8 @@ impl Events {
         format!("{t:032x}-{}", if readers == 0 { START } else { SHADOW })
     }
 
-    /// Whether a client of `session` may resume from event `id`: not the
-    /// standalone stream of another session.
+    /// Whether a client of `session` may resume from event `id`: not a
+    /// stream of another session.
     pub fn resumable(&self, session: &str, id: &str) -> bool {
         let Some((token, _)) = parse_event_id(id) else {
             return true;
@@ -226,6 +237,28 @@ impl Events {
             .get(&token)
             .and_then(Kept::session)
             .is_none_or(|owner| owner == session)
+    }
+
+    /// Claim for `session` the stream whose event id `frame` (a piece of
+    /// an SSE response to one of its POSTs) carries first, unless another
+    /// session has. Whether an id of this store was found (the rest of the
+    /// response needs no look then).
+    pub fn claim(&self, session: &str, frame: &[u8]) -> bool {
+        let Some(token) = frame
+            .split(|&b| b == b'\n')
+            .filter_map(|line| line.strip_prefix(b"id:"))
+            .filter_map(|id| std::str::from_utf8(id).ok())
+            .find_map(|id| parse_event_id(id).map(|(token, _)| token))
+        else {
+            return false;
+        };
+        if let Some(kept) = self.lock().streams.get_mut(&token)
+            && kept.owner.is_none()
+            && kept.standalone_of().is_none()
+        {
+            kept.owner = Some(session.into());
+        }
+        true
     }
 
     /// Keep `event` of stream `stream_id`; its id.
@@ -243,7 +276,7 @@ impl Events {
             event.message.as_deref(),
             Some(JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
         );
-        if result && kept.session().is_none() {
+        if result && kept.standalone_of().is_none() {
             kept.finished = Some(now);
         }
         kept.events.push_back(event);
@@ -497,6 +530,33 @@ mod tests {
         events.tidy(|_| false);
         assert!(second.next().await.is_none());
         assert!(third.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_calls_stream_is_claimed_by_the_session_it_answers() {
+        let events = Events::new();
+        let first = events.store_event("call-a", &progress(1)).await.unwrap();
+        // Unclaimed, the token alone lets a client resume it.
+        assert!(events.resumable("s2", &first));
+        // The first frame of the response that carries an id of this
+        // store claims the stream; a frame without one does not.
+        assert!(!events.claim("s1", b": ping\n\n"));
+        assert!(!events.claim("s1", b"id: 0\ndata: {}\n\n"));
+        let frame = format!("data: {{}}\nid: {first}\n\n");
+        assert!(events.claim("s1", frame.as_bytes()));
+        assert!(events.resumable("s1", &first));
+        assert!(!events.resumable("s2", &first));
+        // Once claimed, it stays its first session's.
+        events.claim("s2", frame.as_bytes());
+        assert!(!events.resumable("s2", &first));
+        // A standalone stream is never claimed by another session.
+        let common = events.store_event("s3:common", &progress(1)).await.unwrap();
+        events.claim("s1", format!("id:{common}\r\n").as_bytes());
+        assert!(!events.resumable("s1", &common));
+        assert!(events.resumable("s3", &common));
+        // The session closes: its call's streams go with it.
+        events.tidy(|session| session != "s1");
+        assert!(events.replay_events_after(&first).await.is_err());
     }
 
     #[tokio::test]

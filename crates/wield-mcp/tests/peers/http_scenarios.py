@@ -546,3 +546,12 @@ async def http_resume(fx: Fixture) -> None:
             s.sendall(f"GET /mcp HTTP/1.1\r\n{headers}Last-Event-ID: {logged[-1][0]}\r\nConnection: close\r\n\r\n".encode())
             stolen = sse_events(s, "narrow", wait=10)
         expect(not any("narrow" in d for _, d in stolen), f"another session's standalone stream: {stolen}")
+        # Nor a call's stream of another session, though it was sent its id:
+        # the stream belongs to the session its call answered.
+        last = call_then_leave(7, "echo mine; sleep 1; echo secret", "mine")
+        with socket.create_connection(addr) as s:
+            s.sendall(f"GET /mcp HTTP/1.1\r\n{other_headers}Last-Event-ID: {last}\r\nConnection: close\r\n\r\n".encode())
+            stolen = sse_events(s, "secret", wait=10)
+        expect(not any("secret" in d for _, d in stolen), f"another session's call stream: {stolen}")
+        resumed = resume(last, '"id":7,"result"')
+        expect(resumed and "secret" in resumed[-1][1], f"the call's own session resuming it: {resumed}")
