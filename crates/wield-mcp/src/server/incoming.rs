@@ -136,31 +136,9 @@ pub fn parse(line: &[u8]) -> Incoming {
             request: ClientRequest::CustomRequest(custom),
             ..
         })) => Incoming::Refuse(Some(reply_id(id)), method_not_found(&custom.method)),
-        // A request that gives a member twice anywhere (its arguments,
-        // `_meta`), which the SDK reads keeping the last.
-        Ok(JsonRpcMessage::Request(request)) if let Some(why) = super::strict::duplicate_member(line) => {
-            Incoming::Refuse(
-                Some(reply_id(request.id)),
-                ErrorData::invalid_request(format!("Invalid request: {why}; give each member once"), None),
-            )
-        }
-        // An answer to wield's request (an approval form's) that gives a
-        // member twice: an error for that request, so nothing is taken
-        // from it.
-        Ok(JsonRpcMessage::Response(response)) if let Some(why) = super::strict::duplicate_member(line) => {
-            Incoming::Message(Box::new(JsonRpcMessage::Error(JsonRpcError::new(
-                Some(response.id),
-                ErrorData::invalid_request(format!("the client's answer is not valid: {why}"), None),
-            ))))
-        }
-        // A notification that does (in `_meta`, where the SDK keeps any
-        // member): refused as a message with no id to answer.
-        Ok(JsonRpcMessage::Notification(_)) if let Some(why) = super::strict::duplicate_member(line) => {
-            Incoming::Refuse(
-                None,
-                ErrorData::invalid_request(format!("Invalid notification: {why}; give each member once"), None),
-            )
-        }
+        // A message that gives a member twice anywhere (a call's
+        // arguments, `_meta`), which the SDK reads keeping the last.
+        Ok(message) if let Some(why) = super::strict::duplicate_member(line) => given_twice(message, &why),
         Ok(message) => Incoming::Message(Box::new(message)),
         Err(e) if ignored_notification(line) => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
@@ -184,6 +162,28 @@ pub fn parse(line: &[u8]) -> Incoming {
                 refusal(line)
             }
         },
+    }
+}
+
+/// What becomes of a message that gives a member twice (`why` says which):
+/// a request is refused; an answer to wield's request (an approval form's)
+/// becomes an error for that request, so nothing is taken from it; a
+/// notification is refused as a message with no id to answer.
+fn given_twice(message: RxJsonRpcMessage<RoleServer>, why: &str) -> Incoming {
+    match message {
+        JsonRpcMessage::Request(request) => Incoming::Refuse(
+            Some(reply_id(request.id)),
+            ErrorData::invalid_request(format!("Invalid request: {why}; give each member once"), None),
+        ),
+        JsonRpcMessage::Response(response) => Incoming::Message(Box::new(JsonRpcMessage::Error(JsonRpcError::new(
+            Some(response.id),
+            ErrorData::invalid_request(format!("the client's answer is not valid: {why}"), None),
+        )))),
+        JsonRpcMessage::Notification(_) => Incoming::Refuse(
+            None,
+            ErrorData::invalid_request(format!("Invalid notification: {why}; give each member once"), None),
+        ),
+        error @ JsonRpcMessage::Error(_) => Incoming::Message(Box::new(error)),
     }
 }
 
