@@ -241,7 +241,9 @@ type Streamed = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttp
 /// Each method hands the call to reqwest's client, its event streams made
 /// readable; the transport posts with
 /// `post_message_with_response_limits` and streams with
-/// `get_stream_with_max_sse_event_size`, which keep reqwest's limits.
+/// `get_stream_with_max_sse_event_size`, which keep reqwest's limits, and
+/// the plain `post_message` and `get_stream` call those with the defaults,
+/// as reqwest's do.
 impl StreamableHttpClient for NotingClient {
     type Error = reqwest::Error;
 
@@ -253,12 +255,15 @@ impl StreamableHttpClient for NotingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Posted> + Send + '_ {
-        self.note(&uri, session_id.as_ref(), auth_header.as_ref(), &custom_headers);
-        let id = request_id(&message);
-        let posted = self
-            .inner
-            .post_message(uri, message, session_id, auth_header, custom_headers);
-        async move { readable_post(posted.await, id) }
+        // As reqwest's client does: the default limits.
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
     }
 
     fn post_message_with_response_limits(
@@ -296,10 +301,15 @@ impl StreamableHttpClient for NotingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Streamed> + Send + '_ {
-        let streamed = self
-            .inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move { streamed.await.map(|events| readable(events, None)) }
+        // As reqwest's client does: the default limit.
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default().max_sse_event_size,
+        )
     }
 
     fn get_stream_with_max_sse_event_size(
