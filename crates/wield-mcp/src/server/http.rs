@@ -542,12 +542,15 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let session = named
+    if !streamed {
+        return response;
+    }
+    let Some(session) = named
         .as_ref()
         .or_else(|| response.headers().get(super::http_sessions::SESSION_HEADER))
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let Some(session) = session.filter(|_| streamed) else {
+        .map(str::to_owned)
+    else {
         return response;
     };
     let events = Arc::clone(events);
