@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use wield_core::approval::YesApprover;
 use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
-use wield_tools::shell::ShellService;
+use wield_tools::shell::{Processes, ShellService};
 
 use super::approver::ClientApprover;
 use super::http::SessionSlot;
@@ -84,6 +84,9 @@ pub struct SessionHandler {
     own_front: Option<Arc<super::ForwardToClient>>,
     /// The least severe `notifications/message` level the client wants.
     log_level: std::sync::atomic::AtomicU8,
+    /// Whether a task waits for the session's end to kill its background
+    /// processes.
+    watching_end: AtomicBool,
 }
 
 impl SessionHandler {
@@ -99,6 +102,7 @@ impl SessionHandler {
             ended: None,
             own_front: None,
             log_level: std::sync::atomic::AtomicU8::new(severity(LoggingLevel::Warning)),
+            watching_end: AtomicBool::new(false),
         }
     }
 
@@ -137,6 +141,24 @@ impl SessionHandler {
         }
         let (activities, id) = self.http_session(context)?;
         activities.end_of(&id)
+    }
+
+    /// Once per session: when it ends, kill its background processes at
+    /// once, rather than when the session is dropped (after its calls have
+    /// wound down and the SDK has let go of it).
+    fn stop_processes_at(&self, end: &CancellationToken) {
+        if self.watching_end.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let session = Arc::downgrade(&self.session);
+        let end = end.clone();
+        tokio::spawn(async move {
+            end.cancelled().await;
+            let processes = session.upgrade().and_then(|s| s.get_extension::<Processes>());
+            if let Some(processes) = processes {
+                processes.stop_all().await;
+            }
+        });
     }
 
     /// The HTTP session of this request: the sessions' activity, and its id.
@@ -346,6 +368,9 @@ impl ServerHandler for SessionHandler {
         // stops the call and kills its processes.
         let cancel = context.ct.clone();
         let ended = self.session_end(&context);
+        if let Some(end) = &ended {
+            self.stop_processes_at(end);
+        }
         let call = Call::new(call_id, request.name.into_owned(), input);
         let run = prepared.executor.run_one(call, &self.session, &cancel);
         tokio::pin!(run);

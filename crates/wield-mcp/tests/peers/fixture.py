@@ -160,3 +160,21 @@ def alive(pid: int) -> bool:
         # Gone, or going between the open and the read.
         return False
 
+
+def describe_process(pid: int) -> str:
+    """What a process is (state, parent, group, command) and its parents,
+    for a failure report: which one survived, and under whom."""
+    parts = []
+    while pid > 1 and len(parts) < 6:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                rest = f.read().split(") ", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            parts.append(f"{pid} (gone)")
+            break
+        state, ppid, pgrp = rest[0], int(rest[1]), rest[2]
+        parts.append(f"{pid} {state} pgrp {pgrp} `{cmd[:60]}`")
+        pid = ppid
+    return " <- ".join(parts)

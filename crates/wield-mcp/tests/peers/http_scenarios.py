@@ -16,7 +16,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fixture import Fixture, HttpServer, alive, call, expect, text_of
+from fixture import Fixture, HttpServer, alive, call, describe_process, expect, text_of
 
 
 INITIALIZE = {
@@ -100,9 +100,10 @@ async def http_delete_mid_call(fx: Fixture) -> None:
         deadline = time.time() + 30
         while any(alive(p) for p in pids) and time.time() < deadline:
             await anyio.sleep(0.1)
-        left = [p for p in pids if alive(p)]
+        names = {pids[0]: "the call's", pids[1]: "the background"}
+        left = [f"{names[p]}: {describe_process(p)}" for p in pids if alive(p)]
         took = time.time() - started
-        expect(not left, f"processes outlived their session by {took:.1f}s: {left}")
+        expect(not left, f"processes outlived their session by {took:.1f}s: {'; '.join(left)}")
         # At once, not after the SDK's 5 s wait for the replies under way.
         expect(took < 4, f"the session's processes took {took:.1f}s to stop")
         status = delete_session(url, session)

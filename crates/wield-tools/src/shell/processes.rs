@@ -67,6 +67,17 @@ impl Processes {
             .map_err(Clone::clone)
     }
 
+    /// Kill every background process now (SIGKILL to each whole tree) and
+    /// forget them all: for a front-end whose session has ended while the
+    /// session itself may live on a little (its calls winding down), so
+    /// that its processes do not wait for it to be dropped.
+    pub async fn stop_all(&self) {
+        let entries = std::mem::take(&mut *self.entries());
+        for entry in entries.into_values() {
+            let _ = entry.process.lock().await.stop(StopSignal::Kill, Duration::ZERO).await;
+        }
+    }
+
     fn get(&self, id: &str) -> Result<Arc<Entry>, ToolResult> {
         let n = id.trim().trim_start_matches('p').parse::<u64>().ok();
         n.and_then(|n| self.entries().get(&n).cloned()).ok_or_else(|| {
