@@ -309,3 +309,55 @@ async fn a_background_process_that_exits_reports_its_code() {
     assert_eq!(bg.wait().await.unwrap(), Exit::Code(4));
     assert_eq!(std::fs::read_to_string(bg.log()).unwrap(), "bye\n");
 }
+
+/// Whether `pid` is running (neither gone nor a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+/// A command whose middle process is in its own session and dies with its
+/// parent (as under bubblewrap: `--new-session`, `--die-with-parent`),
+/// abandoned the moment it starts being terminated (as a cancelled call's
+/// run is): killing the leader kills the middle one while the tree is being
+/// walked, which hands the grandchild to wield mid-walk. It must still die.
+#[tokio::test]
+async fn a_tree_collapsing_while_it_is_killed_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..200 {
+        let file = dir.path().join(format!("{round}.pid"));
+        let script = format!(
+            "setsid setpriv --pdeathsig KILL bash -c 'sleep 300 & echo $! > {}; wait' & wait",
+            file.display()
+        );
+        let cancel = CancellationToken::new();
+        let mut run = Box::pin(bash(&script).cancel(cancel.clone()).run());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let grandchild = loop {
+            tokio::select! {
+                out = &mut run => panic!("the command ended by itself: {out:?}"),
+                () = tokio::time::sleep(Duration::from_millis(5)) => {}
+            }
+            if let Some(pid) = std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            assert!(Instant::now() < deadline, "the command never started");
+        };
+        cancel.cancel();
+        // One poll: the tree gets SIGTERM; then the run is dropped.
+        let _ = tokio::time::timeout(Duration::ZERO, &mut run).await;
+        drop(run);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while running(grandchild) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            !running(grandchild),
+            "round {round}: the grandchild {grandchild} survived: {:?}",
+            std::fs::read_to_string(format!("/proc/{grandchild}/stat")),
+        );
+    }
+}

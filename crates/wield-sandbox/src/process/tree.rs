@@ -38,6 +38,15 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
 pub const MARKER_VAR: &str = "WIELD_PROCESS_TAG";
 
 static SUBREAPER: OnceLock<bool> = OnceLock::new();
+/// The most passes of one walk of a tree (see [`ProcessTree::members`]):
+/// a tree forking faster than it can be walked is still walked in bounded
+/// time, and the next signal round takes what this one missed.
+const MAX_PASSES: usize = 16;
+/// How many walks in a row must find nothing alive before a tree counts
+/// as killed.
+const SETTLED_WALKS: usize = 2;
+/// The pause between two rounds of SIGKILL.
+const KILL_ROUND: Duration = Duration::from_millis(5);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Make this process a child subreaper (once). Returns whether it is one.
@@ -112,38 +121,59 @@ impl ProcessTree {
     }
 
     /// Every live or unreaped process of the tree except the leader.
+    ///
+    /// A process of the tree that dies while the walk runs hands its
+    /// children to wield (the subreaper) before it shows as a zombie; a
+    /// child moved after wield's children were read but before its dead
+    /// parent's were would be seen under neither. So the children of wield
+    /// and of the leader are read again after each pass, until a reading
+    /// is the same as the one before: a walk that sees no live member
+    /// means none is left.
     fn members(&self) -> Vec<Member> {
         let me = rustix::process::getpid().as_raw_nonzero().get();
-        let mut queue: VecDeque<i32> = children_of(self.leader).into();
-        for child in children_of(me) {
-            if child == self.leader {
-                continue;
-            }
-            let Some(stat) = Stat::read(child) else { continue };
-            let seen_before = self.known().get(&child) == Some(&stat.start);
-            if seen_before || stat.pgrp == self.leader || has_marker(child, &self.marker) {
-                queue.push_back(child);
-            }
-        }
+        let mut queue = VecDeque::new();
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        while let Some(pid) = queue.pop_front() {
-            if pid == self.leader || !seen.insert(pid) {
-                continue;
+        let mut previous = None;
+        for _ in 0..MAX_PASSES {
+            let (mut direct, mut mine) = (children_of(self.leader), children_of(me));
+            direct.sort_unstable();
+            mine.sort_unstable();
+            let now = (direct, mine);
+            if previous.as_ref() == Some(&now) {
+                break;
             }
-            // Open the pidfd before reading what the process is, so the
-            // handle can only refer to the process that was checked (or to
-            // a dead one, which makes a later signal a no-op).
-            let pidfd = Pid::from_raw(pid).and_then(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok());
-            let Some(stat) = Stat::read(pid) else { continue };
-            self.known().insert(pid, stat.start);
-            queue.extend(children_of(pid));
-            out.push(Member {
-                pid,
-                pidfd,
-                ours: stat.ppid == me,
-                zombie: stat.state == 'Z',
-            });
+            let (direct, mine) = &now;
+            queue.extend(direct.iter().filter(|p| !seen.contains(*p)));
+            for &child in mine {
+                if child == self.leader || seen.contains(&child) {
+                    continue;
+                }
+                let Some(stat) = Stat::read(child) else { continue };
+                let seen_before = self.known().get(&child) == Some(&stat.start);
+                if seen_before || stat.pgrp == self.leader || has_marker(child, &self.marker) {
+                    queue.push_back(child);
+                }
+            }
+            previous = Some(now);
+            while let Some(pid) = queue.pop_front() {
+                if pid == self.leader || !seen.insert(pid) {
+                    continue;
+                }
+                // Open the pidfd before reading what the process is, so the
+                // handle can only refer to the process that was checked (or
+                // to a dead one, which makes a later signal a no-op).
+                let pidfd = Pid::from_raw(pid).and_then(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok());
+                let Some(stat) = Stat::read(pid) else { continue };
+                self.known().insert(pid, stat.start);
+                queue.extend(children_of(pid));
+                out.push(Member {
+                    pid,
+                    pidfd,
+                    ours: stat.ppid == me,
+                    zombie: stat.state == 'Z',
+                });
+            }
         }
         out
     }
@@ -220,51 +250,45 @@ impl ProcessTree {
         self.signal(Signal::TERM);
         self.signal(Signal::CONT);
         let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if !self.alive(true) {
-                return live;
-            }
+        while Instant::now() < deadline && self.alive(true) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        // Whatever is left (or was handed to wield while a walk ran).
         self.kill_all(true).await;
         live
     }
 
     /// SIGKILL until nothing of the tree remains (a process forking while it
-    /// is being killed needs more than one round).
+    /// is being killed needs more than one round). Done when two walks in a
+    /// row, a round apart, find nothing alive: a process whose parent died
+    /// under a walk, moving it to wield, is caught by the next.
     pub(crate) async fn kill_all(&self, leader_reaped: bool) {
+        let mut clean = 0;
         for _ in 0..200 {
             self.signal(Signal::KILL);
-            if !self.alive(leader_reaped) {
+            clean = if self.alive(leader_reaped) { 0 } else { clean + 1 };
+            if clean == SETTLED_WALKS {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(KILL_ROUND).await;
         }
         tracing::warn!("processes of command group {} survived repeated SIGKILL", self.leader);
     }
 
-    /// Synchronous last resort (a dropped run): SIGKILL everything once and
-    /// reap what can be reaped right away.
+    /// Synchronous last resort (a dropped run): SIGKILL everything and reap
+    /// what can be reaped, as [`kill_all`](Self::kill_all) does.
     pub fn kill_now(&self) {
         // SIGKILL takes effect asynchronously (later on a loaded machine):
         // poll, for up to two seconds, so the killed orphans can be reaped
         // rather than left as zombies.
+        let mut clean = 0;
         for _ in 0..400 {
             self.signal(Signal::KILL);
-            let mut alive = false;
-            for m in self.members() {
-                if m.zombie && m.ours {
-                    if reap(m.pid) {
-                        self.known().remove(&m.pid);
-                    }
-                } else if !m.zombie {
-                    alive = true;
-                }
-            }
-            if !alive {
+            clean = if self.alive(false) { 0 } else { clean + 1 };
+            if clean == SETTLED_WALKS {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(KILL_ROUND);
         }
     }
 }
