@@ -144,7 +144,7 @@ impl ProcessTree {
                 break;
             }
             let (direct, mine) = &now;
-            queue.extend(direct.iter().filter(|p| !seen.contains(*p)));
+            queue.extend(direct);
             for &child in mine {
                 if child == self.leader || seen.contains(&child) {
                     continue;
