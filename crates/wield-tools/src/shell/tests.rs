@@ -119,36 +119,42 @@ async fn an_empty_command_is_refused() {
 async fn stop_all_kills_every_background_tree_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = wield_core::Context::detached(dir.path());
-    let pid_file = dir.path().join("child.pid");
-    let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
-    for _ in 0..2 {
+    let pid_files: Vec<_> = (1..=2).map(|n| dir.path().join(format!("child{n}.pid"))).collect();
+    for pid_file in &pid_files {
+        let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
         let r = ProcessStartTool::new()
             .execute(json!({ "command": command }), &ctx)
             .await;
         assert!(r.success, "{r:?}");
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let child = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-        {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "the command never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let mut children = Vec::new();
+    for pid_file in &pid_files {
+        let child = loop {
+            if let Some(pid) = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                break pid;
+            }
+            assert!(std::time::Instant::now() < deadline, "the command never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        children.push(child);
+    }
     let running = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|rest| !rest.starts_with('Z')))
     };
-    assert!(running(child));
+    assert!(children.iter().all(|&c| running(c)));
 
     // The session still holds its processes (it is not dropped): stop_all
     // alone must end them.
     let processes = ctx.session.get_extension::<Processes>().unwrap();
     processes.stop_all().await;
-    assert!(!running(child), "a grandchild outlived stop_all");
+    for child in children {
+        assert!(!running(child), "the grandchild {child} outlived stop_all");
+    }
     let listed = ProcessListTool::new().execute(json!({}), &ctx).await;
     assert!(
         !listed.output.contains("p1") && !listed.output.contains("p2"),
