@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 
 use super::config::{ServerConfig, Transport};
@@ -348,7 +348,7 @@ pub enum StartError {
 pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = without_type_name(e.to_string());
     let mut current = e;
-    while let Some(next) = current.source() {
+    while let Some(next) = cause_of(current) {
         let part = without_type_name(next.to_string());
         if !part.is_empty() && !text.contains(&part) {
             text.push_str(": ");
@@ -357,6 +357,16 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     text
+}
+
+/// The error `e` comes from: its `source`, or for the SDK's HTTP transport
+/// error, the HTTP client's error it holds without naming it its source (so
+/// "error sending request" goes on to "Connection refused").
+pub(crate) fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(inner)) => Some(inner),
+        _ => e.source(),
+    }
 }
 
 /// `text` without the SDK's type names (`Transport [rust::type::Name]

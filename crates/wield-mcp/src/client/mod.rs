@@ -34,6 +34,7 @@ mod listing;
 mod process;
 mod progress;
 mod raw_result;
+mod result;
 mod stderr;
 mod stdio_link;
 
@@ -43,11 +44,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use wield_core::{Registry, ToolRef};
 
-pub use bridge::{McpTool, map_result, tool_name, tool_names};
+pub use bridge::{McpTool, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd};
 pub use process::{hurry, stop_stragglers};
+pub use result::map_result;
 
 use connect::{Connection, Link, StartError, connect};
 

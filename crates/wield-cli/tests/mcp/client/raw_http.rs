@@ -17,16 +17,17 @@ use crate::support::{RawServe, Ws, python};
 /// stream), `broken` (an event stream that ends without the result), `cut`
 /// (a reply whose text ends in half a surrogate pair; `cutsse` the same on
 /// an event stream), `nansse` (a reply with `NaN`, on an event stream),
-/// `huge` (a reply of 17 MiB, on an event stream), `echo`, and
+/// `huge` (a reply of 17 MiB, on an event stream), `echo`, `stop` (answers,
+/// then the server stops listening and exits), and
 /// `research`, which must be called as a task. It lists them on an event
 /// stream. A `DELETE`
 /// of the session appends its id to `deleted`, a `notifications/cancelled`
 /// the request's id to `cancelled`.
-const SERVER: &str = r#"import json, os, sys, time
+const SERVER: &str = r#"import json, os, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 obj = {"type": "object"}
-TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "cutsse", "nansse", "huge", "echo"]]
+TOOLS = [{"name": n, "inputSchema": obj} for n in ["charge", "slow", "broken", "cut", "cutsse", "nansse", "huge", "echo", "stop"]]
 TOOLS.append({"name": "research", "inputSchema": obj, "execution": {"taskSupport": "required"}})
 
 class H(BaseHTTPRequestHandler):
@@ -94,6 +95,8 @@ class H(BaseHTTPRequestHandler):
             return self.sse([text("x" * (17 << 20))])
         if name == "nansse":
             return self.sse([ok({"n": float("nan")})])
+        if name == "stop":
+            threading.Thread(target=lambda: (server.shutdown(), server.server_close())).start()
         return self.reply(200, text("echo"))
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -254,7 +257,7 @@ fn a_url_servers_task_only_tool_is_left_out() {
     let server = &v["servers"][0];
     assert_eq!(
         (&server["state"], &server["tools"]),
-        (&"ready".into(), &8.into()),
+        (&"ready".into(), &9.into()),
         "{v}"
     );
     let warnings = server["warnings"].to_string();
@@ -305,4 +308,37 @@ fn an_http_reply_too_large_to_read_says_so() {
             && error.contains("ask the tool for less at a time"),
         "{error}"
     );
+}
+
+/// Regression: a call to an HTTP server that had stopped said only "error
+/// sending request for url", where a failed start says why the server
+/// cannot be reached (the SDK's HTTP error holds the HTTP client's error
+/// without naming it its source, so the causes were not followed).
+#[test]
+fn a_call_to_an_http_server_gone_says_why() {
+    let rh = Bridged::new();
+    let mut serve = RawServe::initialized(&rh.ws);
+    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__rh__stop","arguments":{}}}"#);
+    let stopped = serve.reply(Duration::from_secs(20));
+    assert_eq!(stopped["result"]["isError"], false, "{stopped}");
+    // The server has answered; it is gone once its port refuses.
+    let port = std::fs::read_to_string(rh.ws.ws().join(".wield/config.toml")).unwrap();
+    let port = port
+        .split("127.0.0.1:")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_ok() {
+        assert!(Instant::now() < deadline, "the server still listens");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__rh__echo","arguments":{}}}"#);
+    let failed = serve.reply(Duration::from_secs(20));
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    let text = failed["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Connection refused"), "{text}");
 }
