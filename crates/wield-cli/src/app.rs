@@ -234,8 +234,9 @@ impl Runtime {
 
     /// Builds executors that share this runtime's registry, policy, hooks and
     /// audit log and differ in approver, services and event sink: one per
-    /// MCP session. Remembered approvals are read at each build, so a new
-    /// session sees patterns added since the process started.
+    /// MCP session. Remembered approvals are read again whenever their files
+    /// change, so a pattern added while a session runs applies to its next
+    /// call.
     pub fn executor_factory(
         &self,
     ) -> anyhow::Result<impl Fn(Arc<dyn Approver>, Services, wield_core::EventSink) -> Executor + Send + Sync + 'static>
@@ -261,7 +262,10 @@ impl Runtime {
                 let policy = Arc::clone(&current.policy);
                 services.insert(Arc::clone(&policy));
                 let store = Arc::new(crate::approvals_store::FileApprovalStore::new(&workspace));
-                let chain = approval::standard_chain(&config.approval, approval::ApprovalStore::patterns(&*store));
+                let mut chain = approval::standard_chain(&config.approval, Vec::new());
+                chain.add(Arc::new(approval::RulesResolver::from_store(
+                    Arc::clone(&store) as Arc<dyn approval::ApprovalStore>
+                )));
                 // Paths outside the roots are refused before approval is asked.
                 let guard = services.get::<wield_sandbox::fs::Confinement>();
                 let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)

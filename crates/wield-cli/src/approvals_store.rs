@@ -14,6 +14,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
@@ -30,6 +31,38 @@ const HEADER: &str = "# Remembered approvals: calls matching these patterns run 
 pub struct FileApprovalStore {
     project: PathBuf,
     global: Option<PathBuf>,
+    /// The patterns last read, and what the two files were then: the
+    /// resolver asks at every call, and the files are read again only when
+    /// one of them changed.
+    read: Arc<Mutex<Option<LastRead>>>,
+}
+
+#[derive(Debug)]
+struct LastRead {
+    files: [Option<Stamp>; 2],
+    patterns: Vec<String>,
+}
+
+/// What tells one version of a file from another: a replace (how wield
+/// writes) gives a new inode, a write in place a new size or change time.
+#[derive(Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    ctime: (i64, i64),
+    mtime: (i64, i64),
+}
+
+fn stamp(path: Option<&Path>) -> Option<Stamp> {
+    let m = fs::metadata(path?).ok()?;
+    Some(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        size: m.size(),
+        ctime: (m.ctime(), m.ctime_nsec()),
+        mtime: (m.mtime(), m.mtime_nsec()),
+    })
 }
 
 impl FileApprovalStore {
@@ -37,6 +70,7 @@ impl FileApprovalStore {
         Self {
             project: workspace.join(".wield").join(FILE_NAME),
             global: wield_core::config::global_config_dir().map(|d| d.join(FILE_NAME)),
+            read: Arc::default(),
         }
     }
 
@@ -84,6 +118,15 @@ impl ApprovalStore for FileApprovalStore {
     }
 
     fn patterns(&self) -> Vec<String> {
+        // Taken before the files are read: a change while they are read
+        // makes the next call read them again.
+        let files = [stamp(Some(&self.project)), stamp(self.global.as_deref())];
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = read.as_ref()
+            && r.files == files
+        {
+            return r.patterns.clone();
+        }
         let mut all = Vec::new();
         for scope in [Scope::Project, Scope::Global] {
             match self.load(scope) {
@@ -92,6 +135,10 @@ impl ApprovalStore for FileApprovalStore {
                 Err(e) => tracing::warn!("ignoring remembered approvals: {e:#}"),
             }
         }
+        *read = Some(LastRead {
+            files,
+            patterns: all.clone(),
+        });
         all
     }
 }
@@ -241,5 +288,37 @@ mod tests {
             fs::read_to_string(ws.path().join(".wield/approvals.toml")).unwrap(),
             "auto = 3"
         );
+    }
+
+    /// Rules remembered while a store is in use (by `wield approvals add`
+    /// in another process, or by a hand edit) are seen at its next read;
+    /// unchanged files are not read again.
+    #[test]
+    fn patterns_follow_the_files() {
+        let ws = tempfile::tempdir().unwrap();
+        let store = FileApprovalStore::new(ws.path());
+        assert!(ApprovalStore::patterns(&store).iter().all(|p| p != "bash:ls*"));
+        FileApprovalStore::new(ws.path())
+            .add(Scope::Project, "bash:ls*")
+            .unwrap();
+        assert!(ApprovalStore::patterns(&store).contains(&"bash:ls*".to_owned()));
+        // A hand edit in place, same size: the change time tells (file
+        // times move in clock ticks of a few milliseconds).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let file = ws.path().join(".wield/approvals.toml");
+        let text = fs::read_to_string(&file).unwrap().replace("bash:ls*", "bash:ps*");
+        OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let now = ApprovalStore::patterns(&store);
+        assert!(
+            now.contains(&"bash:ps*".to_owned()) && !now.contains(&"bash:ls*".to_owned()),
+            "{now:?}"
+        );
+        fs::remove_file(&file).unwrap();
+        assert!(ApprovalStore::patterns(&store).iter().all(|p| p != "bash:ps*"));
     }
 }

@@ -143,9 +143,14 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
     let _ = err.flush();
     drop(err);
 
-    let options: Vec<Labelled> = CHOICES
-        .iter()
-        .map(|c| Labelled(*c, c.label(&wield_core::approval::printable(&request.pattern))))
+    if request.always_asks {
+        let _ = writeln!(
+            std::io::stderr(),
+            "  (a rule in approval.confirm asks for this call every time: it can be allowed once)"
+        );
+    }
+    let options: Vec<Labelled> = offered(request)
+        .map(|c| Labelled(c, c.label(&wield_core::approval::printable(&request.pattern))))
         .collect();
     let answer = inquire::Select::new("Allow this call?", options)
         .with_page_size(CHOICES.len())
@@ -168,6 +173,15 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
             ApprovalAnswer::Deny(Some(format!("denied: the approval prompt failed ({e})")))
         }
     }
+}
+
+/// The choices offered for `request`: remembering its pattern is left out
+/// when a rule asks for it every time, since that would not spare the next
+/// ask.
+fn offered(request: &ApprovalRequest) -> impl Iterator<Item = Choice> + '_ {
+    CHOICES
+        .into_iter()
+        .filter(|c| !(request.always_asks && matches!(c, Choice::Session | Choice::Project | Choice::Global)))
 }
 
 fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {
@@ -226,17 +240,23 @@ impl ScriptedApprover {
 impl Approver for ScriptedApprover {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         eprintln!(
-            "approver asked: {} | {} | {}",
+            "approver asked: {} | {} | {}{}",
             request.tool,
             request.shown_preview(),
-            request.pattern
+            request.pattern,
+            if request.always_asks { " | asks every time" } else { "" }
         );
         eprint!("{}", shown(request, false));
         let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match answers.len() {
+        let answer = match answers.len() {
             0 => ApprovalAnswer::Deny(Some("denied: the test approver has no answers".into())),
             1 => answers[0].clone(),
             _ => answers.pop().unwrap_or(ApprovalAnswer::Deny(None)),
+        };
+        // As at the terminal, where only "allow once" is offered.
+        match answer {
+            ApprovalAnswer::Allow(_) if request.always_asks => ApprovalAnswer::Allow(Scope::Once),
+            other => other,
         }
     }
 }

@@ -685,3 +685,53 @@ fn an_approval_answer_giving_a_member_twice_is_refused() {
     assert!(serve.finish(Duration::from_secs(10)).success());
     assert!(!ws.ws().join("x.txt").exists(), "the call ran");
 }
+
+/// Regression: a refused call tells the user to run `wield approvals add`,
+/// but the running session had read the remembered approvals when it
+/// started, so the pattern took effect only in a new session. Remembered
+/// approvals are read again when their file changes, both ways; a call a
+/// `confirm` rule asks for is not sent to them, as they would not apply.
+#[test]
+fn approvals_remembered_while_serving_apply_to_the_next_call() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = []\nconfirm = [\"bash\"]\n");
+    let mut serve = crate::support::RawServe::initialized(&ws);
+    let mut id = 0;
+    let mut call = |serve: &mut crate::support::RawServe, name: &str, arguments: &str| {
+        id += 1;
+        serve.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+        ));
+        let reply = serve.reply(Duration::from_secs(20));
+        assert_eq!(reply["id"], id, "{reply}");
+        (
+            reply["result"]["isError"] == true,
+            reply["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    let sum = r#"{"expression":"1+1"}"#;
+    let (refused, text) = call(&mut serve, "calculator", sum);
+    assert!(refused && text.contains("wield approvals add 'calculator'"), "{text}");
+    ws.wield().args(["approvals", "add", "calculator"]).assert().success();
+    assert_eq!(call(&mut serve, "calculator", sum), (false, "2".to_owned()));
+    ws.wield()
+        .args(["approvals", "remove", "calculator"])
+        .assert()
+        .success();
+    assert!(
+        call(&mut serve, "calculator", sum).0,
+        "a removed approval still applied"
+    );
+
+    let echo = r#"{"command":"echo hi"}"#;
+    let (refused, text) = call(&mut serve, "bash", echo);
+    assert!(refused, "{text}");
+    assert!(
+        text.contains("approval.confirm") && text.contains("--yes") && !text.contains("approvals add"),
+        "{text}"
+    );
+    ws.wield().args(["approvals", "add", "bash:echo*"]).assert().success();
+    assert!(call(&mut serve, "bash", echo).0, "a confirm rule asks every time");
+}

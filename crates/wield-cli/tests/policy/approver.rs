@@ -251,3 +251,32 @@ fn the_approver_sees_what_a_cut_preview_hides() {
         "a terminal escape reached the screen: {stderr}"
     );
 }
+
+/// A call a `confirm` rule asks for every time: remembering its pattern
+/// would not spare the next ask, so only "allow once" is offered (and a
+/// script's "project" allows once, remembering nothing).
+#[test]
+fn a_call_asked_every_time_is_allowed_once_only() {
+    let e = Env::with_config("[approval]\nauto_approve = []\nconfirm = [\"debug_echo\"]\n");
+    let (code, r, screen) = choose(&e, 0);
+    assert_eq!((code, &r["success"]), (0, &Value::Bool(true)), "{screen}");
+    assert!(screen.contains("asks for this call every time"), "{screen}");
+    assert!(!screen.contains("Allow for this session"), "{screen}");
+    let (code, r, screen) = choose(&e, 1);
+    assert_eq!(code, 1, "{screen}");
+    assert_eq!(
+        error_of(&r),
+        "denied: the user refused the call to `debug_echo`",
+        "{screen}"
+    );
+    let (code, _, stderr) = scripted(&e, "project");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("| debug_echo:src/* | asks every time"), "{stderr}");
+    assert_eq!(e.project_approvals(), "");
+    let (code, r, _) = e.call(&[], "debug_echo", WRITE);
+    assert_eq!(code, 1);
+    assert!(
+        error_of(&r).contains("approval.confirm") && !error_of(&r).contains("approvals add"),
+        "{r}"
+    );
+}

@@ -221,6 +221,7 @@ mod tests {
             preview: preview.into(),
             detail: detail.map(str::to_owned),
             pattern: "bash:echo *".into(),
+            always_asks: false,
         }
     }
 

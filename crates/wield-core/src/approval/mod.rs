@@ -192,6 +192,11 @@ pub struct ApprovalRequest {
     pub detail: Option<String>,
     /// The pattern "allow for session/project/global" would remember.
     pub pattern: String,
+    /// A rule asks for this call every time (an `approval.confirm` rule,
+    /// decided above the remembered rules): allowing its pattern for the
+    /// session, the project or everywhere would not spare the next ask, so
+    /// only "allow once" is offered.
+    pub always_asks: bool,
 }
 
 #[async_trait]
@@ -216,16 +221,30 @@ pub struct HeadlessApprover;
 #[async_trait]
 impl Approver for HeadlessApprover {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        ApprovalAnswer::Deny(Some(needs_approval_message(&request.tool, &request.pattern)))
+        ApprovalAnswer::Deny(Some(needs_approval_message(request)))
     }
 }
 
-pub fn needs_approval_message(tool: &str, pattern: &str) -> String {
-    format!(
-        "approval required: the call to `{tool}` needs approval and no one can approve it here. \
-         A person can allow it with --yes, with `wield approvals add '{pattern}'`, \
-         or by adding a pattern to approval.auto_approve in .wield/config.toml."
-    )
+/// Why a call that needs approval was refused, and how a person can grant
+/// it: a remembered approval, or, when a `confirm` rule asks every time
+/// (remembered approvals do not apply), `--yes` or a change of the rules.
+pub fn needs_approval_message(request: &ApprovalRequest) -> String {
+    let tool = &request.tool;
+    if request.always_asks {
+        format!(
+            "approval required: the call to `{tool}` needs approval and no one can approve it here. \
+             A rule in approval.confirm asks for it every time (remembered approvals do not apply), \
+             so a person can allow it with --yes, or by taking the rule out of approval.confirm \
+             (or adding a pattern to approval.auto_approve, which wins over confirm) in .wield/config.toml."
+        )
+    } else {
+        format!(
+            "approval required: the call to `{tool}` needs approval and no one can approve it here. \
+             A person can allow it with --yes, with `wield approvals add '{}'`, \
+             or by adding a pattern to approval.auto_approve in .wield/config.toml.",
+            request.pattern
+        )
+    }
 }
 
 /// Where remembered approvals go (project or global files).

@@ -9,8 +9,8 @@ use crate::tool::AUTO_APPROVE_IF_SANDBOXED;
 
 use super::patterns::PatternSet;
 use super::{
-    ApprovalCall, Decision, PRIORITY_CATCH_ALL, PRIORITY_CONFIG, PRIORITY_RULES, PRIORITY_SANDBOX, Resolver,
-    ResolverChain,
+    ApprovalCall, ApprovalStore, Decision, PRIORITY_CATCH_ALL, PRIORITY_CONFIG, PRIORITY_RULES, PRIORITY_SANDBOX,
+    Resolver, ResolverChain,
 };
 
 /// `deny`, then the deny lists of the presets used, then `auto_approve`,
@@ -132,12 +132,33 @@ impl Resolver for CatchAllResolver {
 /// Priority 80: patterns granted for this session, and remembered project
 /// and global rules supplied by the front-end.
 pub struct RulesResolver {
-    remembered: Vec<String>,
+    remembered: Remembered,
+}
+
+/// Where the remembered rules come from.
+enum Remembered {
+    /// Read once, by the front-end.
+    Fixed(Vec<String>),
+    /// Asked of the store at every call.
+    Store(Arc<dyn ApprovalStore>),
 }
 
 impl RulesResolver {
     pub fn new(remembered: Vec<String>) -> Self {
-        Self { remembered }
+        Self {
+            remembered: Remembered::Fixed(remembered),
+        }
+    }
+
+    /// Remembered rules asked of `store` at every call it decides, so a rule
+    /// remembered while a session runs (`wield approvals add` in another
+    /// terminal, another session's "allow for this project") applies to the
+    /// session's next call. The store should keep what it read while its
+    /// files do not change.
+    pub fn from_store(store: Arc<dyn ApprovalStore>) -> Self {
+        Self {
+            remembered: Remembered::Store(store),
+        }
     }
 }
 
@@ -155,8 +176,15 @@ impl Resolver for RulesResolver {
         // built-in ones, never a user's redefinition.
         let empty = ApprovalConfig::default();
         let set = PatternSet::new(&empty);
-        if set.list_matches(&self.remembered, call, 0).is_some()
-            || set.list_matches(&call.session.rules(), call, 0).is_some()
+        let stored;
+        let remembered: &[String] = match &self.remembered {
+            Remembered::Fixed(rules) => rules,
+            Remembered::Store(store) => {
+                stored = store.patterns();
+                &stored
+            }
+        };
+        if set.list_matches(remembered, call, 0).is_some() || set.list_matches(&call.session.rules(), call, 0).is_some()
         {
             return Ok(Decision::Approve);
         }

@@ -366,6 +366,13 @@ impl Executor {
             workspace: &self.workspace,
             sandboxed: self.sandboxed,
         });
+        // A resolver above the remembered rules that asks (a `confirm`
+        // rule) asks again whatever is remembered.
+        let always_asks = verdict.decision == Decision::RequireApproval
+            && self
+                .chain
+                .get(&verdict.resolver)
+                .is_some_and(|r| r.priority() > crate::approval::PRIORITY_RULES);
         let decision = match verdict.decision {
             Decision::Approve => {
                 if self.events.has_listeners() {
@@ -396,6 +403,7 @@ impl Executor {
                     pattern: derive_pattern(name, &input, &self.workspace),
                     input: input.clone(),
                     preview,
+                    always_asks,
                 };
                 // A call cancelled while its approval is pending is not
                 // run, whatever the answer would have been.

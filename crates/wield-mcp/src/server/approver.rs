@@ -50,7 +50,7 @@ pub fn headless_message(request: &ApprovalRequest) -> String {
     format!(
         "{} (This MCP client cannot show approval prompts; starting `wield mcp serve --yes` \
          approves every such call.)",
-        needs_approval_message(&request.tool, &request.pattern)
+        needs_approval_message(request)
     )
 }
 
@@ -202,28 +202,35 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
             message.push_str(detail);
         }
     }
+    let mut properties = serde_json::Map::new();
+    // A call that a rule asks for every time gets no "remember": it would
+    // not spare the next ask.
+    if !request.always_asks {
+        properties.insert(
+            "remember".into(),
+            json!({
+                "type": "boolean",
+                "title": "Remember for this session",
+                "description": format!(
+                    "Also allow calls matching `{}` until this MCP session ends",
+                    wield_core::approval::printable(&request.pattern)
+                ),
+                "default": false
+            }),
+        );
+    }
+    properties.insert(
+        "reason".into(),
+        json!({
+            "type": "string",
+            "title": "Reason",
+            "description": "If you decline: why, or what to do instead (told to the model)"
+        }),
+    );
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "remember": {
-                    "type": "boolean",
-                    "title": "Remember for this session",
-                    "description": format!(
-                        "Also allow calls matching `{}` until this MCP session ends",
-                        wield_core::approval::printable(&request.pattern)
-                    ),
-                    "default": false
-                },
-                "reason": {
-                    "type": "string",
-                    "title": "Reason",
-                    "description": "If you decline: why, or what to do instead (told to the model)"
-                }
-            }
-        }
+        "requestedSchema": {"type": "object", "properties": properties}
     }))
 }
 
@@ -240,6 +247,7 @@ mod tests {
             preview: "command=\"rm -rf build\"".into(),
             detail: Some("x".repeat(MAX_DETAIL + 10)),
             pattern: "bash:rm *".into(),
+            always_asks: false,
         }
     }
 
@@ -281,5 +289,20 @@ mod tests {
         let m = headless_message(&request());
         assert!(m.contains("wield approvals add 'bash:rm *'"), "{m}");
         assert!(m.contains("--yes"));
+    }
+
+    /// A call a `confirm` rule asks for every time: no "remember" in the
+    /// form, and the refusal does not send the user to remembered approvals,
+    /// which would not apply.
+    #[test]
+    fn a_call_asked_every_time_offers_no_remembering() {
+        let mut r = request();
+        r.always_asks = true;
+        let v = serde_json::to_value(form(&r).unwrap()).unwrap();
+        assert!(v["requestedSchema"]["properties"].get("remember").is_none(), "{v}");
+        assert_eq!(v["requestedSchema"]["properties"]["reason"]["type"], "string");
+        let m = headless_message(&r);
+        assert!(!m.contains("wield approvals add"), "{m}");
+        assert!(m.contains("approval.confirm") && m.contains("--yes"), "{m}");
     }
 }
