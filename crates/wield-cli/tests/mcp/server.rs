@@ -58,6 +58,7 @@ fn http_token_host_origin_and_sessions() {
             "http_sessions",
             "http_delete_mid_call",
             "http_requests",
+            "http_in_flight",
         ],
     );
 }

@@ -35,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
-use super::http_sessions::{Activities, FULL, session_capacity, spawn_reaper, track_activity};
+use super::http_sessions::{
+    Activities, FULL, MAX_HELD, MAX_IN_FLIGHT, Refused, session_capacity, spawn_reaper, track_activity,
+};
 use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
 use crate::McpError;
 
@@ -308,8 +310,11 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 return refuse(Some(super::incoming::reply_id(id)), error);
             }
             if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
-                match activities.claim(id, &r.id) {
-                    Err(()) => {
+                match activities.claim(id, &r.id, bytes.len()) {
+                    Err(Refused::Full { requests, held }) => {
+                        return too_many(r.id.clone(), requests, held);
+                    }
+                    Err(Refused::Reused) => {
                         return refuse(
                             Some(super::incoming::reply_id(r.id.clone())),
                             rmcp::ErrorData::invalid_request(
@@ -562,6 +567,32 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
         }
     });
     Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// A request of a session that holds as many requests in flight as it may
+/// (or as many bytes of them): `429 Too Many Requests`, with `Retry-After`
+/// and a JSON-RPC error to the request's id saying what to do.
+fn too_many(id: rmcp::model::RequestId, requests: usize, held: usize) -> Response {
+    let error = rmcp::ErrorData::new(
+        rmcp::model::ErrorCode(-32000),
+        format!(
+            "too many requests in flight in this session: {requests} not answered yet, {} KiB of them \
+             (a session may have {MAX_IN_FLIGHT}, and {} MiB); wait for answers before sending more, then retry",
+            held.div_ceil(1024),
+            MAX_HELD >> 20
+        ),
+        None,
+    );
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": super::incoming::reply_id(id), "error": error});
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (header::RETRY_AFTER, HeaderValue::from_static("1")),
+        ],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// The SDK answers a session `DELETE` with 202 Accepted; clients (the

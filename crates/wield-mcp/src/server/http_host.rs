@@ -148,6 +148,18 @@ impl HostGuard {
 pub(super) async fn host_guard(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
     let checked = {
         let headers = request.headers();
+        // Which of two would count differs between servers and proxies (a
+        // proxy may check one and pass the other on), and HTTP says a
+        // request with two `Host` headers is refused.
+        for name in [header::HOST, header::ORIGIN] {
+            if headers.get_all(&name).iter().nth(1).is_some() {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    format!("Bad Request: more than one `{name}` header; send one\n"),
+                )
+                    .into_response();
+            }
+        }
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
         let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
         guard.check(host, origin)

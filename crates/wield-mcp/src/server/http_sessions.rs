@@ -7,7 +7,13 @@
 //!   it runs, and whether or not its client still waits for the reply) and
 //!   none has been for the idle time; then it is closed.
 //! - **Request ids**: a request reusing the id of one of the session's
-//!   requests still in flight is refused. The
+//!   requests still in flight is refused.
+//! - **Requests in flight**: a session holds at most [`MAX_IN_FLIGHT`]
+//!   requests not answered yet, and at most [`MAX_HELD`] bytes of them (one
+//!   request of any size the body limit lets through is always taken); past
+//!   either, a request gets `429 Too Many Requests` with `Retry-After`, so
+//!   one client cannot make the server hold more and more memory by sending
+//!   calls faster than they run. The
 //!   SDK's own keep-alive cannot tell a silent long call from an idle client,
 //!   so it is off and this tracker decides.
 
@@ -29,6 +35,13 @@ use tokio_util::sync::CancellationToken;
 use super::http_events::Events;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Requests of one session in flight at most (calls running or waiting for
+/// their turn, and their replies not yet sent).
+pub(crate) const MAX_IN_FLIGHT: usize = 32;
+
+/// Bytes of one session's requests in flight at most.
+pub(crate) const MAX_HELD: usize = 8 << 20;
 
 /// What the session factory's refusal says; the SDK answers it with a 500,
 /// which [`session_capacity`] turns into a 503.
@@ -73,8 +86,19 @@ struct Activity {
     /// its running calls at once.
     end: CancellationToken,
     /// The ids of its requests in flight, each with how many hold it (its
-    /// POST's reply, the call it runs).
-    in_flight: HashMap<RequestId, usize>,
+    /// POST's reply, the call it runs) and its size.
+    in_flight: HashMap<RequestId, (usize, usize)>,
+    /// The bytes of its requests in flight.
+    held: usize,
+}
+
+/// Why a request of a session is not taken.
+pub(crate) enum Refused {
+    /// Its id is that of a request of the session still in flight.
+    Reused,
+    /// The session has [`MAX_IN_FLIGHT`] requests, or [`MAX_HELD`] bytes of
+    /// them, in flight already.
+    Full { requests: usize, held: usize },
 }
 
 /// The activity of every open session, by session id.
@@ -98,11 +122,17 @@ impl Activities {
         self.lock().contains_key(id)
     }
 
-    /// Request `request` of session `id` arrives: `Err` when a request of
-    /// the session with that id is still in flight (the SDK would send one
-    /// call's result to the other's stream, and run only one of them);
-    /// `Ok(None)` for a session that is not open.
-    pub(crate) fn claim(self: &Arc<Self>, id: &str, request: &RequestId) -> Result<Option<InFlight>, ()> {
+    /// Request `request` of session `id`, of `size` bytes, arrives: refused
+    /// when a request of the session with that id is still in flight (the
+    /// SDK would send one call's result to the other's stream, and run only
+    /// one of them), or when the session holds as many requests or bytes
+    /// as it may; `Ok(None)` for a session that is not open.
+    pub(crate) fn claim(
+        self: &Arc<Self>,
+        id: &str,
+        request: &RequestId,
+        size: usize,
+    ) -> Result<Option<InFlight>, Refused> {
         let mut sessions = self.lock();
         let Some(key) = sessions.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
             return Ok(None);
@@ -111,9 +141,17 @@ impl Activities {
             return Ok(None);
         };
         if activity.in_flight.contains_key(request) {
-            return Err(());
+            return Err(Refused::Reused);
         }
-        activity.in_flight.insert(request.clone(), 1);
+        let requests = activity.in_flight.len();
+        if requests >= MAX_IN_FLIGHT || (requests > 0 && activity.held + size > MAX_HELD) {
+            return Err(Refused::Full {
+                requests,
+                held: activity.held,
+            });
+        }
+        activity.in_flight.insert(request.clone(), (1, size));
+        activity.held += size;
         Ok(Some(InFlight {
             activities: Arc::clone(self),
             id: key,
@@ -128,7 +166,7 @@ impl Activities {
         let busy = self.begin(id)?;
         let mut sessions = self.lock();
         let activity = sessions.get_mut(&busy.id)?;
-        *activity.in_flight.entry(request.clone()).or_insert(0) += 1;
+        activity.in_flight.entry(request.clone()).or_insert((0, 0)).0 += 1;
         let held = InFlight {
             activities: Arc::clone(self),
             id: Arc::clone(&busy.id),
@@ -163,6 +201,7 @@ impl Activities {
                 last: Instant::now(),
                 end: CancellationToken::new(),
                 in_flight: HashMap::new(),
+                held: 0,
             },
         );
         Busy {
@@ -195,6 +234,7 @@ impl Activities {
                 last: Instant::now(),
                 end: CancellationToken::new(),
                 in_flight: HashMap::new(),
+                held: 0,
             });
         }
     }
@@ -231,10 +271,11 @@ pub(crate) struct InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         if let Some(a) = self.activities.lock().get_mut(&self.id)
-            && let Some(n) = a.in_flight.get_mut(&self.request)
+            && let Some((holders, size)) = a.in_flight.get_mut(&self.request)
         {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
+            *holders = holders.saturating_sub(1);
+            if *holders == 0 {
+                a.held = a.held.saturating_sub(*size);
                 a.in_flight.remove(&self.request);
             }
         }

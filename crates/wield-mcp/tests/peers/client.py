@@ -27,7 +27,7 @@ import mcp_types as types
 
 from bridged_scenarios import bridged_list_changed, bridged_requests, everything_restart
 from fixture import SECRET, Fixture, alive, call, cancel_once_asked, expect, text_of
-from http_scenarios import http_delete_mid_call, http_requests, http_resume, http_security, http_sessions
+from http_scenarios import http_delete_mid_call, http_in_flight, http_requests, http_resume, http_security, http_sessions
 
 # --- scenarios ----------------------------------------------------------------
 
@@ -529,6 +529,7 @@ SCENARIOS = {
         bash_progress,
         bash_cancel,
         http_requests,
+        http_in_flight,
         http_resume,
         http_security,
         http_sessions,

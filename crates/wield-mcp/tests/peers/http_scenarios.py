@@ -158,6 +158,19 @@ async def http_security(fx: Fixture) -> None:
         expect(post(url) == 200, "plain loopback request refused")
         expect(post(url, {"Host": f"evil.example.com:{port}"}) == 403, "rebinding Host accepted")
         expect(post(url, {"Origin": "http://evil.example.com"}) == 403, "foreign Origin accepted")
+        # Two of a header a proxy and wield might each read one of: refused,
+        # whichever comes first. (Regression: only the first was checked.)
+        host = url.split("//", 1)[1].split("/", 1)[0]
+        body = json.dumps(INITIALIZE).encode()
+        for twice in [f"Host: {host}\r\nHost: evil.example.com:{port}", f"Host: evil.example.com:{port}\r\nHost: {host}",
+                      f"Host: {host}\r\nOrigin: http://localhost\r\nOrigin: http://evil.example.com"]:
+            status, text = raw_http(
+                url,
+                f"POST /mcp HTTP/1.1\r\n{twice}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n",
+                body,
+            )
+            expect(status == 400 and "more than one" in text, f"{twice!r}: {status} {text[:200]}")
         # Malformed messages get JSON-RPC errors (400), to their id when it can be read.
         status, body = raw_post(url, b'{"jsonrpc":"2.0","id":1,')
         expect(status == 400 and body["error"]["code"] == -32700 and body["id"] is None, f"truncated: {status} {body}")
@@ -438,6 +451,79 @@ async def http_requests(fx: Fixture) -> None:
         while not late.exists() and time.time() < deadline:
             await anyio.sleep(0.1)
         expect(late.exists(), "the call was stopped when its client went away")
+
+
+async def http_in_flight(fx: Fixture) -> None:
+    """A session holds a bounded number of requests in flight, and bytes of
+    them: past either, 429 with Retry-After; answered requests free their
+    place. (Regression: a client could queue calls behind a slow one without
+    end, and the server held every request's body meanwhile.)"""
+    with HttpServer(fx, ["--yes", "--set", "executor.max_parallel=1"]) as url:
+        session = open_and_call(url)
+        headers = {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+        results: dict[int, tuple[int, str]] = {}
+
+        def send(n: int, name: str, arguments: dict, pad: int = 0) -> tuple[int, dict | str]:
+            params = {"name": name, "arguments": arguments}
+            if pad:
+                params["_meta"] = {"pad": "x" * pad}
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}).encode()
+            h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}
+            req = urllib.request.Request(url, data=body, headers=h, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=60) as resp:
+                    return resp.status, resp.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, {"retry": e.headers.get("Retry-After"), **json.loads(e.read().decode())}
+
+        def in_background(n: int, *args, **kw) -> threading.Thread:
+            t = threading.Thread(target=lambda: results.__setitem__(n, send(n, *args, **kw)))
+            t.start()
+            time.sleep(0.02)
+            return t
+
+        calc = {"expression": "6*7"}
+        # The only call that may run holds the others back until `go`.
+        go = fx.ws / "go"
+        threads = [in_background(100, "bash", {"command": f"while [ ! -e {go} ]; do sleep 0.05; done; echo slept"})]
+
+        def refused(among: range, wait: float = 20) -> list[int]:
+            """Waits until one of `among` is refused; those refused."""
+            deadline = time.time() + wait
+            while time.time() < deadline:
+                out = [n for n in among if n in results and results[n][0] == 429]
+                if out:
+                    return out
+                time.sleep(0.02)
+            return []
+
+        # Three requests of 3.5 MB: two are taken, the third is refused.
+        pad = 3_500_000
+        threads += [in_background(n, "calculator", calc, pad) for n in (101, 102, 103)]
+        big = refused(range(101, 104))
+        expect(len(big) == 1, f"one of three 3.5 MB requests refused: {big}")
+        status, answer = results[big[0]]
+        expect(answer.get("retry") == "1" and answer.get("id") == big[0] and "KiB of them" in answer["error"]["message"],
+               f"the bytes refusal says why: {str(answer)[:300]}")
+        # Then small ones, until the session holds as many as it may.
+        n = 104
+        while not refused(range(104, n), 0.1) and n < 150:
+            threads.append(in_background(n, "calculator", calc))
+            n += 1
+        small = refused(range(104, n))
+        expect(len(small) == 1, f"one small request refused: {small}")
+        answer = results[small[0]][1]
+        expect("32 not answered yet" in answer["error"]["message"] and answer.get("retry") == "1",
+               f"the count refusal says why: {answer}")
+        go.touch()
+        for t in threads:
+            t.join(60)
+        taken = {k: v for k, v in results.items() if v[0] != 429}
+        expect(len(taken) == 32 and all(code == 200 for code, _ in taken.values()),
+               f"32 requests taken, each answered: {sorted((k, c) for k, (c, _) in results.items())}")
+        expect("slept" in results[100][1], f"the slow call: {results[100]}")
+        status, text = send(300, "calculator", calc, pad)
+        expect(status == 200 and "42" in text, f"once answered, requests are taken again: {status} {str(text)[:300]}")
 
 
 def sse_events(sock: socket.socket, until: str, wait: float = 20) -> list[tuple[str | None, str]]:
