@@ -96,7 +96,9 @@ class H(BaseHTTPRequestHandler):
         if name == "nansse":
             return self.sse([ok({"n": float("nan")})])
         if name == "stop":
+            self.reply(200, text("stopping"))
             threading.Thread(target=lambda: (server.shutdown(), server.server_close())).start()
+            return
         return self.reply(200, text("echo"))
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), H)
