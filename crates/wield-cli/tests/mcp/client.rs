@@ -121,7 +121,8 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
          [mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
          [mcp.servers.hangs]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 300 & echo $! > grandchild.pid; wait\"]\ntimeout = \"1s\"\n\n\
          [mcp.servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n\n\
-         [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
+         [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n\n\
+         [mcp.servers.typo]\ncommand = \"sh\"\ntimeout = \"soon\"\n",
         everything_config()
     );
     let ws = Ws::new(&config);
@@ -204,6 +205,14 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     // "error sending request for url"; the cause is told.
     let why = server("refused")["error"].as_str().unwrap().to_owned();
     assert!(why.contains("Connection refused"), "{why}");
+    // Regression: a mistake in one server's table stopped every command;
+    // it fails that server's start, saying what is wrong.
+    assert_eq!(server("typo")["state"], "failed");
+    let why = server("typo")["error"].as_str().unwrap().to_owned();
+    assert!(
+        why.contains("mcp.servers.typo.timeout") && why.contains("\"soon\""),
+        "{why}"
+    );
 
     // Regression: a call of a disabled server's tool said only "unknown tool".
     let out = ws.wield().args(["call", "mcp__off__x"]).output().unwrap();
@@ -297,10 +306,18 @@ fn deferred_servers_and_bad_config() {
         .unwrap();
     assert_eq!(echo["status"], "deferred", "{echo}");
 
+    // A mistake in a server's table fails that server (`mcp list` exits 1
+    // saying why), not every command.
     let ws = Ws::new("[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n");
     let out = ws.wield().args(["mcp", "list"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("both"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("both"), "{out:?}");
+    let out = ws
+        .wield()
+        .args(["call", "calculator", r#"{"expression":"1+1"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     // Regression: a `${VAR}` that is not set became an empty string.
     let ws = Ws::new(

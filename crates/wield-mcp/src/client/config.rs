@@ -85,7 +85,10 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// Every `[mcp.servers.NAME]` table, in name order. Relative `cwd`s are
-    /// resolved against `workspace`.
+    /// resolved against `workspace`. A server whose table has a mistake is
+    /// kept, failing its start with what is wrong (a warning, like any
+    /// failed start): one server's typo does not stop wield or the other
+    /// servers.
     pub fn all_from(config: &Config, workspace: &Path) -> Result<Vec<ServerConfig>, McpError> {
         // A section of the wrong type would otherwise read as "no servers".
         for (path, example) in [
@@ -102,22 +105,63 @@ impl ServerConfig {
                 )));
             }
         }
-        config
+        let servers: Vec<ServerConfig> = config
             .table_at("mcp.servers")
             .iter()
             .map(|(name, value)| {
-                let table = value.as_table().ok_or_else(|| {
-                    McpError::Config(format!(
+                let parsed = match value.as_table() {
+                    Some(table) => Self::parse(name, table, workspace),
+                    None => Err(McpError::Config(format!(
                         "mcp.servers.{name} must be a table, e.g. [mcp.servers.{name}] with command = \"...\" or url = \"...\""
-                    ))
-                })?;
-                Self::parse(name, table, workspace)
+                    ))),
+                };
+                parsed.unwrap_or_else(|e| Self::misconfigured(name, value, workspace, &e))
             })
-            .collect::<Result<Vec<_>, _>>()
-            .and_then(|servers| {
-                check_case(&servers)?;
-                Ok(servers)
-            })
+            .collect();
+        check_case(&servers)?;
+        Ok(servers)
+    }
+
+    /// A server whose table has a mistake: what can be read of it, for
+    /// listings, and a start that fails saying what is wrong.
+    fn misconfigured(name: &str, value: &toml::Value, workspace: &Path, error: &McpError) -> ServerConfig {
+        let table = value.as_table();
+        let text = |k: &str| {
+            table
+                .and_then(|t| t.get(k))
+                .and_then(toml::Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let transport = if table.is_some_and(|t| t.contains_key("url") && !t.contains_key("command")) {
+            Transport::Http {
+                url: text("url"),
+                headers: BTreeMap::new(),
+            }
+        } else {
+            Transport::Stdio {
+                command: text("command"),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: workspace.to_path_buf(),
+            }
+        };
+        let why = match error {
+            McpError::Config(why) => why.clone(),
+            other => other.to_string(),
+        };
+        ServerConfig {
+            name: name.to_owned(),
+            transport,
+            deferred: false,
+            enabled: table
+                .and_then(|t| t.get("enabled"))
+                .and_then(toml::Value::as_bool)
+                .unwrap_or(true),
+            timeout: DEFAULT_TIMEOUT,
+            workspace: workspace.to_path_buf(),
+            unresolved: Some(format!("its configuration has a mistake: {why}; fix it in the config")),
+        }
     }
 
     pub fn parse(name: &str, table: &toml::Table, workspace: &Path) -> Result<ServerConfig, McpError> {
@@ -441,6 +485,34 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    /// A mistake in one server's table fails that server, saying what is
+    /// wrong, and leaves the others as they are.
+    #[test]
+    fn a_servers_mistake_is_its_own() {
+        let text = "[mcp.servers.good]\ncommand = \"a\"\n\
+                    [mcp.servers.late]\nurl = \"http://x/mcp\"\ntimeout = \"soon\"\n\
+                    [mcp.servers.flat]\ncommand = 5\n\
+                    [mcp.servers]\nodd = 3\n";
+        let config = Config::from_table(toml::from_str(text).unwrap()).unwrap();
+        let servers = ServerConfig::all_from(&config, Path::new("/ws")).unwrap();
+        let get = |n: &str| servers.iter().find(|s| s.name == n).unwrap();
+        assert_eq!(get("good").unresolved, None);
+        let late = get("late");
+        assert_eq!(late.transport.summary(), "http://x/mcp");
+        assert!(
+            late.unresolved.as_deref().unwrap().contains("mcp.servers.late.timeout"),
+            "{late:?}"
+        );
+        assert!(
+            get("flat")
+                .unresolved
+                .as_deref()
+                .unwrap()
+                .contains("mcp.servers.flat.command")
+        );
+        assert!(get("odd").unresolved.as_deref().unwrap().contains("must be a table"));
     }
 
     #[test]
