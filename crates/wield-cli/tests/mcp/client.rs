@@ -229,6 +229,19 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
         text.contains("broken") && text.contains("failed") && text.contains("error:"),
         "{text}"
     );
+    // Each server's line: its name, state and tool count.
+    let line = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let everything = line("everything");
+    assert_eq!(everything[1], "ready", "{text}");
+    assert!(everything[2].parse::<usize>().unwrap() >= 10, "{text}");
+    assert_eq!(line("broken")[1..3], ["failed", "0"], "{text}");
 
     let out = ws.wield().args(["tools", "debug"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -63,6 +63,14 @@ fn http_token_host_origin_and_sessions() {
     );
 }
 
+/// A client that lost a call's stream resumes it (`Last-Event-ID`) with
+/// the events after the last it saw, also once the call has finished; the
+/// standalone stream; another session's stream stays closed to it.
+#[test]
+fn http_streams_resume() {
+    python_scenarios("http", &["http_resume"]);
+}
+
 #[test]
 fn bash_progress_and_cancel_over_stdio() {
     python_scenarios("stdio", &["bash_progress", "bash_cancel"]);

@@ -253,6 +253,24 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
         )
             .into_response()
     };
+    // A request of an open session that asks for a method wield does not
+    // serve, or gives params that do not fit, is answered as JSON-RPC
+    // answers (`200`): clients take that for the method's error, and a
+    // `400` for a broken transport.
+    let in_open_session = parts
+        .headers
+        .get(super::http_sessions::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|session| activities.is_open(session));
+    let answer_or_refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
+        let answerable = error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
+            || error.code == rmcp::model::ErrorCode::INVALID_PARAMS;
+        if answerable && in_open_session && id.as_ref().is_some_and(|id| !id.is_null()) {
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+            return ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+        }
+        refuse(id, error)
+    };
     // A byte order mark is passed over and a string cut inside a surrogate
     // pair is taken with U+FFFD, as on stdio.
     let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
@@ -278,7 +296,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                     ),
                 );
             }
-            return refuse(id, error);
+            return answer_or_refuse(id, error);
         }
         // An empty body, or a notification outside the protocol (the SDK
         // ignores it).
@@ -307,7 +325,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 return not_found();
             }
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
-                return refuse(Some(super::incoming::reply_id(id)), error);
+                return answer_or_refuse(Some(super::incoming::reply_id(id)), error);
             }
             if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
                 match activities.claim(id, &r.id, bytes.len()) {

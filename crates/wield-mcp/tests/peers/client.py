@@ -321,6 +321,27 @@ async def escapes(fx: Fixture) -> None:
             expect(r.is_error or SECRET not in text_of(r), f"grep {p} leaked: {r}")
             r = await call(s, "ls", {"path": p})
             expect(r.is_error, f"ls {p} was allowed: {r}")
+        # A link to a file outside, and a dangling one whose target (outside)
+        # a write would create; and a NUL byte, which would cut the path.
+        os.symlink(outside / "secret.txt", fx.ws / "filelink")
+        os.symlink(outside / "made.txt", fx.ws / "dangling")
+        try:
+            r = await call(s, "read", {"path": "filelink"})
+            expect(r.is_error and SECRET not in text_of(r), f"read through a file link: {r}")
+            for tool, args in [
+                ("write", {"path": "filelink", "content": "pwned"}),
+                ("edit", {"path": "filelink", "old_string": SECRET, "new_string": "pwned"}),
+                ("write", {"path": "dangling", "content": "pwned"}),
+                ("write", {"path": "ok.txt\x00../../outside/nul.txt", "content": "pwned"}),
+                ("read", {"path": "a.txt\x00../../outside/secret.txt"}),
+                ("mkdir", {"path": "link/newdir"}),
+            ]:
+                r = await call(s, tool, args)
+                expect(r.is_error and SECRET not in text_of(r), f"{tool} {args['path']!r} was allowed: {r}")
+            expect((outside / "secret.txt").read_text() == SECRET, "the secret was changed through a link")
+        finally:
+            (fx.ws / "filelink").unlink()
+            (fx.ws / "dangling").unlink()
         expect(sorted(os.listdir(outside)) == ["secret.txt"], f"outside changed: {os.listdir(outside)}")
         expect(sorted(os.listdir(evil)) == ["secret.txt"], f"ws-evil changed: {os.listdir(evil)}")
         # Inside the workspace everything works.
@@ -475,8 +496,18 @@ async def bash_progress(fx: Fixture) -> None:
         names = {t.name for t in (await s.list_tools()).tools}
         expect("bash" in names, f"no bash tool in {sorted(names)}")
         cmd = "for i in 1 2 3 4; do echo line$i; sleep 0.3; done"
-        r = await call(s, "bash", {"command": cmd}, progress_callback=on_progress)
+        arrived: list[float] = []
+
+        async def timed(p, total, message):
+            arrived.append(time.monotonic())
+            await on_progress(p, total, message)
+
+        r = await call(s, "bash", {"command": cmd}, progress_callback=timed)
+        done = time.monotonic()
         expect(not r.is_error and "line4" in text_of(r), f"bash: {r}")
+        # Each line as it comes, not all of them with the result: the first
+        # arrives while the command still runs (0.9 s of sleeps to go).
+        expect(arrived and done - arrived[0] > 0.6, f"progress came only at the end: {[done - t for t in arrived]}")
         joined = "".join(m or "" for _, m in progress)
         expect(len(progress) >= 2, f"progress notifications: {progress}")
         expect("line1" in joined and "line3" in joined, f"progress messages: {progress}")
