@@ -14,4 +14,5 @@
 mod client;
 mod conformance;
 mod server;
+mod server_processes;
 mod support;

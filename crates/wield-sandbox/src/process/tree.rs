@@ -188,10 +188,15 @@ impl ProcessTree {
         }
     }
 
-    /// Signal the whole tree (the group and every member) once.
+    /// Signal the whole tree (the group and every member) once. The tree
+    /// is walked first: a process killed with its group hands its children
+    /// to wield, and one that dies as it goes (a sandbox's processes, which
+    /// die with it) is a zombie whose marker can no longer be read, so it
+    /// is recognised, and reaped, only if a walk saw it alive.
     pub(crate) fn signal(&self, sig: Signal) {
+        let members = self.members();
         self.signal_group(sig);
-        for m in self.members() {
+        for m in members {
             m.signal(sig);
         }
     }
