@@ -11,14 +11,14 @@
 //! random nonce and must occur exactly once after the previous one's place,
 //! or the message is encoded the plain way.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, PoisonError};
 
-use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
+use rmcp::model::{ClientNotification, ContentBlock, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{ErrorData, RoleServer};
@@ -27,7 +27,9 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse, reply_id};
+use super::incoming::{
+    Incoming, Lifecycle, Lines, MAX_HELD, MAX_IN_FLIGHT, lifecycle, opens_session, parse, reply_id, too_many,
+};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -52,6 +54,12 @@ where
     /// The ids of the client's requests not answered yet: a request that
     /// reuses one is refused (the SDK would answer only one of the two).
     in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+    /// The requests taken and not finished (their answers not written yet,
+    /// nor cancelled), with their sizes: past [`MAX_IN_FLIGHT`] or
+    /// [`MAX_HELD`] a request is refused, and the refusal is written before
+    /// anything more is read, so a client that sends and never reads stops
+    /// being read rather than making the server hold more and more.
+    unfinished: Arc<std::sync::Mutex<Unfinished>>,
     /// Cancelled when the client stopped reading (a write found the pipe
     /// broken, or nothing was written for [`CLOSE_STALL`] after the input
     /// ended): the session ends, though its input may stay open.
@@ -81,6 +89,7 @@ where
             replying: false,
             initialized: false,
             in_flight: Arc::default(),
+            unfinished: Arc::default(),
             gone: CancellationToken::new(),
             ended: CancellationToken::new(),
         }
@@ -106,6 +115,33 @@ where
         (!in_flight.insert(request.id.clone())).then(|| request.id.clone())
     }
 
+    /// Whether the request `message` (of `size` bytes) is refused because
+    /// the session has as many requests, or bytes of them, unfinished as it
+    /// may; when not, it is counted until its answer is written. A
+    /// cancellation ends the count of the request it names (which is never
+    /// answered).
+    fn over_budget(&self, message: &RxJsonRpcMessage<RoleServer>, size: usize) -> Option<(RequestId, ErrorData)> {
+        let mut unfinished = self.unfinished.lock().unwrap_or_else(PoisonError::into_inner);
+        match message {
+            JsonRpcMessage::Request(request) => {
+                let requests = unfinished.sizes.len();
+                if requests >= MAX_IN_FLIGHT || (requests > 0 && unfinished.held + size > MAX_HELD) {
+                    return Some((request.id.clone(), too_many(requests, unfinished.held)));
+                }
+                unfinished.take(request.id.clone(), size);
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    unfinished.finish(id);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
     /// Write the error reply to an invalid request, if one is due. Cancel-safe: the
     /// reply moves into the writer's pending bytes as soon as the lock is
     /// held, and whatever is not written yet stays there.
@@ -119,6 +155,46 @@ where
         out.w.flush().await?;
         self.replying = false;
         Ok(())
+    }
+}
+
+/// The requests of a session taken and not finished, with their sizes.
+#[derive(Default)]
+struct Unfinished {
+    sizes: HashMap<RequestId, usize>,
+    held: usize,
+}
+
+impl Unfinished {
+    fn take(&mut self, id: RequestId, size: usize) {
+        if let Some(old) = self.sizes.insert(id, size) {
+            self.held -= old;
+        }
+        self.held += size;
+    }
+
+    fn finish(&mut self, id: &RequestId) {
+        if let Some(size) = self.sizes.remove(id) {
+            self.held -= size;
+        }
+    }
+}
+
+/// Ends the count of an answered request when dropped: once its answer is
+/// written, or its writing given up.
+struct Finished {
+    unfinished: Arc<std::sync::Mutex<Unfinished>>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.unfinished
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .finish(id);
+        }
     }
 }
 
@@ -212,17 +288,20 @@ where
             JsonRpcMessage::Error(e) => e.id.clone(),
             _ => None,
         };
-        if let Some(id) = answered {
-            self.in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
+        if let Some(id) = &answered {
+            self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
         }
+        // The request counts until its answer is written (or given up on).
+        let finished = Finished {
+            unfinished: Arc::clone(&self.unfinished),
+            id: answered,
+        };
         let bytes = encode(item);
         let out = Arc::clone(&self.out);
         let gone = self.gone.clone();
         let (ended, wrote) = (self.ended.clone(), Arc::clone(&self.wrote));
         async move {
+            let _finished = finished;
             let bytes = bytes.map_err(io::Error::other)?;
             let written = tokio::select! {
                 written = write_message(&out, &bytes) => written,
@@ -307,12 +386,21 @@ where
                     return None;
                 }
             };
+            let size = line.len();
             let refused = match parse(line) {
                 Incoming::Message(message) => match lifecycle(&message, self.initialized) {
                     Lifecycle::Pass => match self.reuses_id(&message) {
                         None => {
-                            self.initialized |= opens_session(&message);
-                            return Some(*message);
+                            if let Some((id, error)) = self.over_budget(&message, size) {
+                                self.in_flight
+                                    .lock()
+                                    .unwrap_or_else(PoisonError::into_inner)
+                                    .remove(&id);
+                                Some((Some(reply_id(id)), error))
+                            } else {
+                                self.initialized |= opens_session(&message);
+                                return Some(*message);
+                            }
                         }
                         Some(id) => Some((
                             Some(reply_id(id.clone())),
@@ -431,6 +519,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
+    use std::time::Duration;
 
     fn tool_reply(texts: &[String]) -> TxJsonRpcMessage<RoleServer> {
         let content = texts.iter().map(|t| ContentBlock::text(t.clone())).collect();
@@ -533,5 +622,67 @@ mod tests {
         let item = tool_reply(&texts);
         let want = plain(&item);
         assert_eq!(encode_with(item, nonce).unwrap(), want);
+    }
+
+    /// A client that sends requests faster than their answers are written
+    /// (one that never reads, at worst) is refused past the limit, and the
+    /// refusal is written before more is read; an answer written, or a
+    /// cancellation, makes room again.
+    #[tokio::test]
+    async fn unfinished_requests_are_bounded() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let (mut client, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, replies) = tokio::io::duplex(1 << 20);
+        let mut replies = tokio::io::BufReader::new(replies).lines();
+        let mut framed = Framed::new(server_in, server_out);
+        let call = |id: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"calculator","arguments":{{"expression":"1+1"}}}}}}"#
+            ) + "\n"
+        };
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        client.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+        assert!(framed.receive().await.is_some());
+        framed.send(reply(0)).await.unwrap();
+        assert!(replies.next_line().await.unwrap().unwrap().contains(r#""id":0"#));
+        for id in 1..=MAX_IN_FLIGHT + 1 {
+            client.write_all(call(id).as_bytes()).await.unwrap();
+        }
+        for _ in 1..=MAX_IN_FLIGHT {
+            assert!(framed.receive().await.is_some());
+        }
+        // The next is refused: nothing more comes until another line does.
+        let waited = tokio::time::timeout(Duration::from_millis(200), framed.receive()).await;
+        assert!(waited.is_err(), "{waited:?}");
+        let refused = replies.next_line().await.unwrap().unwrap();
+        assert!(
+            refused.contains(&format!(r#""id":{}"#, MAX_IN_FLIGHT + 1))
+                && refused.contains("too many requests in flight"),
+            "{refused}"
+        );
+        // An answer written makes room for one.
+        framed.send(reply(1)).await.unwrap();
+        let next = MAX_IN_FLIGHT + 2;
+        client.write_all(call(next).as_bytes()).await.unwrap();
+        assert!(framed.receive().await.is_some(), "a request after an answer");
+        client.write_all(call(next + 1).as_bytes()).await.unwrap();
+        let waited = tokio::time::timeout(Duration::from_millis(200), framed.receive()).await;
+        assert!(waited.is_err(), "{waited:?}");
+        // So does a cancellation (a cancelled request is never answered).
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n")
+            .await
+            .unwrap();
+        client.write_all(call(next + 2).as_bytes()).await.unwrap();
+        assert!(framed.receive().await.is_some(), "the cancellation");
+        assert!(framed.receive().await.is_some(), "a request after a cancellation");
+    }
+
+    fn reply(id: i64) -> TxJsonRpcMessage<RoleServer> {
+        JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id: NumberOrString::Number(id),
+            result: ServerResult::empty(()),
+        })
     }
 }

@@ -35,9 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
-use super::http_sessions::{
-    Activities, FULL, MAX_HELD, MAX_IN_FLIGHT, Refused, session_capacity, spawn_reaper, track_activity,
-};
+use super::http_sessions::{Activities, FULL, Refused, session_capacity, spawn_reaper, track_activity};
 use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
 use crate::McpError;
 
@@ -591,16 +589,7 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
 /// (or as many bytes of them): `429 Too Many Requests`, with `Retry-After`
 /// and a JSON-RPC error to the request's id saying what to do.
 fn too_many(id: rmcp::model::RequestId, requests: usize, held: usize) -> Response {
-    let error = rmcp::ErrorData::new(
-        rmcp::model::ErrorCode(-32000),
-        format!(
-            "too many requests in flight in this session: {requests} not answered yet, {} KiB of them \
-             (a session may have {MAX_IN_FLIGHT}, and {} MiB); wait for answers before sending more, then retry",
-            held.div_ceil(1024),
-            MAX_HELD >> 20
-        ),
-        None,
-    );
+    let error = super::incoming::too_many(requests, held);
     let body = serde_json::json!({"jsonrpc": "2.0", "id": super::incoming::reply_id(id), "error": error});
     (
         StatusCode::TOO_MANY_REQUESTS,

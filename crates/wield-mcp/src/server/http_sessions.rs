@@ -36,12 +36,7 @@ use super::http_events::Events;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Requests of one session in flight at most (calls running or waiting for
-/// their turn, and their replies not yet sent).
-pub(crate) const MAX_IN_FLIGHT: usize = 32;
-
-/// Bytes of one session's requests in flight at most.
-pub(crate) const MAX_HELD: usize = 8 << 20;
+pub(crate) use super::incoming::{MAX_HELD, MAX_IN_FLIGHT};
 
 /// What the session factory's refusal says; the SDK answers it with a 500,
 /// which [`session_capacity`] turns into a 503.

@@ -49,6 +49,29 @@ pub enum Incoming {
 /// which is refused but still answered to its own id.
 pub type ReplyId = serde_json::Value;
 
+/// Requests of one session in flight at most (calls running or waiting for
+/// their turn, and their replies not yet written), over stdio and HTTP.
+pub(crate) const MAX_IN_FLIGHT: usize = 32;
+
+/// Bytes of one session's requests in flight at most; one request of any
+/// size the transport reads is always taken.
+pub(crate) const MAX_HELD: usize = 8 << 20;
+
+/// The error for a request past [`MAX_IN_FLIGHT`] or [`MAX_HELD`]: a server
+/// error (`-32000`) saying what to do.
+pub(crate) fn too_many(requests: usize, held: usize) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode(-32000),
+        format!(
+            "too many requests in flight in this session: {requests} not answered yet, {} KiB of them \
+             (a session may have {MAX_IN_FLIGHT}, and {} MiB); wait for answers before sending more, then retry",
+            held.div_ceil(1024),
+            MAX_HELD >> 20
+        ),
+        None,
+    )
+}
+
 /// `id` as an error reply's id.
 pub fn reply_id(id: RequestId) -> ReplyId {
     match id {
