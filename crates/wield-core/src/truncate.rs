@@ -80,10 +80,30 @@ fn human_kb(bytes: usize) -> String {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Saved outputs kept at most, all wield processes of a user together: past
+/// these the oldest are removed, so a client that makes calls print a lot
+/// cannot fill the disk.
+const KEEP_FILES: usize = 500;
+/// Bytes of saved outputs kept at most.
+const KEEP_BYTES: u64 = 512 << 20;
+/// Saved outputs older than this are removed.
+const KEEP_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// Save text to `$TMPDIR/wield-output-<id>.txt` and return the path. The
 /// file is new (never one that was there, nor a link planted in its place)
 /// and readable by its owner alone: it holds what a command printed.
+/// Saved outputs are kept for later calls to read (also by later `wield`
+/// processes), within [`KEEP_FILES`], [`KEEP_BYTES`] and [`KEEP_AGE`]: the
+/// oldest go first.
 pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
+    let path = save_new_output(text)?;
+    if let Some(dir) = path.parent() {
+        prune_outputs(dir, &path, KEEP_FILES, KEEP_BYTES, KEEP_AGE);
+    }
+    Ok(path)
+}
+
+fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -105,6 +125,60 @@ pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
     };
     std::io::Write::write_all(&mut file, text.as_bytes())?;
     Ok(path)
+}
+
+/// Remove this user's saved outputs in `dir` (regular files named
+/// `wield-output-*.txt`) older than `max_age`, then the oldest until at most
+/// `max_files` of them, of at most `max_bytes` together, are left; `keep`
+/// (the one just written) stays.
+fn prune_outputs(
+    dir: &std::path::Path,
+    keep: &std::path::Path,
+    max_files: usize,
+    max_bytes: u64,
+    max_age: std::time::Duration,
+) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // The user's id, from the file just made.
+    let Ok(me) = std::fs::symlink_metadata(keep).map(|m| m.uid()) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut saved: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("wield-output-") || !name.ends_with(".txt") {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() || meta.uid() != me || path == keep {
+            continue;
+        }
+        let modified = meta.modified().unwrap_or(now);
+        if now.duration_since(modified).is_ok_and(|age| age > max_age) {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        saved.push((modified, meta.len(), path));
+    }
+    // Newest first; what falls past the limits goes.
+    saved.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut files = 1;
+    let mut bytes = std::fs::metadata(keep).map_or(0, |m| m.len());
+    for (_, len, path) in saved {
+        files += 1;
+        bytes += len;
+        if files > max_files || bytes > max_bytes {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 fn notice(first: usize, last: usize, total: usize, max_bytes: usize, saved: &Option<PathBuf>) -> String {
@@ -401,5 +475,42 @@ mod tests {
             "{}",
             &t.text[..100]
         );
+    }
+
+    /// Saved outputs past the limits go, oldest first, and old ones go;
+    /// the one just written, other files and other names stay.
+    #[test]
+    fn saved_outputs_are_pruned_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str, bytes: usize, age_s: u64| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![b'x'; bytes]).unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+            path
+        };
+        let ancient = at("wield-output-ancient.txt", 1, 30 * 24 * 3600);
+        let old = at("wield-output-old.txt", 10, 300);
+        let mid = at("wield-output-mid.txt", 10, 200);
+        let new = at("wield-output-new.txt", 10, 100);
+        let other = at("notes.txt", 10, 400);
+        let keep = at("wield-output-keep.txt", 10, 0);
+        let day = std::time::Duration::from_secs(24 * 3600);
+        prune_outputs(dir.path(), &keep, 2, 1 << 20, day);
+        let left = |p: &PathBuf| p.exists();
+        assert!(
+            !left(&ancient) && !left(&old) && !left(&mid),
+            "past the age and the count"
+        );
+        assert!(left(&new) && left(&keep) && left(&other));
+        // By bytes: the newest that fit stay.
+        let more = at("wield-output-more.txt", 10, 50);
+        prune_outputs(dir.path(), &keep, 100, 25, day);
+        assert!(left(&keep) && left(&more) && !left(&new));
     }
 }
