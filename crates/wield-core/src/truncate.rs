@@ -169,7 +169,7 @@ fn prune_outputs(
         saved.push((modified, meta.len(), path));
     }
     // Newest first; what falls past the limits goes.
-    saved.sort_by(|a, b| b.0.cmp(&a.0));
+    saved.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut files = 1;
     let mut bytes = std::fs::metadata(keep).map_or(0, |m| m.len());
     for (_, len, path) in saved {
