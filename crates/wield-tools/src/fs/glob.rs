@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSetBuilder};
 use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
@@ -118,8 +118,14 @@ impl Tool for GlobTool {
             // An absolute pattern below the search directory is made relative to it.
             let root_text = format!("{}/", root.display());
             let pattern = pattern.strip_prefix(root_text.as_str()).unwrap_or(pattern);
-            let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
-                Ok(g) => g.compile_matcher(),
+            // A set of one, whose build reports a pattern too large to
+            // compile (deeply nested braces) where `compile_matcher` panics.
+            let matcher = match GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .and_then(|g| GlobSetBuilder::new().add(g).build())
+            {
+                Ok(set) => set,
                 Err(e) => return ToolResult::error(format!("invalid glob pattern {pattern:?}: {e}")),
             };
             // As with `rg --files -g`, the pattern also whitelists matching

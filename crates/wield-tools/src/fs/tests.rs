@@ -386,6 +386,20 @@ async fn grep_modes_limits_and_globs() {
     assert!(r.success && r.output.starts_with("No matches"));
 }
 
+/// Regression: a pattern too large to compile (deeply nested braces)
+/// panicked in the matcher's build, which the runtime caught as a crash of
+/// the call; it is an invalid pattern, said so.
+#[tokio::test]
+async fn a_glob_too_large_to_compile_is_an_invalid_pattern() {
+    let ws = Ws::new();
+    ws.put("x.rs", "");
+    let pattern = format!("{}b{}", "{a,".repeat(500), "}".repeat(500));
+    let r = ws.call(&GlobTool::new(), json!({ "pattern": pattern })).await;
+    assert!(!r.success, "{r:?}");
+    let error = r.error.unwrap_or_default();
+    assert!(error.starts_with("invalid glob pattern"), "{error}");
+}
+
 #[tokio::test]
 async fn glob_sorts_newest_first_and_limits() {
     let ws = Ws::new();
