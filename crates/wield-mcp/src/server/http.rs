@@ -478,15 +478,14 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
 /// The most of a plain-text error read to send it as JSON-RPC.
 const ERROR_TEXT: usize = 64 * 1024;
 
-/// A request of a session naming a protocol revision this server does not
-/// speak in its `MCP-Protocol-Version` header gets 400 saying which it speaks (the SDK
+/// A request naming a protocol revision this server does not speak in its
+/// `MCP-Protocol-Version` header gets 400 saying which it speaks (the SDK
 /// would take a later revision's for its stateless mode, and answer with
-/// an error about missing request metadata).
+/// an error about missing request metadata, or refuse an earlier one
+/// without saying which it speaks).
 async fn protocol_version_header(request: Request, next: Next) -> Response {
     let spoken = rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::V_2025_11_25);
-    // Within a session only: `initialize` negotiates the revision itself.
-    if request.headers().contains_key(super::http_sessions::SESSION_HEADER)
-        && let Some(asked) = request.headers().get("mcp-protocol-version")
+    if let Some(asked) = request.headers().get("mcp-protocol-version")
         && let Ok(asked) = asked.to_str()
         && !spoken.iter().any(|v| v.as_str() == asked.trim())
     {

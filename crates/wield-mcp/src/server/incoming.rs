@@ -163,7 +163,10 @@ pub fn parse(line: &[u8]) -> Incoming {
         // arguments, `_meta`), which the SDK reads keeping the last.
         Ok(message) if let Some(why) = super::strict::duplicate_member(line) => given_twice(message, &why),
         Ok(message) => Incoming::Message(Box::new(message)),
-        Err(e) if ignored_notification(line) => {
+        // One that gives a member twice is refused below, whatever its
+        // method (the last `method` given may name one outside the
+        // protocol, the first a standard one).
+        Err(e) if ignored_notification(line) && super::strict::duplicate_member(line).is_none() => {
             tracing::trace!("ignoring a notification outside the protocol: {e}");
             Incoming::Skip
         }

@@ -426,6 +426,10 @@ async def http_requests(fx: Fixture) -> None:
         expect(status == 400 and "unsupported MCP-Protocol-Version: 2026-07-28" in answer["error"]["message"],
                f"a revision the server does not speak: {status} {answer}")
         expect("2025-11-25" in answer["error"]["message"], f"which it speaks: {answer}")
+        # So does `initialize` naming one (it said only "unsupported").
+        status, answer = raw_post(url, json.dumps(INITIALIZE).encode(), {"Mcp-Protocol-Version": "2099-01-01"})
+        expect(status == 400 and "this server speaks" in answer["error"]["message"] and "2025-11-25" in answer["error"]["message"],
+               f"initialize naming a revision the server does not speak: {status} {answer}")
         # Both kinds named by wildcards are accepted.
         status, _ = raw_post(url, json.dumps(INITIALIZE).encode(), {"Accept": "application/*, text/*"})
         expect(status == 200, f"Accept: application/*, text/*: {status}")
@@ -606,7 +610,7 @@ async def http_resume(fx: Fixture) -> None:
         # Regression: with no session, the SDK replayed any stream whose
         # event id it was given (a deleted session's too).
         status, text = raw_http(url, f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
-                                     f"Mcp-Protocol-Version: 2026-07-28\r\nLast-Event-ID: {last}\r\n"
+                                     f"Mcp-Protocol-Version: 2025-11-25\r\nLast-Event-ID: {last}\r\n"
                                      "Connection: close\r\n\r\n")
         expect(status == 400 and "within its session" in text and '"id":6' not in text,
                f"a resume without a session: {status} {text[:300]}")

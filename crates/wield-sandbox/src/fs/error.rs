@@ -20,9 +20,11 @@ pub enum ConfineError {
         /// Extra explanation, e.g. which symbolic link led outside.
         detail: String,
     },
-    /// A write into wield's own state (`.wield/` by default).
+    /// A write into a protected path: wield's own state (`.wield/`, its
+    /// global config directory) or one listed in `sandbox.protected`.
     #[error(
-        "path {path} is protected: {protected} holds wield's own configuration and approvals, which tools may not change"
+        "path {path} is protected: {protected} is a protected path (wield's own configuration and approvals, or \
+         listed in sandbox.protected), which tools may not change"
     )]
     Protected { path: String, protected: String },
     #[error("path contains a NUL byte: {path:?}; file names cannot contain NUL")]

@@ -256,6 +256,13 @@ fn requests_wait_for_one_initialize() {
         },
         other => panic!("{line}: {other:?}"),
     }
+    // Regression: a notification giving `method` twice, the last naming
+    // one outside the protocol, was dropped as such a notification.
+    let line = r#"{"jsonrpc":"2.0","method":"notifications/initialized","method":"x"}"#;
+    match parse(line.as_bytes()) {
+        Incoming::Refuse(None, e) => assert!(e.message.contains("duplicate field `method`"), "{e:?}"),
+        other => panic!("{line}: {other:?}"),
+    }
     // So is a notification that does, where the SDK would keep the last.
     let line = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":{"a":1,"a":2}}}"#;
     match parse(line.as_bytes()) {
