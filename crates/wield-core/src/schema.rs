@@ -6,6 +6,12 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ToolSpec;
 
+/// The most memory one compiled `pattern` may take (and its matching
+/// cache): a schema comes from a tool, possibly a bridged server's, and a
+/// short pattern such as `(?:\w{100}){50}` compiles to megabytes. A pattern
+/// past it makes the schema invalid.
+const MAX_PATTERN_SIZE: usize = 256 << 10;
+
 /// A compiled validator for one tool's input schema.
 pub struct InputValidator {
     validator: jsonschema::Validator,
@@ -13,7 +19,13 @@ pub struct InputValidator {
 
 impl InputValidator {
     pub fn new(schema: &Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema)
+        jsonschema::options()
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .size_limit(MAX_PATTERN_SIZE)
+                    .dfa_size_limit(MAX_PATTERN_SIZE),
+            )
+            .build(schema)
             .map(|validator| Self { validator })
             .map_err(|e| format!("invalid input schema: {e}"))
     }
@@ -341,6 +353,34 @@ mod tests {
         assert_eq!(relaxed["properties"], strict["properties"]);
         let msg = validation_message("read", &["x".into()], &strict);
         assert!(msg.contains("Required: path. "), "{msg}");
+    }
+
+    /// Regression: a short pattern that compiles to megabytes was taken, so
+    /// a bridged server listing a thousand of them made wield take 1.5 GB
+    /// and 14 s; it makes the schema invalid now, and everyday patterns
+    /// still compile.
+    #[test]
+    fn a_pattern_too_large_to_compile_is_refused() {
+        let schema =
+            |pattern: &str| json!({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}});
+        let started = std::time::Instant::now();
+        let e = InputValidator::new(&schema(r"(?:\w{100}){50}x")).err().unwrap();
+        assert!(e.contains("invalid input schema"), "{e}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(500),
+            "{:?}",
+            started.elapsed()
+        );
+        for fine in [
+            r"^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}$",
+            r"^v?\d+\.\d+\.\d+(-[\w.]+)?$",
+            r"\w{1,64}",
+        ] {
+            InputValidator::new(&schema(fine)).unwrap_or_else(|e| panic!("{fine}: {e}"));
+        }
+        let date = InputValidator::new(&schema(r"^\d{4}-\d{2}-\d{2}$")).unwrap();
+        assert!(date.validate(&json!({"s": "2026-11-25"})).is_ok());
+        assert!(date.validate(&json!({"s": "25.11.2026"})).is_err());
     }
 
     #[test]

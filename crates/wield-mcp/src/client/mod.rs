@@ -679,11 +679,41 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
         .iter()
         .map(|why| format!("MCP server `{name}`: {why}"))
         .collect();
+    // Compiling the schemas is CPU work a server decides the size of: done
+    // off the runtime's threads, within what is left of the server's
+    // `timeout`.
+    let left = entry.config.timeout.saturating_sub(started.elapsed());
+    let tools = listed.tools;
+    let checked = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + left;
+        let mut unusable = Vec::with_capacity(tools.len());
+        for tool in &tools {
+            if Instant::now() > deadline {
+                return Err(unusable.len());
+            }
+            unusable.push(bridge::unusable_schema(tool));
+        }
+        Ok((tools, unusable))
+    })
+    .await;
+    let (tools, unusable) = match checked {
+        Ok(Ok(checked)) => checked,
+        Ok(Err(done)) => {
+            return Err(format!(
+                "MCP server `{name}` lists tools whose input schemas took longer than its `timeout` ({}) to \
+                 check (after {done} tools); raise the timeout under [mcp.servers.{name}] if they are meant \
+                 to be that large",
+                wield_core::human_duration(entry.config.timeout)
+            ));
+        }
+        Err(e) => return Err(format!("MCP server `{name}`: checking its tools' schemas failed: {e}")),
+    };
+    let mut unusable = unusable.into_iter();
     let mut seen = std::collections::HashSet::new();
-    let usable: Vec<rmcp::model::Tool> = listed
-        .tools
+    let usable: Vec<rmcp::model::Tool> = tools
         .into_iter()
         .filter(|tool| {
+            let unusable_schema = unusable.next().flatten();
             if tool.name.is_empty() {
                 warnings.push(format!(
                     "MCP server `{name}` lists a tool with an empty name; it is left out"
@@ -697,7 +727,7 @@ async fn list_tools(entry: &Arc<ServerEntry>) -> Result<Vec<Listed>, String> {
                 ));
                 return false;
             }
-            if let Some(why) = bridge::unusable_schema(tool) {
+            if let Some(why) = unusable_schema {
                 warnings.push(format!("MCP server `{name}`: tool `{}` is left out: {why}", tool.name));
                 return false;
             }
