@@ -163,3 +163,44 @@ async fn a_front_end_answers_sampling_and_elicitation_for_external_servers() {
     assert_eq!(asked[1].0, "peer");
     assert!(asked[1].1.to_string().contains("Your name?"), "{asked:?}");
 }
+
+/// A front-end whose user takes a while to answer.
+struct Slow;
+
+#[async_trait]
+impl FrontEnd for Slow {
+    fn samples(&self) -> bool {
+        false
+    }
+
+    fn elicits(&self) -> bool {
+        true
+    }
+
+    async fn elicit(&self, _server: &str, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"answer": "later"})))
+    }
+}
+
+/// Regression: a server that asked the front-end's user one question after
+/// another without waiting made wield hold every one of them (1.6 GB for
+/// 200,000). At most `MAX_FORWARDED` wait for an answer; the rest are
+/// refused at once.
+#[tokio::test]
+async fn a_server_asking_too_much_at_once_is_refused_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = [(
+        "peer",
+        peer("venv/bin/python"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/server.py"),
+    )];
+    let registry = start(&servers, dir.path(), Arc::new(Slow)).await;
+    let out = call(&registry, "mcp__peer__ask_many", json!({"n": 20}), dir.path()).await;
+    let counts: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        counts,
+        json!({"answered": wield_mcp::client::MAX_FORWARDED, "refused": 20 - wield_mcp::client::MAX_FORWARDED}),
+        "{out}"
+    );
+}

@@ -94,7 +94,15 @@ pub struct BridgeClient {
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     root: Option<PathBuf>,
     progress: Arc<ProgressRoutes>,
+    /// Places for the server's requests passed on to the front-end
+    /// (sampling, elicitation) and not answered yet: past
+    /// [`MAX_FORWARDED`], one is refused at once, so a server cannot make
+    /// wield hold more and more of them.
+    forwarding: Arc<tokio::sync::Semaphore>,
 }
+
+/// Requests of one server waiting for the front-end's answer at most.
+pub const MAX_FORWARDED: usize = 8;
 
 impl BridgeClient {
     #[must_use]
@@ -105,7 +113,24 @@ impl BridgeClient {
             on_list_changed: None,
             root: None,
             progress: Arc::default(),
+            forwarding: Arc::new(tokio::sync::Semaphore::new(MAX_FORWARDED)),
         }
+    }
+
+    /// A place for one request passed on to the front-end, or the error
+    /// that refuses it.
+    fn forwarding_place(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ErrorData> {
+        self.forwarding.try_acquire().map_err(|_| {
+            ErrorData::new(
+                rmcp::model::ErrorCode(-32000),
+                format!(
+                    "too many requests from MCP server `{}` are waiting for an answer ({MAX_FORWARDED}); wait for \
+                     one to be answered before sending another",
+                    self.server
+                ),
+                None,
+            )
+        })
     }
 
     /// Offer `dir` (the workspace) to the server as its one root.
@@ -157,6 +182,7 @@ impl ClientHandler for BridgeClient {
     ) -> Result<CreateMessageResult, ErrorData> {
         match &self.front {
             Some(front) if front.samples() => {
+                let _place = self.forwarding_place()?;
                 until_withdrawn(&context, front.create_message(&self.server, params)).await
             }
             _ => Err(no_sampling()),
@@ -169,7 +195,10 @@ impl ClientHandler for BridgeClient {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         match &self.front {
-            Some(front) if front.elicits() => until_withdrawn(&context, front.elicit(&self.server, request)).await,
+            Some(front) if front.elicits() => {
+                let _place = self.forwarding_place()?;
+                until_withdrawn(&context, front.elicit(&self.server, request)).await
+            }
             _ => Err(no_elicitation()),
         }
     }

@@ -47,7 +47,7 @@ use wield_core::{Registry, ToolRef};
 pub use bridge::{McpTool, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
-pub use connect::{BridgeClient, FrontEnd};
+pub use connect::{BridgeClient, FrontEnd, MAX_FORWARDED};
 pub use process::{hurry, stop_stragglers};
 pub use result::map_result;
 

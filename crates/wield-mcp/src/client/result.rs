@@ -59,10 +59,12 @@ pub fn map_result(result: CallToolResult) -> ToolResult {
         extra.push(("structured_content", structured));
     }
     let mut r = if result.is_error == Some(true) {
+        // An error is printed as wield's own (`error: …`), so what the
+        // server put in it is shown, never obeyed by a terminal.
         let message = if output.trim().is_empty() {
             "the MCP server reported an error without a message".to_owned()
         } else {
-            output
+            wield_core::approval::printable(&output)
         };
         ToolResult::error(message)
     } else {
@@ -207,6 +209,22 @@ mod tests {
             "structuredContent": {"content": "hello\n"}
         })));
         assert_eq!(r.output, "hello\n");
+    }
+
+    /// Regression: a server's error text reached the terminal raw on
+    /// `wield call`'s `error:` line, escape sequences and all.
+    #[test]
+    fn an_error_s_escape_sequences_are_shown_not_obeyed() {
+        let r = map_result(result(json!({
+            "content": [{"type": "text", "text": "\u{1b}]0;TITLE\u{7}\u{1b}[31mred\nnext"}],
+            "isError": true
+        })));
+        let error = r.error.unwrap();
+        assert!(!error.contains('\u{1b}') && !error.contains('\u{7}'), "{error:?}");
+        assert!(
+            error.contains("\\u{1b}]0;TITLE") && error.ends_with("red\nnext"),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@ Tools that show what wield's client gives a server and how it answers one:
   structured content `{"result": [...]}`;
 - `ask_model`: asks the client's model for a completion (sampling);
 - `ask_user`: asks the client's user for input (form elicitation);
+- `ask_many`: asks the client's user `n` questions at once, and counts the
+  answers and the refusals;
 - `read.file` and `read_file`: two names that meet once `.` is made API-safe;
 - `pause`: sleeps, with a `timeout` argument of its own (milliseconds) that
   is the server's business, not wield's;
@@ -76,6 +78,25 @@ async def ask_user(question: str, ctx: Context) -> str:
     except Exception as e:  # noqa: BLE001 - the error is the answer under test
         return f"client error: {e}"
     return f"user {result.action}: {json.dumps(result.content)}"
+
+
+@server.tool()
+async def ask_many(n: int, ctx: Context) -> str:
+    """Ask the client's user `n` questions at once."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+
+    async def one(i: int, out: list[str]) -> None:
+        try:
+            await ctx.session.elicit_form(f"question {i}", schema)
+            out.append("answered")
+        except Exception as e:  # noqa: BLE001 - the error is the answer under test
+            out.append("refused" if "too many requests" in str(e) else f"error: {e}")
+
+    out: list[str] = []
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i, out)
+    return json.dumps({k: out.count(k) for k in sorted(set(out))})
 
 
 @server.tool(name="read.file")
