@@ -14,6 +14,7 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::model::{ErrorCode, JsonRpcError, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -25,10 +26,18 @@ use tokio::sync::Mutex;
 use super::process::{ServerInput, WatchedOutput, request_id_in};
 use crate::server::incoming::{Lines, repair_lone_surrogates};
 
+/// Messages to a server waiting to be written at most: past this the
+/// server has stopped reading its input (a pipe holds 64 KiB), and a new
+/// message fails at once instead of joining the queue, so a server that
+/// sends requests without reading the answers cannot grow wield's memory.
+pub const MAX_UNWRITTEN: usize = 256;
+
 /// A local server's stdout and stdin as an MCP transport.
 pub struct StdioLink {
     lines: Lines<WatchedOutput>,
     input: Arc<Mutex<ServerInput>>,
+    /// Messages being written or waiting to be.
+    unwritten: Arc<AtomicUsize>,
 }
 
 impl StdioLink {
@@ -36,7 +45,17 @@ impl StdioLink {
         Self {
             lines: Lines::new(output),
             input: Arc::new(Mutex::new(input)),
+            unwritten: Arc::default(),
         }
+    }
+}
+
+/// One message counted as unwritten until this is dropped.
+struct Unwritten(Arc<AtomicUsize>);
+
+impl Drop for Unwritten {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -45,7 +64,16 @@ impl Transport<RoleClient> for StdioLink {
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleClient>) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let input = Arc::clone(&self.input);
+        let waiting = self.unwritten.fetch_add(1, Ordering::Relaxed);
+        let counted = Unwritten(Arc::clone(&self.unwritten));
         async move {
+            let _counted = counted;
+            if waiting >= MAX_UNWRITTEN {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("the server is not reading its input: {waiting} messages to it are waiting to be written"),
+                ));
+            }
             let mut line = serde_json::to_vec(&item).map_err(io::Error::other)?;
             line.push(b'\n');
             // Whole lines, one message at a time.

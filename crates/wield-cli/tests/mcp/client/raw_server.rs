@@ -20,7 +20,8 @@ use crate::support::{Ws, python, wield_bin};
 /// `cancelled`); `shaped` (answers with its argument `result` as the
 /// result); `cut` (a text ending in half a surrogate pair, as JavaScript
 /// writes a string cut inside an emoji); `nan` (a reply with `NaN` in it,
-/// which is not JSON). The environment picks the rest: `TOOLS`
+/// which is not JSON); `flood` (`n` requests to wield, written without
+/// reading its answers). The environment picks the rest: `TOOLS`
 /// (JSON) replaces the tool list, `NO_TOOLS` drops the `tools` capability,
 /// `LIST` makes `tools/list` exit 7 after a line on stderr (`crash`) or
 /// answer with more than 16 MiB (`huge`),
@@ -63,6 +64,7 @@ tools = [
     {"name": "shaped", "inputSchema": obj},
     {"name": "cut", "inputSchema": obj},
     {"name": "nan", "inputSchema": obj},
+    {"name": "flood", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
 ]
 held = []
 if os.environ.get("TOOLS"):
@@ -128,6 +130,11 @@ for line in sys.stdin:
             continue
         elif name == "big":
             text = "A" * m["params"]["arguments"]["n"]
+        elif name == "flood":
+            # Requests to wield, without reading its answers.
+            for i in range(m["params"]["arguments"]["n"]):
+                sys.stdout.write('{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % (10**6 + i))
+            text = "flooded"
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
         for h in held:
             send({"jsonrpc": "2.0", "id": h, "result": {"content": [{"type": "text", "text": "released"}]}})
@@ -230,6 +237,32 @@ fn a_server_flooding_stderr_without_newlines_costs_bounded_memory() {
     let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["servers"][0]["state"], "ready", "{v}");
+}
+
+/// Regression: a server that sent requests without reading the answers
+/// made them queue in wield without end (660 MB for 300,000). Past a few
+/// hundred waiting to be written, an answer fails at once.
+#[test]
+fn a_server_that_does_not_read_its_answers_costs_bounded_memory() {
+    let ws = workspace(&[("raw", "{}")]);
+    let peak = "import resource, subprocess, sys\n\
+                done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n\
+                print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.stdout.strip())";
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(peak)
+        .arg(wield_bin())
+        .args(["call", "mcp__raw__flood", r#"{"n": 100000}"#])
+        .current_dir(ws.ws())
+        .env("HOME", ws.dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (kib, output) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+    assert_eq!(output, "flooded", "{text} {}", String::from_utf8_lossy(&out.stderr));
+    let kib: u64 = kib.parse().unwrap();
+    assert!(kib < 128 * 1024, "wield grew to {} MiB", kib / 1024);
 }
 
 /// Stopping follows the MCP lifecycle for stdio: end of input first, then
