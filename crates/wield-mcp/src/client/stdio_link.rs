@@ -38,6 +38,11 @@ pub struct StdioLink {
     input: Arc<Mutex<ServerInput>>,
     /// Messages being written or waiting to be.
     unwritten: Arc<AtomicUsize>,
+    /// The server's requests passed on and not answered yet: past
+    /// [`MAX_UNWRITTEN`] more are passed over unanswered, so a server that
+    /// sends them faster than they are answered cannot make wield hold more
+    /// and more of them.
+    unanswered: Arc<AtomicUsize>,
 }
 
 impl StdioLink {
@@ -46,6 +51,7 @@ impl StdioLink {
             lines: Lines::new(output),
             input: Arc::new(Mutex::new(input)),
             unwritten: Arc::default(),
+            unanswered: Arc::default(),
         }
     }
 }
@@ -63,6 +69,12 @@ impl Transport<RoleClient> for StdioLink {
     type Error = io::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleClient>) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        if matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
+            // An answer to one of the server's requests.
+            let _ = self
+                .unanswered
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        }
         let input = Arc::clone(&self.input);
         let waiting = self.unwritten.fetch_add(1, Ordering::Relaxed);
         let counted = Unwritten(Arc::clone(&self.unwritten));
@@ -94,6 +106,14 @@ impl Transport<RoleClient> for StdioLink {
                 }
             };
             if let Some(message) = read(line) {
+                if matches!(message, JsonRpcMessage::Request(_)) {
+                    let waiting = self.unanswered.fetch_add(1, Ordering::Relaxed);
+                    if waiting >= MAX_UNWRITTEN {
+                        self.unanswered.fetch_sub(1, Ordering::Relaxed);
+                        tracing::debug!("an MCP server has {waiting} requests not answered yet; passing one over");
+                        continue;
+                    }
+                }
                 return Some(message);
             }
         }
