@@ -80,6 +80,10 @@ fn human_kb(bytes: usize) -> String {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// How saved outputs are named: `wield-output-<id>.txt`.
+const SAVED_PREFIX: &str = "wield-output-";
+const SAVED_SUFFIX: &str = ".txt";
+
 /// Saved outputs kept at most, all wield processes of a user together: past
 /// these the oldest are removed, so a client that makes calls print a lot
 /// cannot fill the disk.
@@ -114,7 +118,7 @@ fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
         nanos,
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    let path = std::env::temp_dir().join(format!("wield-output-{id}.txt"));
+    let path = std::env::temp_dir().join(format!("{SAVED_PREFIX}{id}{SAVED_SUFFIX}"));
     let mut file = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
@@ -142,16 +146,17 @@ fn prune_outputs(
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    // The user's id, from the file just made.
-    let Ok(me) = std::fs::symlink_metadata(keep).map(|m| m.uid()) else {
+    // The user's id, from the file just made, whose size counts too.
+    let Ok(kept) = std::fs::symlink_metadata(keep) else {
         return;
     };
+    let me = kept.uid();
     let now = std::time::SystemTime::now();
     let mut saved: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.starts_with("wield-output-") || !name.ends_with(".txt") {
+        if !name.starts_with(SAVED_PREFIX) || !name.ends_with(SAVED_SUFFIX) {
             continue;
         }
         let path = entry.path();
@@ -171,7 +176,7 @@ fn prune_outputs(
     // Newest first; what falls past the limits goes.
     saved.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut files = 1;
-    let mut bytes = std::fs::metadata(keep).map_or(0, |m| m.len());
+    let mut bytes = kept.len();
     for (_, len, path) in saved {
         files += 1;
         bytes += len;

@@ -42,7 +42,7 @@ pub struct StdioLink {
     /// [`MAX_UNWRITTEN`] more are passed over unanswered, so a server that
     /// sends them faster than they are answered cannot make wield hold more
     /// and more of them.
-    unanswered: Arc<AtomicUsize>,
+    unanswered: usize,
 }
 
 impl StdioLink {
@@ -51,7 +51,7 @@ impl StdioLink {
             lines: Lines::new(output),
             input: Arc::new(Mutex::new(input)),
             unwritten: Arc::default(),
-            unanswered: Arc::default(),
+            unanswered: 0,
         }
     }
 }
@@ -71,9 +71,7 @@ impl Transport<RoleClient> for StdioLink {
     fn send(&mut self, item: TxJsonRpcMessage<RoleClient>) -> impl Future<Output = io::Result<()>> + Send + 'static {
         if matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
             // An answer to one of the server's requests.
-            let _ = self
-                .unanswered
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            self.unanswered = self.unanswered.saturating_sub(1);
         }
         let input = Arc::clone(&self.input);
         let waiting = self.unwritten.fetch_add(1, Ordering::Relaxed);
@@ -107,12 +105,14 @@ impl Transport<RoleClient> for StdioLink {
             };
             if let Some(message) = read(line) {
                 if matches!(message, JsonRpcMessage::Request(_)) {
-                    let waiting = self.unanswered.fetch_add(1, Ordering::Relaxed);
-                    if waiting >= MAX_UNWRITTEN {
-                        self.unanswered.fetch_sub(1, Ordering::Relaxed);
-                        tracing::debug!("an MCP server has {waiting} requests not answered yet; passing one over");
+                    if self.unanswered >= MAX_UNWRITTEN {
+                        tracing::debug!(
+                            "an MCP server has {} requests not answered yet; passing one over",
+                            self.unanswered
+                        );
                         continue;
                     }
+                    self.unanswered += 1;
                 }
                 return Some(message);
             }

@@ -27,9 +27,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{
-    Incoming, Lifecycle, Lines, MAX_HELD, MAX_IN_FLIGHT, lifecycle, opens_session, parse, reply_id, too_many,
-};
+use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse, past_limits, reply_id, too_many};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -55,8 +53,8 @@ where
     /// reuses one is refused (the SDK would answer only one of the two).
     in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
     /// The requests taken and not finished (their answers not written yet,
-    /// nor cancelled), with their sizes: past [`MAX_IN_FLIGHT`] or
-    /// [`MAX_HELD`] a request is refused, and the refusal is written before
+    /// nor cancelled), with their sizes: past the session's limits
+    /// ([`past_limits`]) a request is refused, and the refusal is written before
     /// anything more is read, so a client that sends and never reads stops
     /// being read rather than making the server hold more and more.
     unfinished: Arc<std::sync::Mutex<Unfinished>>,
@@ -125,7 +123,7 @@ where
         match message {
             JsonRpcMessage::Request(request) => {
                 let requests = unfinished.sizes.len();
-                if requests >= MAX_IN_FLIGHT || (requests > 0 && unfinished.held + size > MAX_HELD) {
+                if past_limits(requests, unfinished.held, size) {
                     return Some((request.id.clone(), too_many(requests, unfinished.held)));
                 }
                 unfinished.take(request.id.clone(), size);
@@ -518,6 +516,7 @@ fn big_strings(item: &mut TxJsonRpcMessage<RoleServer>) -> impl Iterator<Item = 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::server::incoming::MAX_IN_FLIGHT;
     use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
     use std::time::Duration;
 

@@ -8,11 +8,10 @@
 //!   none has been for the idle time; then it is closed.
 //! - **Request ids**: a request reusing the id of one of the session's
 //!   requests still in flight is refused.
-//! - **Requests in flight**: a session holds at most [`MAX_IN_FLIGHT`]
-//!   requests not answered yet, and at most [`MAX_HELD`] bytes of them (one
-//!   request of any size the body limit lets through is always taken); past
-//!   either, a request gets `429 Too Many Requests` with `Retry-After`, so
-//!   one client cannot make the server hold more and more memory by sending
+//! - **Requests in flight**: a session holds a bounded number of requests
+//!   not answered yet, and of bytes of them ([`past_limits`]); past either,
+//!   a request gets `429 Too Many Requests` with `Retry-After`, so one
+//!   client cannot make the server hold more and more memory by sending
 //!   calls faster than they run. The
 //!   SDK's own keep-alive cannot tell a silent long call from an idle client,
 //!   so it is off and this tracker decides.
@@ -36,7 +35,7 @@ use super::http_events::Events;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
-pub(crate) use super::incoming::{MAX_HELD, MAX_IN_FLIGHT};
+use super::incoming::past_limits;
 
 /// What the session factory's refusal says; the SDK answers it with a 500,
 /// which [`session_capacity`] turns into a 503.
@@ -87,12 +86,26 @@ struct Activity {
     held: usize,
 }
 
+impl Activity {
+    /// A session just opened, `busy` with as many requests, nothing in
+    /// flight.
+    fn new(busy: usize) -> Self {
+        Self {
+            busy,
+            last: Instant::now(),
+            end: CancellationToken::new(),
+            in_flight: HashMap::new(),
+            held: 0,
+        }
+    }
+}
+
 /// Why a request of a session is not taken.
 pub(crate) enum Refused {
     /// Its id is that of a request of the session still in flight.
     Reused,
-    /// The session has [`MAX_IN_FLIGHT`] requests, or [`MAX_HELD`] bytes of
-    /// them, in flight already.
+    /// The session holds as many requests, or bytes of them, in flight as
+    /// it may ([`past_limits`]).
     Full { requests: usize, held: usize },
 }
 
@@ -139,7 +152,7 @@ impl Activities {
             return Err(Refused::Reused);
         }
         let requests = activity.in_flight.len();
-        if requests >= MAX_IN_FLIGHT || (requests > 0 && activity.held + size > MAX_HELD) {
+        if past_limits(requests, activity.held, size) {
             return Err(Refused::Full {
                 requests,
                 held: activity.held,
@@ -189,16 +202,7 @@ impl Activities {
     /// The server issued session `id`; it is busy with its first reply.
     fn opened(self: &Arc<Self>, id: &str) -> Busy {
         let id: Arc<str> = Arc::from(id);
-        self.lock().insert(
-            Arc::clone(&id),
-            Activity {
-                busy: 1,
-                last: Instant::now(),
-                end: CancellationToken::new(),
-                in_flight: HashMap::new(),
-                held: 0,
-            },
-        );
+        self.lock().insert(Arc::clone(&id), Activity::new(1));
         Busy {
             activities: Arc::clone(self),
             id,
@@ -224,13 +228,7 @@ impl Activities {
     fn adopt(&self, ids: impl IntoIterator<Item = Arc<str>>) {
         let mut sessions = self.lock();
         for id in ids {
-            sessions.entry(id).or_insert_with(|| Activity {
-                busy: 0,
-                last: Instant::now(),
-                end: CancellationToken::new(),
-                in_flight: HashMap::new(),
-                held: 0,
-            });
+            sessions.entry(id).or_insert_with(|| Activity::new(0));
         }
     }
 

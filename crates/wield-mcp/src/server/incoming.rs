@@ -57,6 +57,13 @@ pub(crate) const MAX_IN_FLIGHT: usize = 32;
 /// size the transport reads is always taken.
 pub(crate) const MAX_HELD: usize = 8 << 20;
 
+/// Whether a request of `size` bytes is past the limits of a session that
+/// holds `requests` unanswered requests of `held` bytes: [`MAX_IN_FLIGHT`]
+/// requests, or [`MAX_HELD`] bytes once one is held.
+pub(crate) fn past_limits(requests: usize, held: usize, size: usize) -> bool {
+    requests >= MAX_IN_FLIGHT || (requests > 0 && held + size > MAX_HELD)
+}
+
 /// The error for a request past [`MAX_IN_FLIGHT`] or [`MAX_HELD`]: a server
 /// error (`-32000`) saying what to do.
 pub(crate) fn too_many(requests: usize, held: usize) -> ErrorData {
