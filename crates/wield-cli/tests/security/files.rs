@@ -1,0 +1,1 @@
+//! File tools and nested project state: `.git`, `.wield`, protected globs, paths run automatically later.

@@ -1,0 +1,1 @@
+//! `mcp serve --http` authentication against other local users.

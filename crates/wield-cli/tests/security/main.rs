@@ -1,0 +1,14 @@
+//! Attacks on wield's boundaries, each through the real binary and the real
+//! sandboxes: what a prompt-injected model choosing every argument, or
+//! another local user, tried, and must fail to do.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod approval;
+mod files;
+mod http;
+mod misc;
+mod sandbox;
+#[allow(dead_code)]
+#[path = "../shell/support.rs"]
+mod support;

@@ -1,0 +1,1 @@
+//! Smaller holes: template quoting, inherited secrets, background caps, spoofed listings, refusal wording.
