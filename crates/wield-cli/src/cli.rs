@@ -161,9 +161,15 @@ pub enum McpCommand {
         /// Serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        /// Bearer token HTTP clients must send; required for a non-loopback ADDR.
-        #[arg(long, env = "WIELD_MCP_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+        /// The bearer token HTTP clients must send. Prefer WIELD_MCP_TOKEN or --token-file: a
+        /// command line is readable by every user. With none of them, wield makes a token and
+        /// writes it to a file only you can read, whose path it prints.
+        #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
         token: Option<String>,
+        /// Read the bearer token from the first line of FILE (which other users must not be
+        /// able to read).
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
         /// Most HTTP sessions open at once.
         #[arg(long, default_value_t = 256, value_name = "N")]
         max_sessions: usize,

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use serde_json::json;
 use wield_core::Registered;
 use wield_core::approval::printable;
-use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts};
+use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts, Token};
+
+/// The environment variable an HTTP server's token can come from.
+const TOKEN_ENV: &str = "WIELD_MCP_TOKEN";
 
 use crate::app::{Runtime, Servers, usage};
 use crate::cli::{GlobalArgs, McpCommand};
@@ -18,6 +21,7 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
         McpCommand::Serve {
             http,
             token,
+            token_file,
             max_sessions,
             allow_hosts,
             session_idle,
@@ -27,19 +31,66 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             if approval_timeout.is_zero() {
                 return Err(usage("--approval-timeout must be longer than 0 (e.g. 10m)"));
             }
-            let http = http.as_deref().map(parse_addr).transpose()?.map(|addr| {
-                let mut options = HttpOptions::new(addr);
-                options.token = token;
-                options.max_sessions = max_sessions;
-                options.allowed_hosts = allow_hosts;
-                options.session_idle = session_idle;
-                options
-            });
+            let http = match http.as_deref().map(parse_addr).transpose()? {
+                None => None,
+                Some(addr) => {
+                    let (token, generated) = http_token(token, token_file)?;
+                    let mut options = HttpOptions::new(addr, token);
+                    options.max_sessions = max_sessions;
+                    options.allowed_hosts = allow_hosts;
+                    options.session_idle = session_idle;
+                    Some((options, generated))
+                }
+            };
             let poll = std::time::Duration::from_micros(poll_us);
             serve(global, http, poll, approval_timeout).await
         }
         McpCommand::List { json } => list(global, json).await,
     }
+}
+
+/// The HTTP server's token, from `--token-file`, `--token` (with a warning:
+/// every user can read a command line) or `WIELD_MCP_TOKEN`; else a new one,
+/// and `true` to say it was made here.
+fn http_token(flag: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::Result<(Token, bool)> {
+    let bad = |e: wield_mcp::McpError| usage(e.to_string());
+    if let Some(path) = file {
+        return Ok((Token::from_file(&path).map_err(bad)?, false));
+    }
+    if let Some(t) = flag {
+        eprintln!(
+            "wield: warning: a token given with --token can be read by every user of this machine (in \
+             /proc/PID/cmdline); use WIELD_MCP_TOKEN or --token-file instead"
+        );
+        return Ok((Token::new(&t, "--token").map_err(bad)?, false));
+    }
+    if let Some(t) = std::env::var_os(TOKEN_ENV) {
+        let t = t
+            .into_string()
+            .map_err(|_| usage(format!("{TOKEN_ENV} is not valid UTF-8")))?;
+        return Ok((Token::new(&t, TOKEN_ENV).map_err(bad)?, false));
+    }
+    Ok((Token::generate().map_err(bad)?, true))
+}
+
+/// Where a token wield made is written: `wield/tokens` in
+/// `$XDG_RUNTIME_DIR`, else in `$XDG_STATE_HOME`, else in `~/.local/state`.
+fn token_dir() -> anyhow::Result<std::path::PathBuf> {
+    let from = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    from("XDG_RUNTIME_DIR")
+        .or_else(|| from("XDG_STATE_HOME"))
+        .or_else(|| from("HOME").map(|h| h.join(".local/state")))
+        .map(|d| d.join("wield/tokens"))
+        .ok_or_else(|| {
+            usage(format!(
+                "no place for the server's token: set HOME or XDG_RUNTIME_DIR, or give one with {TOKEN_ENV} or \
+                 --token-file"
+            ))
+        })
 }
 
 /// `127.0.0.1:8765`, `[::1]:8765`, `localhost:8765`, or a bare port (on
@@ -64,7 +115,7 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
 
 async fn serve(
     global: &GlobalArgs,
-    http: Option<HttpOptions>,
+    http: Option<(HttpOptions, bool)>,
     poll: std::time::Duration,
     approval_timeout: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
@@ -162,7 +213,7 @@ async fn serve(
         mcp.start_in_background(|_| true);
     }
 
-    let Some(options) = http else {
+    let Some((options, generated)) = http else {
         // SIGINT or SIGTERM ends the session like the end of its input:
         // wield returns, and the bridged servers are stopped with it.
         tokio::select! {
@@ -171,15 +222,32 @@ async fn serve(
         }
         return Ok(ExitCode::SUCCESS);
     };
+    let token = options.token.clone();
     let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
     let local = running.local_addr();
+    let token_file = if generated {
+        let name = format!("mcp-{}.token", local.port());
+        let path = wield_mcp::write_token_file(&token_dir()?, &name, &token).map_err(|e| usage(e.to_string()))?;
+        eprintln!(
+            "wield: clients must send `Authorization: Bearer TOKEN`; the token is in {} (readable by you only; \
+             set WIELD_MCP_TOKEN or --token-file to choose it)",
+            path.display()
+        );
+        Some(path)
+    } else {
+        None
+    };
     eprintln!("wield: serving MCP on http://{local}/mcp (Ctrl-C or SIGTERM stops)");
     let stop = running.shutdown_token();
     tokio::spawn(async move {
         super::stop_signal().await;
         stop.cancel();
     });
-    running.wait().await?;
+    let served = running.wait().await;
+    if let Some(path) = token_file {
+        let _ = std::fs::remove_file(path);
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -573,7 +573,8 @@ fn http_requests_that_never_finish_arriving_are_dropped() {
     let mut body = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         body,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        crate::support::TOKEN
     )
     .unwrap();
     for stream in [&silent, &headers, &body] {
@@ -635,7 +636,8 @@ fn http_accepts_a_client_that_accepts_anything() {
     let mut stream = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: */*\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: */*\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        crate::support::TOKEN,
         body.len()
     )
     .unwrap();

@@ -323,12 +323,17 @@ pub fn listed_tools(ws: &Ws, prefix: &str) -> (String, Vec<String>) {
     (list, names)
 }
 
-/// `wield mcp serve --http 127.0.0.1:0` in `ws` with `args` after it, and
-/// the URL it serves (`http://127.0.0.1:PORT/mcp`), once it says so.
+/// The token `serve_http` gives its server (through `WIELD_MCP_TOKEN`).
+pub const TOKEN: &str = "wield-test-token";
+
+/// `wield mcp serve --http 127.0.0.1:0` in `ws` with `args` after it (its
+/// token [`TOKEN`] unless `args` give another), and the URL it serves
+/// (`http://127.0.0.1:PORT/mcp`), once it says so.
 pub fn serve_http(ws: &Ws, args: &[&str]) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut server = ws
         .command()
+        .env("WIELD_MCP_TOKEN", TOKEN)
         .arg("-C")
         .arg(ws.ws())
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])

@@ -1,8 +1,8 @@
 //! Streamable HTTP at `/mcp`.
 //!
-//! - Loopback by default. A non-loopback address needs a bearer token
-//!   (`--token` or `WIELD_MCP_TOKEN`); when a token is set, every request must
-//!   carry `Authorization: Bearer TOKEN`.
+//! - Every request must carry `Authorization: Bearer TOKEN`, on loopback
+//!   too (another local user could reach it), and unauthenticated
+//!   connections are few and short-lived (see [`super::http_auth`]).
 //! - DNS rebinding: `Host` and `Origin` must name this server or an allowed
 //!   name, else 403 (see [`super::http_host`]).
 //! - Memory per session is bounded: request bodies are capped, each session
@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http_auth::{Token, require_token};
 use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
 use super::http_sessions::{Activities, FULL, Refused, session_capacity, spawn_reaper, track_activity};
@@ -48,8 +49,8 @@ pub const MAX_BODY: usize = 4 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// Bearer token every request must carry; required off loopback.
-    pub token: Option<String>,
+    /// Bearer token every request must carry.
+    pub token: Token,
     /// Sessions open at once.
     pub max_sessions: usize,
     /// Host names or addresses accepted besides the bound address and
@@ -62,10 +63,10 @@ pub struct HttpOptions {
 }
 
 impl HttpOptions {
-    pub fn new(addr: SocketAddr) -> Self {
+    pub fn new(addr: SocketAddr, token: Token) -> Self {
         Self {
             addr,
-            token: None,
+            token,
             max_sessions: 256,
             allowed_hosts: Vec::new(),
             session_idle: SESSION_IDLE,
@@ -113,16 +114,7 @@ impl Drop for SessionSlot {
 }
 
 pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<HttpServer, McpError> {
-    // A token is compared without surrounding white space (as sent in the
-    // header); one that is only white space is no token.
-    let token = options.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-    if !is_loopback_bind(&options.addr) && token.is_none() {
-        return Err(McpError::Config(format!(
-            "serving MCP on {} (not a loopback address) needs a bearer token: pass --token TOKEN or set \
-             WIELD_MCP_TOKEN, or listen on 127.0.0.1",
-            options.addr
-        )));
-    }
+    let token = Arc::new(options.token);
     let allowed = options
         .allowed_hosts
         .iter()
@@ -182,7 +174,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
 
     // Layers run outside in: token, Host/Origin, session limit, activity.
     let guard = Arc::new(HostGuard::new(&local_addr, &allowed));
-    let mut router = Router::new()
+    let router = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
         .layer(middleware::from_fn(session_delete_ok))
@@ -191,11 +183,9 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn(protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
-        .layer(middleware::from_fn_with_state(guard, host_guard));
-    if let Some(token) = token {
-        router = router.layer(middleware::from_fn_with_state(Arc::new(token), require_token));
-    }
-    let router = router.layer(middleware::from_fn(json_error_bodies));
+        .layer(middleware::from_fn_with_state(guard, host_guard))
+        .layer(middleware::from_fn_with_state(token, require_token))
+        .layer(middleware::from_fn(json_error_bodies));
     let task = tokio::spawn(super::http_serve::serve(listener, router, shutdown.clone()));
     Ok(HttpServer {
         local_addr,
@@ -611,50 +601,4 @@ async fn session_delete_ok(request: Request, next: Next) -> Response {
         *response.status_mut() = StatusCode::OK;
     }
     response
-}
-
-async fn require_token(State(token): State<Arc<String>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim());
-    match given {
-        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(request).await,
-        _ => {
-            let mut response = (
-                StatusCode::UNAUTHORIZED,
-                "Unauthorized: send the server's token as `Authorization: Bearer TOKEN`\n",
-            )
-                .into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            response
-        }
-    }
-}
-
-/// Compares without stopping at the first difference, so response timing
-/// does not reveal how much of a guessed token was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-    }
 }

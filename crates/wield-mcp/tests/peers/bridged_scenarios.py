@@ -13,7 +13,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fixture import Fixture, HttpServer, alive, call, cancel_once_asked, expect, text_of
+from fixture import Fixture, HttpServer, alive, http_client, call, cancel_once_asked, expect, text_of
 
 
 def child_pids(pid: int) -> list[int]:
@@ -56,7 +56,7 @@ async def everything_restart(fx: Fixture) -> None:
     )
     server = HttpServer(fx, [])
     with server as url:
-        async with streamable_http_client(url) as (read, write):
+        async with streamable_http_client(url, http_client=http_client()) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 listed = {t.name: t for t in (await s.list_tools()).tools}

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,8 +17,24 @@ import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 SECRET = "TOP-SECRET-CONTENT"
+
+# The token every `HttpServer` gets (through WIELD_MCP_TOKEN) unless a
+# scenario gives its own, and the header that carries it. urllib requests
+# send it unless they name their own Authorization.
+TOKEN = "wield-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+AUTH_LINE = f"Authorization: Bearer {TOKEN}\r\n"
+_opener = urllib.request.build_opener()
+_opener.addheaders = list(AUTH.items())
+urllib.request.install_opener(_opener)
+
+
+def http_client():
+    """The SDK's HTTP client, sending the fixture's token."""
+    return create_mcp_http_client(headers=AUTH)
 
 
 class Fixture:
@@ -75,7 +92,7 @@ class Fixture:
                     yield s
         else:
             with HttpServer(self, flags, serve) as url:
-                async with streamable_http_client(url) as (read, write):
+                async with streamable_http_client(url, http_client=http_client()) as (read, write):
                     async with ClientSession(read, write, **callbacks) as s:
                         await s.initialize()
                         yield s
@@ -94,7 +111,7 @@ class HttpServer:
     ):
         self.fx = fx
         self.cmd = [fx.wield, *fx.args(flags), "--http", bind, *(extra or [])]
-        self.env = fx.env(env)
+        self.env = fx.env({"WIELD_MCP_TOKEN": TOKEN, **(env or {})})
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> str:

@@ -16,7 +16,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fixture import Fixture, HttpServer, alive, call, describe_process, expect, text_of
+from fixture import AUTH_LINE, Fixture, HttpServer, http_client, alive, call, describe_process, expect, text_of
 
 
 INITIALIZE = {
@@ -115,7 +115,7 @@ def reset_initializes(url: str, n: int) -> None:
     host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
     body = json.dumps(INITIALIZE).encode()
     head = (
-        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{AUTH_LINE}Content-Type: application/json\r\n"
         f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     for _ in range(n):
@@ -167,7 +167,7 @@ async def http_security(fx: Fixture) -> None:
                       f"Host: {host}\r\nOrigin: http://localhost\r\nOrigin: http://evil.example.com"]:
             status, text = raw_http(
                 url,
-                f"POST /mcp HTTP/1.1\r\n{twice}\r\nContent-Type: application/json\r\n"
+                f"POST /mcp HTTP/1.1\r\n{twice}\r\n{AUTH_LINE}Content-Type: application/json\r\n"
                 f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n",
                 body,
             )
@@ -252,11 +252,15 @@ async def http_security(fx: Fixture) -> None:
         other_port = {**auth, "Host": f"10.9.8.7:{port}", "Origin": "http://10.9.8.7:9"}
         expect(post(url, other_port) == 403, "0.0.0.0: an Origin on another port of the Host accepted")
         expect(post(url, {"Host": f"10.9.8.7:{port}"}) == 401, "0.0.0.0: no token accepted")
-    # A non-loopback address without a token is refused at start.
+    # An empty token is an error, never "no authentication".
     p = subprocess.run(
-        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"], env=fx.env(), capture_output=True, text=True, timeout=20
+        [fx.wield, *fx.args([]), "--http", "0.0.0.0:0"],
+        env=fx.env({"WIELD_MCP_TOKEN": ""}),
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
-    expect(p.returncode == 2 and "token" in p.stderr, f"non-loopback without token: {p.returncode} {p.stderr}")
+    expect(p.returncode == 2 and "empty" in p.stderr, f"an empty WIELD_MCP_TOKEN: {p.returncode} {p.stderr}")
     p = subprocess.run(
         [fx.wield, *fx.args([]), "--http", "0.0.0.0:0", "--token", "  "],
         env=fx.env(),
@@ -273,7 +277,7 @@ async def http_sessions(fx: Fixture) -> None:
         results: list[str] = []
 
         async def one(i: int) -> None:
-            async with streamable_http_client(url) as (read, write):
+            async with streamable_http_client(url, http_client=http_client()) as (read, write):
                 async with ClientSession(read, write) as s:
                     await s.initialize()
                     r = await call(s, "calculator", {"expression": f"{i} * 2"})
@@ -294,7 +298,7 @@ async def http_sessions(fx: Fixture) -> None:
 
             async def hold() -> None:
                 nonlocal count
-                async with streamable_http_client(url) as (read, write):
+                async with streamable_http_client(url, http_client=http_client()) as (read, write):
                     async with ClientSession(read, write) as s:
                         await s.initialize()
                         count += 1
@@ -329,7 +333,7 @@ async def http_sessions(fx: Fixture) -> None:
         expect(statuses == [200, 200, 200], f"reset initializes kept their slots: {statuses}")
     # A call that runs longer than the idle time keeps its session open.
     with HttpServer(fx, ["--yes"], ["--session-idle", "1s"]) as url:
-        async with streamable_http_client(url) as (read, write):
+        async with streamable_http_client(url, http_client=http_client()) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 r = await call(s, "bash", {"command": "sleep 2.5; echo still here"})
@@ -438,7 +442,7 @@ async def http_requests(fx: Fixture) -> None:
         started = time.time()
         status, text = raw_http(
             url,
-            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n{AUTH_LINE}Content-Type: application/json\r\n"
             "Accept: application/json, text/event-stream\r\nContent-Length: 100000000000\r\nConnection: close\r\n\r\n",
         )
         expect(status == 413 and time.time() - started < 5, f"a huge announced body: {status} after {time.time() - started:.1f}s")
@@ -452,7 +456,7 @@ async def http_requests(fx: Fixture) -> None:
                            "params": {"name": "bash", "arguments": {"command": f"sleep 2.5; echo done > {late}"}}}).encode()
         with socket.create_connection((host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]))) as s:
             s.sendall(
-                (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n{AUTH_LINE}Content-Type: application/json\r\n"
                  f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
                  f"Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
             )
@@ -566,7 +570,7 @@ async def http_resume(fx: Fixture) -> None:
         session = open_and_call(url)
         host = url.split("//", 1)[1].split("/", 1)[0]
         addr = (host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]))
-        headers = (f"Host: {host}\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+        headers = (f"Host: {host}\r\n{AUTH_LINE}Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n"
                    "Mcp-Protocol-Version: 2025-11-25\r\n")
 
         def call_then_leave(id: int, command: str, until: str) -> str:
@@ -609,7 +613,7 @@ async def http_resume(fx: Fixture) -> None:
         expect(not [d for _, d in nothing if d], f"an unknown event id: {nothing}")
         # Regression: with no session, the SDK replayed any stream whose
         # event id it was given (a deleted session's too).
-        status, text = raw_http(url, f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
+        status, text = raw_http(url, f"GET /mcp HTTP/1.1\r\nHost: {host}\r\n{AUTH_LINE}Accept: text/event-stream\r\n"
                                      f"Mcp-Protocol-Version: 2025-11-25\r\nLast-Event-ID: {last}\r\n"
                                      "Connection: close\r\n\r\n")
         expect(status == 400 and "within its session" in text and '"id":6' not in text,
