@@ -1,0 +1,218 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn literal(text: &str) -> Option<Vec<String>> {
+    analyse(text).literal
+}
+
+/// The commands (words joined, `…` when open) and whether the line is opaque.
+fn runs(text: &str) -> (Vec<String>, bool) {
+    let line = analyse(text);
+    let cmds = line
+        .commands
+        .iter()
+        .map(|c| {
+            let mut s = c.words.join(" ");
+            if c.open {
+                s.push_str(" …");
+            }
+            s
+        })
+        .collect();
+    (cmds, line.opaque.is_some())
+}
+
+fn runs_rm(text: &str) -> bool {
+    let (cmds, opaque) = runs(text);
+    opaque || cmds.iter().any(|c| c == "rm" || c.starts_with("rm "))
+}
+
+#[test]
+fn literal_commands() {
+    let words = |w: &[&str]| Some(w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+    assert_eq!(literal("ls -la src"), words(&["ls", "-la", "src"]));
+    assert_eq!(literal("ls 'a b'"), words(&["ls", "a b"]));
+    assert_eq!(literal("ls \"a b\" 2>&1"), words(&["ls", "a b"]));
+    assert_eq!(literal("ls src >/dev/null"), words(&["ls", "src"]));
+    assert_eq!(
+        literal("git commit -m \"a\\\"b\nc\""),
+        words(&["git", "commit", "-m", "a\"b\nc"])
+    );
+    assert_eq!(literal(r"r\m a\ b"), words(&["rm", "a b"]));
+    assert_eq!(
+        literal("cargo test -p x < /dev/null"),
+        words(&["cargo", "test", "-p", "x"])
+    );
+    assert_eq!(literal("  git status  "), words(&["git", "status"]));
+}
+
+#[test]
+fn not_literal() {
+    for text in [
+        "ls ${x:- #} ; touch PWNED",
+        r#"ls "${x#'"'}" ; touch PWNED"#,
+        "git status ${x:='$(touch PWNED)'}${x@P}",
+        "ls ${x:='a[$(touch PWNED)]'} $[x]",
+        "ls $x",
+        "ls \"$x\"",
+        "ls $(id)",
+        "ls `id`",
+        "ls <(id)",
+        "ls $((1+2))",
+        "ls *.rs",
+        "ls a?",
+        "ls [ab]",
+        "ls {a,b}",
+        "ls ~",
+        "ls ~/x",
+        "ls # comment",
+        r"ls \ #; touch PWNED",
+        "ls #'\ntouch PWNED",
+        "ls $'\\'' ; touch PWNED",
+        "ls > out",
+        "ls >> out",
+        "ls >& out",
+        "ls 2> err",
+        "X=1 ls",
+        "ls; pwd",
+        "ls && pwd",
+        "ls | cat",
+        "ls &",
+        "ls\npwd",
+        "(ls)",
+        "{ ls; }",
+        "! ls",
+        "ls <<EOF\nx\nEOF",
+        "f() { ls; }",
+        "if ls; then :; fi",
+        "[[ -e x ]]",
+        "ls 'unclosed",
+        "ls \\",
+        "",
+        "a=b",
+        "ls $'a'",
+        "ls $\"a\"",
+    ] {
+        assert_eq!(literal(text), None, "{text:?}");
+    }
+}
+
+#[test]
+fn rm_rewrites_are_found() {
+    for text in [
+        "rm x",
+        "/bin/rm x",
+        "/usr/bin/../bin/rm x",
+        "\"rm\" x",
+        "'rm' x",
+        r"r\m x",
+        r"\rm x",
+        "r\"\"m x",
+        "env rm x",
+        "env -i PATH=/bin rm x",
+        "env -- FOO=1 rm x",
+        "env -S 'rm x'",
+        "command rm x",
+        "command -p rm x",
+        "exec -a foo rm x",
+        "nice -n 5 rm x",
+        "nohup rm x",
+        "timeout -s KILL 5 rm x",
+        "stdbuf -o0 rm x",
+        "setsid -w rm x",
+        "time rm x",
+        "sudo -u root rm x",
+        "watch 'rm x'",
+        "echo x | xargs rm",
+        "echo x | xargs -I{} rm {}",
+        "xargs -0 -n1 /bin/rm < list",
+        "bash -c 'rm x'",
+        "sh -c \"rm x\"",
+        "bash -ec 'cd . && rm x'",
+        "bash -o errexit -c 'rm x'",
+        "eval rm x",
+        "eval 'rm x'",
+        "bash -c \"eval 'rm x'\"",
+        "x=rm; $x x",
+        "${r}m x",
+        "$(echo rm) x",
+        "`echo rm` x",
+        "$'\\x72\\x6d' x",
+        "/usr/bin/r[m] x",
+        "r* x",
+        "~/bin/rm x",
+        "find . -name x -exec rm {} \\;",
+        "find . -execdir /bin/rm {} +",
+        "find . -ok rm -i {} ';'",
+        "true && rm x",
+        "(rm x)",
+        "{ rm x; }",
+        "if true; then rm x; fi",
+        "f() { rm x; }; f",
+        "while false; do rm x; done",
+        "echo 'rm x' | bash",
+        "bash <<< 'rm x'",
+        "bash < script",
+        "bash -s",
+        "sh /dev/stdin",
+        "source /dev/stdin",
+        ". <(echo rm x)",
+        "cat <(rm x)",
+        "echo \"$(rm x)\"",
+        "echo `rm x`",
+        "x='a[$(rm x)]'; echo $[x]",
+        "x=\"\\$(rm x)\"; eval \"$x\"",
+        "echo ok # fine\nrm x",
+        r"echo a\ #; rm x",
+        "ls ${x:- #} ; rm x",
+        "eval \"$cmd\"",
+        "bash -c \"$cmd\"",
+        "echo 'unclosed",
+    ] {
+        assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
+    }
+}
+
+#[test]
+fn plain_commands_are_not_opaque() {
+    for text in [
+        "echo \"$HOME\" | tr a-z A-Z && ls -la",
+        "cargo test 2>&1 | tail -5",
+        "for f in *.rs; do wc -l \"$f\"; done",
+        "git log --format='%h %s' -n 3",
+        "bash script.sh",
+        "source .venv/bin/activate && pytest",
+        "ls # a comment",
+        "echo '$(not run)'",
+        "timeout 5 cargo test",
+    ] {
+        let (cmds, opaque) = runs(text);
+        assert!(!opaque, "{text:?}: {:?}", analyse(text).opaque);
+        assert!(!cmds.iter().any(|c| c.starts_with("rm")), "{text:?}: {cmds:?}");
+    }
+    let (cmds, _) = runs("echo '$(rm x)'");
+    assert!(
+        cmds.contains(&"rm x".to_owned()),
+        "quoted code is read as code: {cmds:?}"
+    );
+}
+
+#[test]
+fn wrappers_keep_what_follows_open() {
+    let (cmds, _) = runs("echo x | xargs rm");
+    assert!(cmds.contains(&"rm …".to_owned()), "{cmds:?}");
+    let (cmds, _) = runs("git push $remote --force");
+    assert!(cmds.contains(&"git push …".to_owned()), "{cmds:?}");
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_or_blow_up() {
+    let deep = format!("{}ls{}", "(".repeat(5000), ")".repeat(5000));
+    let _ = analyse(&deep);
+    let quotes = "echo '$(x)' ".repeat(500);
+    let (_, opaque) = runs(&quotes);
+    assert!(opaque, "past the budget of nested scripts the line is opaque");
+    let nested = format!("{}rm x{}", "bash -c \"eval '".repeat(6), "'\"".repeat(6));
+    assert!(runs_rm(&nested));
+}
