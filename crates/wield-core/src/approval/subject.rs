@@ -72,8 +72,15 @@ impl PathSubject {
     /// Fill in [`resolved`](Self::resolved): where the path leads from
     /// `workspace`, following symbolic links as the kernel (and the
     /// confined file tools, inside their roots) would.
+    /// A path inside the workspace is given under the workspace's own name
+    /// even when that name goes through a link, so `src/*` still matches.
     pub fn resolve(&mut self, workspace: &Path) {
-        self.resolved = Some(follow_links(&workspace.join(&self.given)));
+        let real = follow_links(&workspace.join(&self.given));
+        let real_ws = follow_links(workspace);
+        self.resolved = Some(match real.strip_prefix(&real_ws) {
+            Ok(inside) if real_ws != workspace => workspace.join(inside),
+            _ => real,
+        });
     }
 }
 
@@ -331,6 +338,11 @@ mod tests {
         assert_eq!(resolve("src/missing/../a"), ws.join("src/a"));
         assert_eq!(resolve("loop"), ws.join("loop"));
         assert_eq!(resolve(&ws.join("src/up/a").to_string_lossy()), ws.join("a"));
+        // A workspace reached through a link keeps its name.
+        std::os::unix::fs::symlink(&ws, ws.join("src/ws-link")).unwrap();
+        let mut s = PathSubject::new("src/up/b");
+        s.resolve(&ws.join("src/ws-link"));
+        assert_eq!(s.resolved.unwrap(), ws.join("src/ws-link/b"));
     }
 
     #[test]

@@ -312,7 +312,8 @@ fn harmless_redirect(node: Node<'_>, src: &[u8]) -> bool {
     };
     match (node.kind(), op) {
         ("herestring_redirect", _) => true,
-        ("file_redirect", "<") => true,
+        // Not `/dev/tcp/…`, which bash turns into a connection.
+        ("file_redirect", "<") => value == "/dev/null" || !value.starts_with("/dev/"),
         ("file_redirect", ">" | ">>" | "&>" | "&>>" | ">|") => value == "/dev/null",
         ("file_redirect", ">&" | "<&") => {
             value == "-" || (!value.is_empty() && value.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()))
@@ -463,6 +464,17 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
         } else {
             nested(&args.join(" "), depth, found, true);
         }
+    } else if name == "trap" {
+        // `trap 'rm x' EXIT` runs its first argument later.
+        match args.first() {
+            Some(script) if !script.starts_with('-') => nested(script, depth, found, true),
+            None if open => found.opaque("`trap` of a command that is not literal"),
+            _ => {}
+        }
+    } else if (name == "alias" && args.iter().any(|a| a.contains('=')))
+        || (name == "hash" && args.iter().any(|a| a.starts_with("-p")))
+    {
+        found.opaque(format!("`{name}` may give a command another name"));
     } else if name == "source" || name == "." {
         let from_input = match args.first() {
             Some(file) => reads_input(file),

@@ -89,6 +89,7 @@ fn not_literal() {
         "[[ -e x ]]",
         "ls 'unclosed",
         "ls \\",
+        "ls < /dev/tcp/127.0.0.1/80",
         "",
         "a=b",
         "ls $'a'",
@@ -169,6 +170,13 @@ fn rm_rewrites_are_found() {
         "eval \"$cmd\"",
         "bash -c \"$cmd\"",
         "echo 'unclosed",
+        "trap 'rm x' EXIT",
+        "shopt -s expand_aliases\nalias ls=rm\nls x",
+        "hash -p /bin/rm ls; ls x",
+        "find . -exec sh -c 'rm \"$1\"' _ {} \\;",
+        "parallel 'rm {}' ::: x",
+        "su -c 'rm x'",
+        "runuser -u nobody -- rm x",
     ] {
         assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
     }
