@@ -275,3 +275,33 @@ fn path_deny_rule_matches_the_symlink_target() {
     assert_eq!(code, 1, "{v}");
     assert!(!ws.ws.join(".github/settings.yml").exists());
 }
+
+/// "Allow for this project" on a line no pattern can approve remembers
+/// nothing (a derived `bash:ls*` would approve far more than the person
+/// saw); on a plain command it remembers the usual pattern.
+#[test]
+fn remembering_a_command_with_expansions_stores_no_pattern() {
+    let ws = Ws::new();
+    let approvals = ws.ws.join(".wield/approvals.toml");
+    let project = |cmd: &str| {
+        let out = ws
+            .wield()
+            .env("WIELD_TEST_APPROVER", "project")
+            .args(["--set", "sandbox.enabled=false", "--set", "approval.auto_approve=[]"])
+            .args(["call", "--json", "bash", &json!({ "command": cmd }).to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = project("ls $(echo src)");
+    assert!(stderr.contains("asks every time"), "{stderr}");
+    let stored = std::fs::read_to_string(&approvals).unwrap_or_default();
+    assert!(!stored.contains("bash:"), "remembered: {stored}");
+    // The next call with the same first word still asks.
+    let (code, v) = call_with(&ws, &[], &[], "bash", &json!({"command": "ls -la"}));
+    assert_eq!(code, 1, "{v}");
+    assert!(error_of(&v).contains("approval required"), "{v}");
+    project("ls -la src");
+    let stored = std::fs::read_to_string(&approvals).unwrap_or_default();
+    assert!(stored.contains("bash:ls*"), "remembered: {stored}");
+}
