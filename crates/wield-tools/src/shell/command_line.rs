@@ -117,6 +117,11 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
 /// parsed in all before the line is taken as opaque.
 const MAX_NESTED: usize = 32;
 
+/// How many words the commands read from one line may hold in all (a
+/// wrapper's every suffix is a command): past that the line is opaque, so
+/// a long line of wrappers costs bounded time.
+const MAX_WORDS: usize = 20_000;
+
 /// What the deny reading gathers.
 #[derive(Default)]
 struct Found {
@@ -124,6 +129,8 @@ struct Found {
     opaque: Option<String>,
     /// Nested scripts parsed so far.
     parsed: usize,
+    /// Words in `commands`.
+    words: usize,
 }
 
 impl Found {
@@ -390,11 +397,13 @@ fn nested(script: &str, depth: usize, found: &mut Found, strict: bool) {
     };
     let mut inner = Found {
         parsed: found.parsed,
+        words: found.words,
         ..Found::default()
     };
     collect(tree.root_node(), script.as_bytes(), depth + 1, &mut inner);
     found.commands.extend(inner.commands);
     found.parsed = inner.parsed;
+    found.words = inner.words;
     if strict && let Some(why) = inner.opaque {
         found.opaque(why);
     }
@@ -437,6 +446,11 @@ fn command(node: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
 fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
     if depth >= MAX_DEPTH {
         found.opaque("wrappers nested too deeply to follow");
+        return;
+    }
+    found.words += words.len();
+    if found.words > MAX_WORDS {
+        found.opaque("too many commands to follow");
         return;
     }
     let Some(first) = words.first_mut() else {
@@ -488,6 +502,9 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
             if FIND_EXEC.contains(&w.as_str()) {
                 let rest = &args[i + 1..];
                 let end = rest.iter().position(|w| w == ";" || w == "+");
+                if found.words > MAX_WORDS {
+                    return;
+                }
                 let cmd = rest[..end.unwrap_or(rest.len())].to_vec();
                 run(cmd, open && end.is_none(), depth + 1, found);
             }
@@ -495,6 +512,9 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
     } else if WRAPPERS.contains(&name.as_str()) {
         let appends = APPENDING.contains(&name.as_str());
         for i in 0..args.len() {
+            if found.words > MAX_WORDS {
+                return;
+            }
             run(args[i..].to_vec(), open || appends, depth + 1, found);
         }
         if args.is_empty() && open {

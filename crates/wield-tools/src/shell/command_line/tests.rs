@@ -221,6 +221,17 @@ fn deep_nesting_does_not_overflow_or_blow_up() {
     let quotes = "echo '$(x)' ".repeat(500);
     let (_, opaque) = runs(&quotes);
     assert!(opaque, "past the budget of nested scripts the line is opaque");
+    // Wrappers of wrappers: every suffix is tried, in bounded time.
+    let started = std::time::Instant::now();
+    let wrapped = format!("{}rm x", "nice env ".repeat(2000));
+    assert!(runs_rm(&wrapped));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let finds = format!("find {}", "-exec find ".repeat(300));
+    let _ = analyse(&finds);
     let nested = format!("{}rm x{}", "bash -c \"eval '".repeat(6), "'\"".repeat(6));
     assert!(runs_rm(&nested));
 }
