@@ -132,6 +132,30 @@ fn confirm_applies_unless_auto_approve_matches() {
 }
 
 #[test]
+fn confirm_rules_on_commands_are_read_as_broadly_as_deny_rules() {
+    let mut c = cfg(&[], &[]);
+    c.confirm = vec!["bash:rm *".into()];
+    let mut case = Case::new(false);
+    case.sandboxed = true;
+    let mut traits = ToolTraits::default();
+    traits.capabilities.push(AUTO_APPROVE_IF_SANDBOXED.into());
+    case.traits = traits;
+    let chain = standard_chain(&c, vec![]);
+    let chained = shell("true && rm x", None, &[&["true"], &["rm", "x"]]);
+    let v = case.run_subject(&chain, "bash", &json!({}), &chained);
+    assert_eq!((v.decision, v.resolver.as_str()), (Decision::RequireApproval, "config"));
+    let mut opaque = shell("$x", None, &[]);
+    if let Subject::Command(line) = &mut opaque {
+        line.opaque = Some("a name that is not literal".into());
+    }
+    let v = case.run_subject(&chain, "bash", &json!({}), &opaque);
+    assert_eq!(v.decision, Decision::RequireApproval);
+    let ls = shell("ls", Some(&["ls"]), &[&["ls"]]);
+    let v = case.run_subject(&chain, "bash", &json!({}), &ls);
+    assert_eq!((v.decision, v.resolver.as_str()), (Decision::Approve, "sandbox"));
+}
+
+#[test]
 fn argument_patterns_cross_slashes_and_newlines_but_not_commands() {
     let c = cfg(&["write:/tmp/*", "bash:git commit*", "BASH:echo*"], &[]);
     assert_eq!(
