@@ -175,7 +175,7 @@ fn literal_line(root: Node<'_>, src: &[u8]) -> Option<Vec<String>> {
         }
         _ => return None,
     };
-    if !blank_between(root, &[*statement], src) || !blank_between(*statement, &children(*statement), src) {
+    if !blank_between(root, &[*statement], src, true) || !blank_between(*statement, &children(*statement), src, false) {
         return None;
     }
     for r in &redirects {
@@ -184,7 +184,17 @@ fn literal_line(root: Node<'_>, src: &[u8]) -> Option<Vec<String>> {
         }
     }
     let parts = children(command);
-    if !blank_between(command, &parts, src) {
+    if !blank_between(command, &parts, src, false) {
+        return None;
+    }
+    // Two words with nothing between them are one word to bash, whatever
+    // the grammar made of them; only a redirection's operator separates
+    // without a blank.
+    let is_redirect = |n: &Node<'_>| n.kind().ends_with("redirect");
+    if parts
+        .windows(2)
+        .any(|w| w[0].end_byte() == w[1].start_byte() && !is_redirect(&w[0]) && !is_redirect(&w[1]))
+    {
         return None;
     }
     let mut words = Vec::new();
@@ -211,12 +221,14 @@ fn literal_line(root: Node<'_>, src: &[u8]) -> Option<Vec<String>> {
 }
 
 /// Whether the text of `parent` outside `parts` is blanks only (no
-/// operator, comment or escape the grammar may have read differently).
-fn blank_between(parent: Node<'_>, parts: &[Node<'_>], src: &[u8]) -> bool {
+/// operator, comment or escape the grammar may have read differently), and
+/// no newline unless `lines` (a newline ends a command for bash, whatever
+/// the grammar made of it).
+fn blank_between(parent: Node<'_>, parts: &[Node<'_>], src: &[u8], lines: bool) -> bool {
     let mut at = parent.start_byte();
     let blank = |from: usize, to: usize| {
         src.get(from..to)
-            .is_some_and(|gap| gap.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n')))
+            .is_some_and(|gap| gap.iter().all(|b| matches!(b, b' ' | b'\t') || (lines && *b == b'\n')))
     };
     for p in parts {
         if !blank(at, p.start_byte()) {
@@ -305,6 +317,9 @@ fn unescape_double_quoted(inner: &str) -> Option<String> {
 /// duplicated or closed.
 fn harmless_redirect(node: Node<'_>, src: &[u8]) -> bool {
     let parts = children(node);
+    if !blank_between(node, &parts, src, false) {
+        return false;
+    }
     let op = parts.iter().find(|p| !p.is_named()).map(|p| p.kind()).unwrap_or("");
     let targets: Vec<Node<'_>> = parts
         .iter()

@@ -235,3 +235,113 @@ fn deep_nesting_does_not_overflow_or_blow_up() {
     let nested = format!("{}rm x{}", "bash -c \"eval '".repeat(6), "'\"".repeat(6));
     assert!(runs_rm(&nested));
 }
+
+/// Random lines made of the characters that matter to bash: whenever the
+/// literal reading accepts one, bash runs exactly one command, with exactly
+/// those words.
+#[test]
+fn the_literal_reading_agrees_with_bash() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let printargs = bin.join("printargs");
+    std::fs::write(
+        &printargs,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$ARGS_OUT\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&printargs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for f in ["a", "b"] {
+        std::fs::write(dir.path().join(f), "").unwrap();
+    }
+    let out = dir.path().join("args");
+    let tokens = [
+        "a",
+        "b",
+        " ",
+        " ",
+        "'",
+        "\"",
+        "\\",
+        "$",
+        "(",
+        ")",
+        ";",
+        "&",
+        "|",
+        "<",
+        ">",
+        "#",
+        "*",
+        "{",
+        "}",
+        "\n",
+        "`",
+        "=",
+        "~",
+        "-",
+        "1",
+        "2",
+        "/dev/null",
+        "$'",
+        "\t",
+        "[",
+        "]",
+        "!",
+        "%",
+        ":",
+        "a b",
+        "\\\n",
+        ",",
+        "^",
+        "?",
+    ];
+    let mut seed: u64 = 0x5eed;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(seed >> 33).unwrap() % n
+    };
+    let mut accepted = 0;
+    for _ in 0..4000 {
+        let mut line = String::from("printargs ");
+        for _ in 0..1 + next(10) {
+            line.push_str(tokens[next(tokens.len())]);
+        }
+        let Some(words) = literal(&line) else {
+            continue;
+        };
+        accepted += 1;
+        let _ = std::fs::remove_file(&out);
+        let run = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&line)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("ARGS_OUT", &out)
+            .output()
+            .expect("bash must be installed for this test");
+        let printed = std::fs::read(&out).unwrap_or_default();
+        let args: Vec<String> = printed
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let expected: Vec<String> = words[1..].iter().cloned().chain([String::new()]).collect();
+        assert_eq!(words[0], "printargs", "{line:?}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        // Input from a file that cannot be read: bash ran nothing.
+        let unreadable = ["No such file or directory", "Not a directory", "Is a directory"];
+        if !out.exists() && !stderr.contains("command not found") && unreadable.iter().any(|e| stderr.contains(e)) {
+            continue;
+        }
+        assert!(
+            run.status.success() && run.stderr.is_empty() && args == expected,
+            "{line:?}: read as {words:?}, bash ran {args:?} (status {:?}, stderr {stderr})",
+            run.status,
+        );
+    }
+    assert!(accepted > 200, "too few lines accepted to mean anything: {accepted}");
+}
