@@ -219,12 +219,13 @@ pub trait Tool: Send + Sync {
     }
 
     /// What argument patterns (`tool:GLOB`) are matched against. By default
-    /// the `command` argument as plain text, else the `path` argument (the
-    /// executor adds where it leads). A tool that runs a shell command line
-    /// returns it parsed ([`Subject::Command`]), so approval rules see the
-    /// commands the shell will run rather than a string.
+    /// the `command` argument as plain text, else the [`paths`](Self::paths)
+    /// the call declares, else its `path` argument (the executor adds where
+    /// each leads). A tool that runs a shell command line returns it parsed
+    /// ([`Subject::Command`]), so approval rules see the commands the shell
+    /// will run rather than a string.
     fn approval_subject(&self, input: &Value) -> Subject {
-        Subject::from_input(input)
+        Subject::from_call(input, &self.paths(input))
     }
 
     /// Known keys of this tool's own config table (`[name]`), for validation.

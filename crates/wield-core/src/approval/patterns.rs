@@ -271,7 +271,10 @@ pub fn derive_pattern(tool: &str, subject: &Subject, workspace: &Path) -> Derive
             None => exact(text),
         },
         Subject::Text(text) => exact(text),
-        Subject::Path(p) => {
+        Subject::Paths(paths) => {
+            let Some(p) = paths.first() else {
+                return reusable(tool.to_owned());
+            };
             // The directory the file really is in: a remembered rule for
             // the link's directory would not approve the next call anyway.
             let real = p
@@ -362,10 +365,10 @@ mod tests {
         assert_eq!(d("write", json!({"path":"/ws/src/../lib/m.rs"})), "write:lib/*");
         assert_eq!(d("calculator", json!({})), "calculator");
         // A path through a link: the real directory.
-        let linked = Subject::Path(PathSubject {
+        let linked = Subject::Paths(vec![PathSubject {
             given: "src/up/README.md".into(),
             resolved: Some(PathBuf::from("/ws/README.md")),
-        });
+        }]);
         assert_eq!(derive_pattern("write", &linked, ws).pattern, "write:./*");
     }
 

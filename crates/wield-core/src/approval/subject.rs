@@ -17,6 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use crate::names::glob_match;
+use crate::tool::PathUse;
 
 /// What argument patterns see of a call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,19 +31,31 @@ pub enum Subject {
     Text(String),
     /// A shell command line, as the tool parsed it.
     Command(CommandLine),
-    /// A path, as given and as resolved.
-    Path(PathSubject),
+    /// The paths the call touches, each as given and as resolved: a path
+    /// pattern approves only when it holds for all of them, and denies when
+    /// it holds for any.
+    Paths(Vec<PathSubject>),
 }
 
 impl Subject {
     /// The default subject of an input: its `command` as text, else its
     /// `path` (whose resolved form the executor adds).
     pub fn from_input(input: &Value) -> Self {
+        Self::from_call(input, &[])
+    }
+
+    /// The default subject of a call: its `command` as text, else the paths
+    /// the tool declares ([`Tool::paths`](crate::Tool::paths)), else its
+    /// `path` argument.
+    pub fn from_call(input: &Value, declared: &[PathUse]) -> Self {
         if let Some(cmd) = input.get("command").and_then(Value::as_str) {
             return Self::Text(cmd.trim().to_owned());
         }
+        if !declared.is_empty() {
+            return Self::Paths(declared.iter().map(|p| PathSubject::new(p.path.clone())).collect());
+        }
         if let Some(path) = input.get("path").and_then(Value::as_str) {
-            return Self::Path(PathSubject::new(path));
+            return Self::Paths(vec![PathSubject::new(path)]);
         }
         Self::None
     }
@@ -219,16 +232,22 @@ pub(crate) fn subject_matches(
                     })
             }
         },
-        Subject::Path(p) => {
-            let given = path_forms(&p.given);
-            let resolved = match &p.resolved {
-                Some(r) => path_forms(&r.to_string_lossy()),
-                None => given.clone(),
+        Subject::Paths(paths) => {
+            let holds = |p: &PathSubject| {
+                let given = path_forms(&p.given);
+                let resolved = match &p.resolved {
+                    Some(r) => path_forms(&r.to_string_lossy()),
+                    None => given.clone(),
+                };
+                let any = |forms: &[String]| forms.iter().any(|f| glob_match(arg, f, false));
+                match purpose {
+                    Purpose::Approve => any(&given) && any(&resolved),
+                    Purpose::Deny => any(&given) || any(&resolved),
+                }
             };
-            let any = |forms: &[String]| forms.iter().any(|f| glob_match(arg, f, false));
             match purpose {
-                Purpose::Approve => any(&given) && any(&resolved),
-                Purpose::Deny => any(&given) || any(&resolved),
+                Purpose::Approve => !paths.is_empty() && paths.iter().all(holds),
+                Purpose::Deny => paths.iter().any(holds),
             }
         }
     }
@@ -347,12 +366,22 @@ mod tests {
 
     #[test]
     fn paths_need_both_forms_to_approve_and_either_to_deny() {
-        let p = Subject::Path(PathSubject {
+        let p = Subject::Paths(vec![PathSubject {
             given: "src/up/a".into(),
             resolved: Some(PathBuf::from("a")),
-        });
+        }]);
         assert!(!subject_matches("src/*", &p, Purpose::Approve, &no_forms));
         assert!(subject_matches("src/*", &p, Purpose::Deny, &no_forms));
         assert!(subject_matches("a", &p, Purpose::Deny, &no_forms));
+        // Several paths: approve only when every one is covered.
+        let two = Subject::Paths(vec![PathSubject::new("src/a"), PathSubject::new("lib/b")]);
+        assert!(!subject_matches("src/*", &two, Purpose::Approve, &no_forms));
+        assert!(subject_matches("lib/*", &two, Purpose::Deny, &no_forms));
+        assert!(!subject_matches(
+            "*",
+            &Subject::Paths(vec![]),
+            Purpose::Approve,
+            &no_forms
+        ));
     }
 }

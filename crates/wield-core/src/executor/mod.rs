@@ -359,8 +359,10 @@ impl Executor {
         }
 
         let mut subject = tool.approval_subject(&input);
-        if let Subject::Path(path) = &mut subject {
-            path.resolve(&self.workspace);
+        if let Subject::Paths(paths) = &mut subject {
+            for path in paths {
+                path.resolve(&self.workspace);
+            }
         }
         let verdict = self.chain.resolve(&ApprovalCall {
             tool: name,
