@@ -429,7 +429,28 @@ fn nested(script: &str, depth: usize, found: &mut Found, strict: bool) {
 fn command(node: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
     let mut words = Vec::new();
     let mut open = false;
+    // The grammar gives a redirection every word after its operator; bash
+    // only the first, the rest are the command's arguments (`exec >f rm x`
+    // runs `rm x`), wherever the redirection was attached.
+    let mut parts = Vec::new();
     for part in children(node) {
+        if part.kind() == "file_redirect" {
+            parts.extend(redirect_extras(part));
+        } else {
+            parts.push(part);
+        }
+    }
+    if let Some(parent) = node.parent()
+        && parent.kind() == "redirected_statement"
+        && parent.child_by_field_name("body").is_some_and(|b| b.id() == node.id())
+    {
+        for r in children(parent) {
+            if r.kind() == "file_redirect" {
+                parts.extend(redirect_extras(r));
+            }
+        }
+    }
+    for part in parts {
         match part.kind() {
             "command_name" => {
                 let name = children(part).first().and_then(|n| literal_word(*n, src));
@@ -454,6 +475,15 @@ fn command(node: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
         return;
     }
     run(words, open, depth, found);
+}
+
+/// The words the grammar hung on a redirection after its target.
+fn redirect_extras(redirect: Node<'_>) -> Vec<Node<'_>> {
+    children(redirect)
+        .into_iter()
+        .filter(|n| n.is_named() && n.kind() != "file_descriptor")
+        .skip(1)
+        .collect()
 }
 
 /// `words` as a command that runs: its name normalised, then wrappers,

@@ -177,6 +177,9 @@ fn rm_rewrites_are_found() {
         "parallel 'rm {}' ::: x",
         "su -c 'rm x'",
         "runuser -u nobody -- rm x",
+        "exec >f rm x",
+        "exec 2>f rm x y",
+        "exec >xargs rm ry=",
     ] {
         assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
     }
@@ -344,4 +347,62 @@ fn the_literal_reading_agrees_with_bash() {
         );
     }
     assert!(accepted > 200, "too few lines accepted to mean anything: {accepted}");
+}
+
+/// Random lines that may run `rm` in many spellings: whenever bash does run
+/// it (a stand-in found first on `PATH`), the deny reading found a command
+/// named `rm` or marked the line opaque.
+#[test]
+fn the_deny_reading_sees_every_rm_bash_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::write(bin.join("rm"), "#!/bin/sh\necho \"$@\" >> \"$RAN\"\n").unwrap();
+    std::fs::set_permissions(bin.join("rm"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let tokens = [
+        "rm", "rm ", "rm ", "rm x", "r", "m", "\\", "'", "\"", " ", " ", ";", "env ", "x", "$", "(", ")", "`", "{",
+        "}", "=", "|", "&", "xargs ", "echo ", "eval ", "bash -c ", "\n", "#", "<", ">", "*", "nice ", "command ",
+        "exec ", "$'", "\\x72", "y=", "$y", "-", "sh", "<<<", "f()", ":",
+    ];
+    let mut seed: u64 = 0xd0_0d1e;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(seed >> 33).unwrap() % n
+    };
+    let mut runs_of_rm = 0;
+    for i in 0..1500 {
+        let mut line = String::new();
+        for _ in 0..1 + next(8) {
+            line.push_str(tokens[next(tokens.len())]);
+        }
+        // A file of its own for each line: one line's background `rm` may
+        // write after the next line started.
+        let ran = dir.path().join(format!("ran-{i}"));
+        let _ = std::process::Command::new("timeout")
+            .args(["2", "bash", "-c", &line])
+            .current_dir(&work)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("RAN", &ran)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("bash and timeout must be installed for this test");
+        if !ran.exists() {
+            continue;
+        }
+        runs_of_rm += 1;
+        let (cmds, opaque) = runs(&line);
+        assert!(
+            opaque || cmds.iter().any(|c| c == "rm" || c.starts_with("rm ")),
+            "{line:?} ran rm unseen: {cmds:?}"
+        );
+    }
+    assert!(runs_of_rm > 50, "too few lines ran rm to mean anything: {runs_of_rm}");
 }
