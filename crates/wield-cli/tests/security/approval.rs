@@ -274,6 +274,32 @@ fn path_deny_rule_matches_the_symlink_target() {
     );
     assert_eq!(code, 1, "{v}");
     assert!(!ws.ws.join(".github/settings.yml").exists());
+    // The same for the other file tools, and a link as the last component.
+    std::fs::write(ws.ws.join(".github/ci.yml"), "on: push\n").unwrap();
+    link("../.github/ci.yml", &ws.ws.join("docs/ci.yml"));
+    let deny: &[&str] = &["edit:.github/*", "mkdir:.github/*"];
+    let (code, v) = call_with(
+        &ws,
+        &[("deny", deny)],
+        &["-y"],
+        "edit",
+        &json!({"path": "docs/ci.yml", "old_text": "push", "new_text": "pull_request"}),
+    );
+    assert_eq!(code, 1, "{v}");
+    assert!(error_of(&v).contains("denied by policy"), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(ws.ws.join(".github/ci.yml")).unwrap(),
+        "on: push\n"
+    );
+    let (code, v) = call_with(
+        &ws,
+        &[("deny", deny)],
+        &["-y"],
+        "mkdir",
+        &json!({"path": "docs/gh/workflows"}),
+    );
+    assert_eq!(code, 1, "{v}");
+    assert!(!ws.ws.join(".github/workflows").exists());
 }
 
 /// "Allow for this project" on a line no pattern can approve remembers
