@@ -75,6 +75,14 @@ impl Tool for Echo {
             .into_iter()
             .collect()
     }
+    /// A `command` is read as the shell tools read theirs, so approval
+    /// rules can be tried on it without running anything.
+    fn approval_subject(&self, input: &Value) -> wield_core::approval::Subject {
+        if input.get("command").is_some() {
+            return wield_tools::shell::approval_subject(input);
+        }
+        wield_core::approval::Subject::from_call(input, &self.paths(input))
+    }
     async fn approval_detail(&self, input: &Value, _ctx: &Context) -> Option<String> {
         let path = input.get("path").and_then(Value::as_str)?;
         let content = input.get("content").and_then(Value::as_str)?;

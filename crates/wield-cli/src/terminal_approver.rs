@@ -146,7 +146,8 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
     if request.always_asks {
         let _ = writeln!(
             std::io::stderr(),
-            "  (a rule in approval.confirm asks for this call every time: it can be allowed once)"
+            "  (it can be allowed once: a rule in approval.confirm asks for this call every time, \
+             or it is not one plain command that a remembered pattern could approve)"
         );
     }
     let options: Vec<Labelled> = offered(request)
@@ -176,8 +177,8 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
 }
 
 /// The choices offered for `request`: remembering its pattern is left out
-/// when a rule asks for it every time, since that would not spare the next
-/// ask.
+/// when a rule asks for it every time or no pattern can approve it, since
+/// that would not spare the next ask.
 fn offered(request: &ApprovalRequest) -> impl Iterator<Item = Choice> + '_ {
     CHOICES
         .into_iter()
@@ -243,7 +244,7 @@ impl Approver for ScriptedApprover {
             "approver asked: {} | {} | {}{}",
             request.tool,
             request.shown_preview(),
-            request.pattern,
+            wield_core::approval::printable(&request.pattern),
             if request.always_asks { " | asks every time" } else { "" }
         );
         eprint!("{}", shown(request, false));

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::approval::Subject;
 use crate::config::ConfigKey;
 use crate::context::Context;
 
@@ -215,6 +216,16 @@ pub trait Tool: Send + Sync {
     /// Paths the call will touch, checked against the roots before it runs.
     fn paths(&self, _input: &Value) -> Vec<PathUse> {
         Vec::new()
+    }
+
+    /// What argument patterns (`tool:GLOB`) are matched against. By default
+    /// the `command` argument as plain text, else the [`paths`](Self::paths)
+    /// the call declares, else its `path` argument (the executor adds where
+    /// each leads). A tool that runs a shell command line returns it parsed
+    /// ([`Subject::Command`]), so approval rules see the commands the shell
+    /// will run rather than a string.
+    fn approval_subject(&self, input: &Value) -> Subject {
+        Subject::from_call(input, &self.paths(input))
     }
 
     /// Known keys of this tool's own config table (`[name]`), for validation.

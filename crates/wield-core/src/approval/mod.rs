@@ -30,13 +30,14 @@ use crate::tool::ToolTraits;
 mod display;
 pub mod patterns;
 mod resolvers;
+pub mod subject;
 
 pub use display::{Shown, arguments_text, printable};
 pub use patterns::{
-    PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, command_segments, derive_pattern, is_compound,
-    normalize_lexically,
+    DerivedPattern, PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, derive_pattern, normalize_lexically,
 };
 pub use resolvers::{CatchAllResolver, ConfigResolver, FnResolver, RulesResolver, SandboxResolver, standard_chain};
+pub use subject::{CommandLine, PathSubject, RunCommand, Subject};
 
 pub const PRIORITY_CONFIG: i32 = 100;
 pub const PRIORITY_FRONTMATTER: i32 = 90;
@@ -60,6 +61,9 @@ pub enum Decision {
 pub struct ApprovalCall<'a> {
     pub tool: &'a str,
     pub input: &'a Value,
+    /// What argument patterns match: the tool's [`Subject`], a path's
+    /// resolved form added by the executor.
+    pub subject: &'a Subject,
     pub traits: &'a ToolTraits,
     pub session: &'a Session,
     pub workspace: &'a Path,
@@ -192,10 +196,11 @@ pub struct ApprovalRequest {
     pub detail: Option<String>,
     /// The pattern "allow for session/project/global" would remember.
     pub pattern: String,
-    /// A rule asks for this call every time (an `approval.confirm` rule,
-    /// decided above the remembered rules): allowing its pattern for the
-    /// session, the project or everywhere would not spare the next ask, so
-    /// only "allow once" is offered.
+    /// Remembering a pattern would not spare the next ask, so only "allow
+    /// once" is offered: a rule asks for this call every time (an
+    /// `approval.confirm` rule, decided above the remembered rules), or no
+    /// pattern can approve the call (a command line that is not one simple
+    /// command of literal words).
     pub always_asks: bool,
 }
 
@@ -226,16 +231,19 @@ impl Approver for HeadlessApprover {
 }
 
 /// Why a call that needs approval was refused, and how a person can grant
-/// it: a remembered approval, or, when a `confirm` rule asks every time
-/// (remembered approvals do not apply), `--yes` or a change of the rules.
+/// it: a remembered approval, or, when remembered approvals do not apply
+/// (a `confirm` rule asks every time, or no pattern can approve the
+/// command), `--yes` or a change of the rules.
 pub fn needs_approval_message(request: &ApprovalRequest) -> String {
     let tool = &request.tool;
     if request.always_asks {
         format!(
             "approval required: the call to `{tool}` needs approval and no one can approve it here. \
-             A rule in approval.confirm asks for it every time (remembered approvals do not apply), \
-             so a person can allow it with --yes, or by taking the rule out of approval.confirm \
-             (or adding a pattern to approval.auto_approve, which wins over confirm) in .wield/config.toml."
+             Remembered approvals do not apply to it: either a rule in approval.confirm asks for it every time, \
+             or it is a command that no pattern approves (several commands, or words with expansions, \
+             substitutions, globs or redirections). A person can allow it with --yes; to let it run \
+             without asking, split it into plain commands, or take the rule out of approval.confirm \
+             in .wield/config.toml."
         )
     } else {
         format!(

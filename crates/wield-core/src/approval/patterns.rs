@@ -6,16 +6,16 @@
 //! preset (`$readonly`, `$standard`, or a user preset), or a tool plus an
 //! argument glob (`bash:git commit*`, `write:/tmp/*`). `*` is the only
 //! wildcard; it crosses `/` and newlines in arguments. Tool names match
-//! case-insensitively, arguments exactly.
+//! case-insensitively, arguments exactly. What an argument glob is matched
+//! against is the call's [`Subject`] (see [`super::subject`]).
 
 use std::path::{Component, Path, PathBuf};
-
-use serde_json::Value;
 
 use crate::config::{ApprovalConfig, PresetConfig};
 use crate::names::glob_match;
 
 use super::ApprovalCall;
+use super::subject::{Purpose, Subject, is_plain, subject_matches};
 
 /// Tool names `$standard` adds to `$readonly`.
 pub const STANDARD_WRITE_TOOLS: &[&str] = &["write", "edit", "patch", "mkdir"];
@@ -77,15 +77,6 @@ fn parse_pattern(entry: &str) -> Pattern {
         };
     }
     Pattern::Tool(e.to_owned())
-}
-
-/// Why a list is being matched: approvals are read narrowly (an argument
-/// pattern approves a shell command only when it is a single command), deny
-/// rules and removals broadly (they also match any part of a compound one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Purpose {
-    Approve,
-    Deny,
 }
 
 /// Matches approval lists against a call, with the presets of a config.
@@ -190,190 +181,10 @@ impl<'c> PatternSet<'c> {
     }
 }
 
-/// The argument of a call against an argument glob: bash's `command` (the
-/// whole command, trimmed), else `path` (normalised, so `..` cannot climb
-/// out of a pattern's directory).
+/// The call's subject against an argument glob; a path is matched in its
+/// normalised forms (so `..` cannot climb out of a pattern's directory).
 fn argument_matches(arg: &str, call: &ApprovalCall<'_>, purpose: Purpose) -> bool {
-    if let Some(cmd) = call.input.get("command").and_then(Value::as_str) {
-        let cmd = cmd.trim();
-        let whole = glob_match(arg, cmd, false);
-        return match purpose {
-            // A pattern such as `git status*` must not approve
-            // `git status; rm -rf ~`: only a single command, unless the
-            // pattern is the bare `*` that approves everything anyway.
-            Purpose::Approve => whole && (arg.chars().all(|c| c == '*') || !is_compound(cmd)),
-            Purpose::Deny => {
-                whole
-                    || command_segments(cmd)
-                        .iter()
-                        .chain(&chain_segments(cmd))
-                        .any(|s| glob_match(arg, s, false))
-            }
-        };
-    }
-    if let Some(path) = call.input.get("path").and_then(Value::as_str) {
-        return path_forms(path, call.workspace)
-            .iter()
-            .any(|form| glob_match(arg, form, false));
-    }
-    false
-}
-
-/// Whether a shell command chains or nests other commands: `;`, `&&`, `||`,
-/// `|`, `&`, a newline, backticks, `$(`, or a process substitution (`<(`,
-/// `>(`) outside quotes (backticks and `$(` also inside double quotes).
-/// `2>&1`-style redirections do not count.
-pub fn is_compound(cmd: &str) -> bool {
-    command_segments(cmd).len() > 1
-}
-
-/// The simple commands of a shell command line, split at the operators
-/// [`is_compound`] looks for, each trimmed. An approximation of shell
-/// grammar that errs towards splitting.
-pub fn command_segments(cmd: &str) -> Vec<String> {
-    split(cmd, true)
-}
-
-/// The commands of a line split at the operators that chain them only
-/// (`;`, `&&`, `||`, `|`, `&`, newlines), nested commands left in their
-/// place: what a deny pattern that names a substitution (`bash <(curl*`)
-/// is matched against.
-fn chain_segments(cmd: &str) -> Vec<String> {
-    split(cmd, false)
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Quote {
-    None,
-    Single,
-    Double,
-    /// `$'…'`, where a backslash escapes (`$'\''` is one quote).
-    Ansi,
-}
-
-/// `cmd` split at chain operators, and also at nested commands when
-/// `nested`. Comments (`#` at the start of a word) are left out, up to the
-/// newline that ends them.
-fn split(cmd: &str, nested: bool) -> Vec<String> {
-    let chars: Vec<char> = cmd.chars().collect();
-    let mut segments = Vec::new();
-    let mut current = String::new();
-    let mut quote = Quote::None;
-    // The character before, and whether it was escaped (`\>&` is no
-    // redirection, `\ #` starts no comment).
-    let mut prev: Option<char> = None;
-    let mut prev_escaped = false;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if matches!(quote, Quote::Single | Quote::Ansi) {
-            if quote == Quote::Ansi && c == '\\' {
-                (i, prev) = push_escaped(&mut current, &chars, i);
-                prev_escaped = true;
-                continue;
-            }
-            if c == '\'' {
-                quote = Quote::None;
-            }
-            current.push(c);
-            i += 1;
-            prev = Some(c);
-            prev_escaped = false;
-            continue;
-        }
-        let double = quote == Quote::Double;
-        let word_start =
-            prev.is_none() || (!prev_escaped && prev.is_some_and(|p| p.is_whitespace() || "|&;()<>".contains(p)));
-        let splits = match c {
-            '\\' => {
-                (i, prev) = push_escaped(&mut current, &chars, i);
-                prev_escaped = true;
-                continue;
-            }
-            '#' if !double && word_start => {
-                // A comment: nothing in it runs.
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                prev = Some('#');
-                prev_escaped = false;
-                continue;
-            }
-            '$' if !double && next == Some('\'') => {
-                current.push_str("$'");
-                quote = Quote::Ansi;
-                i += 2;
-                prev = Some('\'');
-                prev_escaped = false;
-                continue;
-            }
-            '\'' if !double => {
-                quote = Quote::Single;
-                false
-            }
-            '"' => {
-                quote = if double { Quote::None } else { Quote::Double };
-                false
-            }
-            '`' => nested,
-            '$' if next == Some('(') && nested => {
-                cut(&mut current, &mut segments);
-                i += 2;
-                prev = Some('(');
-                prev_escaped = false;
-                continue;
-            }
-            // Process substitution runs the command inside: `cat <(rm x)`.
-            '<' | '>' if !double && next == Some('(') && nested => {
-                cut(&mut current, &mut segments);
-                i += 2;
-                prev = Some('(');
-                prev_escaped = false;
-                continue;
-            }
-            // `)` ends a substitution or subshell: what follows is the
-            // outer command's again.
-            ')' => !double && nested,
-            ';' | '\n' | '|' => !double,
-            // Not in `2>&1` or `<&3`; `&>` is split (in `sh` it runs what
-            // comes before in the background).
-            '&' => !double && (prev_escaped || !matches!(prev, Some('>' | '<'))),
-            _ => false,
-        };
-        if splits {
-            cut(&mut current, &mut segments);
-        } else {
-            current.push(c);
-        }
-        i += 1;
-        prev = Some(c);
-        prev_escaped = false;
-    }
-    cut(&mut current, &mut segments);
-    segments
-}
-
-/// Push the backslash at `i` and the character it escapes; the index after
-/// them, and the escaped character.
-fn push_escaped(current: &mut String, chars: &[char], i: usize) -> (usize, Option<char>) {
-    let escaped = chars.get(i + 1).copied();
-    current.push('\\');
-    current.extend(escaped);
-    (i + 2, escaped)
-}
-
-fn cut(current: &mut String, segments: &mut Vec<String>) {
-    let s = current
-        .trim()
-        .trim_start_matches(['(', '{', '!'])
-        .trim_end_matches([')', '}'])
-        .trim()
-        .to_owned();
-    if !s.is_empty() {
-        segments.push(s);
-    }
-    current.clear();
+    subject_matches(arg, call.subject, purpose, &|p| path_forms(p, call.workspace))
 }
 
 /// Remove `.` and `..` without touching the file system (the file may not
@@ -419,79 +230,133 @@ fn path_forms(raw: &str, workspace: &Path) -> Vec<String> {
     forms
 }
 
-/// The pattern a remembered approval stores for a call: bash → the command's
-/// first word (two for git, cargo, npm, …) plus `*`; file tools → the file's
-/// directory plus `/*` (relative to the workspace when inside it, `./*` for
-/// its top level, absolute outside); anything else → the bare tool name.
-pub fn derive_pattern(tool: &str, input: &Value, workspace: &Path) -> String {
-    if let Some(cmd) = input.get("command").and_then(Value::as_str) {
-        let cmd = cmd.trim_start();
-        let first = cmd.split_whitespace().next().unwrap_or("");
-        if first.is_empty() {
-            return tool.to_owned();
-        }
-        let words = if TWO_WORD_COMMANDS.contains(&first) { 2 } else { 1 };
-        // Keep the command's own spacing so the pattern matches it verbatim.
-        let end = word_end(cmd, words);
-        return format!("{tool}:{}*", &cmd[..end]);
-    }
-    if let Some(path) = input.get("path").and_then(Value::as_str) {
-        let forms = path_forms(path, workspace);
-        let abs = PathBuf::from(&forms[0]);
-        let dir = abs.parent().map(Path::to_path_buf).unwrap_or(abs);
-        let ws = normalize_lexically(workspace);
-        let shown = match dir.strip_prefix(&ws) {
-            Ok(rel) if ws.is_absolute() && rel.as_os_str().is_empty() => ".".to_owned(),
-            Ok(rel) if ws.is_absolute() => rel.to_string_lossy().into_owned(),
-            _ => dir.to_string_lossy().into_owned(),
-        };
-        let shown = shown.trim_end_matches('/');
-        return format!("{tool}:{shown}/*");
-    }
-    tool.to_owned()
+/// The pattern "allow for this session / project / everywhere" would
+/// remember for a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedPattern {
+    pub pattern: String,
+    /// Whether remembering it would approve later calls. A command line that
+    /// no pattern can approve (several commands, expansions, …) gets its
+    /// exact text, for display only: remembering a wider pattern would
+    /// approve more than the person saw.
+    pub reusable: bool,
 }
 
-/// The byte offset just after the `n`th whitespace-separated word (or the end).
-fn word_end(text: &str, n: usize) -> usize {
-    let mut seen = 0;
-    let mut in_word = false;
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
-            if in_word {
-                seen += 1;
-                if seen == n {
-                    return i;
-                }
+/// The pattern a remembered approval stores for a call: a shell command →
+/// its first word (two for git, cargo, npm, …) plus `*`, when the line is
+/// one simple command of literal words; file tools → the file's directory
+/// plus `/*` (relative to the workspace when inside it, `./*` for its top
+/// level, absolute outside); anything else → the bare tool name.
+pub fn derive_pattern(tool: &str, subject: &Subject, workspace: &Path) -> DerivedPattern {
+    let reusable = |pattern: String| DerivedPattern {
+        pattern,
+        reusable: true,
+    };
+    let exact = |text: &str| DerivedPattern {
+        pattern: format!("{tool}:{text}"),
+        reusable: false,
+    };
+    match subject {
+        Subject::None => reusable(tool.to_owned()),
+        Subject::Command(line) => match &line.literal {
+            Some(words) => match leading_words(words.iter().map(String::as_str)) {
+                Some(lead) => reusable(format!("{tool}:{lead}*")),
+                None => exact(&line.text),
+            },
+            None => exact(&line.text),
+        },
+        Subject::Text(text) if text.trim().is_empty() => reusable(tool.to_owned()),
+        Subject::Text(text) if is_plain(text) => match leading_words(text.split_whitespace()) {
+            Some(lead) => reusable(format!("{tool}:{lead}*")),
+            None => exact(text),
+        },
+        Subject::Text(text) => exact(text),
+        Subject::Paths(paths) => {
+            let Some(p) = paths.first() else {
+                return reusable(tool.to_owned());
+            };
+            // The directory the file really is in: a remembered rule for
+            // the link's directory would not approve the next call anyway.
+            let real = p
+                .resolved
+                .as_ref()
+                .map_or_else(|| p.given.clone(), |r| r.to_string_lossy().into_owned());
+            let forms = path_forms(&real, workspace);
+            let abs = PathBuf::from(&forms[0]);
+            let dir = abs.parent().map(Path::to_path_buf).unwrap_or(abs);
+            let ws = normalize_lexically(workspace);
+            let shown = match dir.strip_prefix(&ws) {
+                Ok(rel) if ws.is_absolute() && rel.as_os_str().is_empty() => ".".to_owned(),
+                Ok(rel) if ws.is_absolute() => rel.to_string_lossy().into_owned(),
+                _ => dir.to_string_lossy().into_owned(),
+            };
+            let shown = shown.trim_end_matches('/');
+            if shown.contains('*') {
+                return exact(&p.given);
             }
-            in_word = false;
-        } else {
-            in_word = true;
+            reusable(format!("{tool}:{shown}/*"))
         }
     }
-    text.len()
+}
+
+/// The command's first word, or two for [`TWO_WORD_COMMANDS`], joined by a
+/// space; `None` when there is none or one holds a `*` (which a pattern
+/// would read as a wildcard).
+fn leading_words<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<String> {
+    let first = words.next().filter(|w| !w.is_empty())?;
+    let mut lead = first.to_owned();
+    if TWO_WORD_COMMANDS.contains(&first)
+        && let Some(second) = words.next()
+    {
+        lead.push(' ');
+        lead.push_str(second);
+    }
+    (!lead.contains('*')).then_some(lead)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::{CommandLine, PathSubject};
     use serde_json::json;
+
+    fn lit(text: &str, words: &[&str]) -> Subject {
+        Subject::Command(CommandLine {
+            text: text.into(),
+            literal: Some(words.iter().map(|w| (*w).to_owned()).collect()),
+            ..CommandLine::default()
+        })
+    }
 
     #[test]
     fn derived_patterns() {
         let ws = Path::new("/ws");
-        let d = |tool, v| derive_pattern(tool, &v, ws);
-        assert_eq!(d("bash", json!({"command":"git commit -m x"})), "bash:git commit*");
-        assert_eq!(d("bash", json!({"command":"  ls -la"})), "bash:ls*");
-        assert_eq!(d("bash", json!({"command":"npx  prettier ."})), "bash:npx  prettier*");
+        let d = |tool, v| derive_pattern(tool, &Subject::from_input(&v), ws).pattern;
+        let c = |text: &str, words: &[&str]| derive_pattern("bash", &lit(text, words), ws);
+        assert_eq!(
+            c("git commit -m x", &["git", "commit", "-m", "x"]).pattern,
+            "bash:git commit*"
+        );
+        assert_eq!(c("'ls' -la", &["ls", "-la"]).pattern, "bash:ls*");
         for two in [
             "npx", "pnpm", "yarn", "go", "pip", "make", "cargo", "docker", "kubectl", "npm",
         ] {
-            assert_eq!(
-                d("bash", json!({"command": format!("{two} sub x")})),
-                format!("bash:{two} sub*")
-            );
+            let text = format!("{two} sub x");
+            assert_eq!(c(&text, &[two, "sub", "x"]).pattern, format!("bash:{two} sub*"));
         }
-        assert_eq!(d("bash", json!({"command":"git"})), "bash:git*");
+        assert_eq!(c("git", &["git"]).pattern, "bash:git*");
+        // Not one literal command: its exact text, never to be remembered.
+        let line = Subject::Command(CommandLine {
+            text: "ls $(id)".into(),
+            ..CommandLine::default()
+        });
+        let p = derive_pattern("bash", &line, ws);
+        assert_eq!((p.pattern.as_str(), p.reusable), ("bash:ls $(id)", false));
+        // A `*` in a word would be a wildcard.
+        assert!(!c("'l*' x", &["l*", "x"]).reusable);
+        // A tool's unanalysed text: plain words only.
+        assert_eq!(d("run", json!({"command":"npm run dev"})), "run:npm run*");
+        assert!(!derive_pattern("run", &Subject::Text("a; b".into()), ws).reusable);
         assert_eq!(d("bash", json!({"command":"   "})), "bash");
         assert_eq!(d("write", json!({"path":"src/a.rs"})), "write:src/*");
         assert_eq!(d("write", json!({"path":"a.rs"})), "write:./*");
@@ -499,60 +364,12 @@ mod tests {
         assert_eq!(d("write", json!({"path":"../out/y.txt"})), "write:/out/*");
         assert_eq!(d("write", json!({"path":"/ws/src/../lib/m.rs"})), "write:lib/*");
         assert_eq!(d("calculator", json!({})), "calculator");
-    }
-
-    #[test]
-    fn compound_commands() {
-        assert!(!is_compound("git commit -m 'a; b && c'"));
-        assert!(!is_compound("cargo test 2>&1"));
-        assert!(!is_compound("git commit -m \"line1\nline2\""));
-        for c in [
-            "a; b",
-            "a && b",
-            "a || b",
-            "a | b",
-            "a & b",
-            "a\nb",
-            "echo `id`",
-            "echo \"$(id)\"",
-            "echo <(rm x)",
-            "echo >(rm x)",
-            "cat < <(rm x)",
-            "diff <(ls a) <(ls b)",
-        ] {
-            assert!(is_compound(c), "{c}");
-        }
-        // Regression: quoting, comments and escapes that hid a second
-        // command from the split (each ran it under `bash -c`).
-        for c in [
-            r"git status $'\'' ; touch pwn",
-            "git status #'\ntouch pwn",
-            r"git status \>& touch pwn",
-            "git status &>f touch pwn",
-            r"git status a\ #; touch pwn",
-        ] {
-            assert!(is_compound(c), "{c}");
-        }
-        for c in [
-            "ls # a; b && c",
-            "echo $# ${#x}",
-            r"echo $'a\'b' c",
-            "cargo test 2>&1 >out <&0",
-        ] {
-            assert!(!is_compound(c), "{c}");
-        }
-        // A deny pattern that names a substitution still finds it in a chain.
-        assert!(
-            chain_segments("cd /tmp && bash <(curl -s x)")
-                .iter()
-                .any(|s| s.starts_with("bash <(curl"))
-        );
-        // Quoted, it is text; a redirection is not a substitution.
-        assert!(!is_compound("echo '<(rm x)' \">(rm x)\""));
-        assert!(!is_compound("sort < in.txt > out.txt"));
-        assert_eq!(command_segments("ls && (rm -rf x)"), vec!["ls", "rm -rf x"]);
-        assert_eq!(command_segments("echo <(rm b.txt)"), vec!["echo", "rm b.txt"]);
-        assert_eq!(command_segments("cat >(rm c.txt) x"), vec!["cat", "rm c.txt", "x"]);
+        // A path through a link: the real directory.
+        let linked = Subject::Paths(vec![PathSubject {
+            given: "src/up/README.md".into(),
+            resolved: Some(PathBuf::from("/ws/README.md")),
+        }]);
+        assert_eq!(derive_pattern("write", &linked, ws).pattern, "write:./*");
     }
 
     #[test]

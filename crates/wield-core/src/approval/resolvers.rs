@@ -69,7 +69,10 @@ impl Resolver for ConfigResolver {
         if set.list_matches(&self.config.auto_approve, call, 0).is_some() {
             return Ok(Decision::Approve);
         }
-        if set.list_matches(&self.config.confirm, call, 0).is_some() {
+        // Read as broadly as deny rules: a confirm rule on a command asks
+        // for any line that may run it, and for any line that cannot be
+        // analysed.
+        if set.list_denies(&self.config.confirm, call).is_some() {
             return Ok(Decision::RequireApproval);
         }
         Ok(Decision::Pass)

@@ -29,15 +29,37 @@ impl Case {
     }
 
     fn run(&self, chain: &ResolverChain, tool: &str, input: Value) -> Verdict {
+        self.run_subject(chain, tool, &input, &Subject::from_input(&input))
+    }
+
+    fn run_subject(&self, chain: &ResolverChain, tool: &str, input: &Value, subject: &Subject) -> Verdict {
         chain.resolve(&ApprovalCall {
             tool,
-            input: &input,
+            input,
+            subject,
             traits: &self.traits,
             session: &self.session,
             workspace: Path::new("/ws"),
             sandboxed: self.sandboxed,
         })
     }
+}
+
+/// A command line as a shell tool would have parsed it.
+fn shell(text: &str, literal: Option<&[&str]>, commands: &[&[&str]]) -> Subject {
+    let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    Subject::Command(CommandLine {
+        text: text.into(),
+        literal: literal.map(words),
+        commands: commands
+            .iter()
+            .map(|w| RunCommand {
+                words: words(w),
+                open: false,
+            })
+            .collect(),
+        opaque: None,
+    })
 }
 
 fn decide(cfg: &ApprovalConfig, tool: &str, input: Value, read_only: bool) -> Decision {
@@ -78,11 +100,16 @@ fn deny_wins_and_removals_apply() {
     assert!(
         matches!(decide(&cfg, "bash", json!({"command":"rm -rf /"}), false), Decision::Deny(r) if r == "rule `bash:rm *` in approval.deny")
     );
-    // A deny rule also catches the command inside a compound one.
-    assert!(matches!(
-        decide(&cfg, "bash", json!({"command":"git status && rm -rf /"}), false),
-        Decision::Deny(_)
-    ));
+    // A deny rule also catches the command inside a compound one, as the
+    // tool parsed it.
+    let line = shell(
+        "git status && rm -rf /",
+        None,
+        &[&["git", "status"], &["rm", "-rf", "/"]],
+    );
+    let chain = standard_chain(&cfg, vec![]);
+    let v = Case::new(false).run_subject(&chain, "bash", &json!({}), &line);
+    assert!(matches!(v.decision, Decision::Deny(_)));
     assert_eq!(decide(&cfg, "x", json!({}), false), Decision::RequireApproval);
     // Deny wins over approve for the same tool.
     let both = self::cfg(&["calculator"], &["calc*"]);
@@ -105,6 +132,30 @@ fn confirm_applies_unless_auto_approve_matches() {
 }
 
 #[test]
+fn confirm_rules_on_commands_are_read_as_broadly_as_deny_rules() {
+    let mut c = cfg(&[], &[]);
+    c.confirm = vec!["bash:rm *".into()];
+    let mut case = Case::new(false);
+    case.sandboxed = true;
+    let mut traits = ToolTraits::default();
+    traits.capabilities.push(AUTO_APPROVE_IF_SANDBOXED.into());
+    case.traits = traits;
+    let chain = standard_chain(&c, vec![]);
+    let chained = shell("true && rm x", None, &[&["true"], &["rm", "x"]]);
+    let v = case.run_subject(&chain, "bash", &json!({}), &chained);
+    assert_eq!((v.decision, v.resolver.as_str()), (Decision::RequireApproval, "config"));
+    let mut opaque = shell("$x", None, &[]);
+    if let Subject::Command(line) = &mut opaque {
+        line.opaque = Some("a name that is not literal".into());
+    }
+    let v = case.run_subject(&chain, "bash", &json!({}), &opaque);
+    assert_eq!(v.decision, Decision::RequireApproval);
+    let ls = shell("ls", Some(&["ls"]), &[&["ls"]]);
+    let v = case.run_subject(&chain, "bash", &json!({}), &ls);
+    assert_eq!((v.decision, v.resolver.as_str()), (Decision::Approve, "sandbox"));
+}
+
+#[test]
 fn argument_patterns_cross_slashes_and_newlines_but_not_commands() {
     let c = cfg(&["write:/tmp/*", "bash:git commit*", "BASH:echo*"], &[]);
     assert_eq!(
@@ -115,10 +166,13 @@ fn argument_patterns_cross_slashes_and_newlines_but_not_commands() {
         decide(&c, "write", json!({"path":"/tmp/../etc/passwd"}), false),
         Decision::RequireApproval
     );
-    assert_eq!(
-        decide(&c, "bash", json!({"command":"git commit -m \"a/b\nc\""}), false),
-        Decision::Approve
+    let commit = shell(
+        "git commit -m \"a/b\nc\"",
+        Some(&["git", "commit", "-m", "a/b\nc"]),
+        &[],
     );
+    let v = Case::new(false).run_subject(&standard_chain(&c, vec![]), "bash", &json!({}), &commit);
+    assert_eq!(v.decision, Decision::Approve);
     assert_eq!(
         decide(&c, "bash", json!({"command":"echo hi"}), false),
         Decision::Approve
@@ -223,8 +277,14 @@ fn remembered_and_session_rules() {
         case.run(&chain, "bash", json!({"command":"cargo publish"})).decision,
         Decision::RequireApproval
     );
-    case.session
-        .add_rule(derive_pattern("write", &json!({"path":"a.txt"}), Path::new("/ws")));
+    case.session.add_rule(
+        &derive_pattern(
+            "write",
+            &Subject::from_input(&json!({"path":"a.txt"})),
+            Path::new("/ws"),
+        )
+        .pattern,
+    );
     assert_eq!(
         case.run(&chain, "write", json!({"path":"b.txt"})).decision,
         Decision::Approve

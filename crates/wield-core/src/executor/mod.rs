@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{
-    ApprovalAnswer, ApprovalCall, ApprovalRequest, ApprovalStore, Approver, Decision, ResolverChain, Scope,
+    ApprovalAnswer, ApprovalCall, ApprovalRequest, ApprovalStore, Approver, Decision, ResolverChain, Scope, Subject,
     derive_pattern,
 };
 use crate::config::{Config, parse_duration};
@@ -358,9 +358,16 @@ impl Executor {
             return self.refuse(&call.id, name, msg, "refused");
         }
 
+        let mut subject = tool.approval_subject(&input);
+        if let Subject::Paths(paths) = &mut subject {
+            for path in paths {
+                path.resolve(&self.workspace);
+            }
+        }
         let verdict = self.chain.resolve(&ApprovalCall {
             tool: name,
             input: &input,
+            subject: &subject,
             traits: tool.traits(),
             session,
             workspace: &self.workspace,
@@ -368,7 +375,7 @@ impl Executor {
         });
         // A resolver above the remembered rules that asks (a `confirm`
         // rule) asks again whatever is remembered.
-        let always_asks = verdict.decision == Decision::RequireApproval
+        let asked_by_rule = verdict.decision == Decision::RequireApproval
             && self
                 .chain
                 .get(&verdict.resolver)
@@ -396,14 +403,15 @@ impl Executor {
                         preview: preview.clone(),
                     });
                 }
+                let derived = derive_pattern(name, &subject, &self.workspace);
                 let request = ApprovalRequest {
                     call_id: call.id.clone(),
                     tool: name.to_owned(),
                     detail: tool.approval_detail(&input, &ctx).await,
-                    pattern: derive_pattern(name, &input, &self.workspace),
+                    pattern: derived.pattern,
                     input: input.clone(),
                     preview,
-                    always_asks,
+                    always_asks: asked_by_rule || !derived.reusable,
                 };
                 // A call cancelled while its approval is pending is not
                 // run, whatever the answer would have been.
@@ -421,7 +429,11 @@ impl Executor {
                 };
                 match answer {
                     ApprovalAnswer::Allow(scope) => {
-                        self.remember(scope, &request.pattern, session);
+                        // An approver that offers to remember what cannot
+                        // be remembered gets "once".
+                        if !request.always_asks {
+                            self.remember(scope, &request.pattern, session);
+                        }
                         if self.events.has_listeners() {
                             self.events.emit(&Event::CallApproved {
                                 call_id: call.id.clone(),

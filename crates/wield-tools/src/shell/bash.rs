@@ -79,6 +79,10 @@ impl Tool for BashTool {
         one_line(&command_preview("bash", input), width)
     }
 
+    fn approval_subject(&self, input: &Value) -> wield_core::approval::Subject {
+        super::approval_subject(input)
+    }
+
     fn config_keys(&self) -> Vec<ConfigKey> {
         super::settings::config_keys()
     }

@@ -32,6 +32,7 @@ use wield_sandbox::process::RunGuard;
 use crate::SetupError;
 
 mod bash;
+mod command_line;
 mod output;
 mod processes;
 mod settings;
@@ -67,6 +68,16 @@ pub(crate) fn service(ctx: &Context) -> Arc<ShellService> {
             &ctx.cwd,
         ))
     })
+}
+
+/// What approval rules see of a `bash` or `process_start` call: its command
+/// line, parsed (see [`command_line`]). For tools of other crates that run a
+/// `command` argument with bash too.
+pub fn approval_subject(input: &Value) -> wield_core::approval::Subject {
+    match input.get("command").and_then(Value::as_str) {
+        Some(cmd) => wield_core::approval::Subject::Command(command_line::analyse(cmd)),
+        None => wield_core::approval::Subject::None,
+    }
 }
 
 /// The input shared by `bash` and `process_start`.

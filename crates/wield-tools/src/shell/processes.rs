@@ -208,6 +208,10 @@ impl Tool for ProcessStartTool {
         one_line(&command_preview("process_start", input), width)
     }
 
+    fn approval_subject(&self, input: &Value) -> wield_core::approval::Subject {
+        super::approval_subject(input)
+    }
+
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         let Prepared {
             input,
