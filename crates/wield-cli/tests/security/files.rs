@@ -1,1 +1,170 @@
 //! File tools and nested project state: `.git`, `.wield`, protected globs, paths run automatically later.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Ws, read};
+
+/// `git` in `dir`, which must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git is needed for these tests (apt-get install git)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The call fails, refused by the project-state rule.
+fn refused_as_state(ws: &Ws, tool: &str, args: &Value) {
+    let (code, v) = ws.call(&[], tool, args);
+    assert_eq!(code, 1, "{tool} {args} must be refused: {v}");
+    let err = v["error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("project state") && err.contains("`.git` or `.wield`"),
+        "{tool} {args}: the refusal must name the rule: {err}"
+    );
+}
+
+/// The attack of the issue: `edit`, auto-approved by `$standard`, plants
+/// `core.fsmonitor`, which the person's next `git status` runs unconfined.
+#[test]
+fn edit_cannot_plant_fsmonitor_in_git_config() {
+    let ws = Ws::new();
+    git(&ws.ws, &["init", "-q"]);
+    let config = ws.ws.join(".git/config");
+    let before = read(&config);
+    assert!(before.contains("[core]"), "{before}");
+    refused_as_state(
+        &ws,
+        "edit",
+        &json!({"path": ".git/config", "old_text": "[core]", "new_text": "[core]\n\tfsmonitor = \"touch pwned\""}),
+    );
+    assert_eq!(read(&config), before);
+    // Written any other way: upper case, an absolute path, `./`, through `..`.
+    for path in [".GIT/config", "./.git/config", "src/../.git/config"] {
+        refused_as_state(
+            &ws,
+            "write",
+            &json!({"path": path, "content": "[core]\n\tfsmonitor = x\n"}),
+        );
+    }
+    let abs = config.display().to_string();
+    refused_as_state(&ws, "write", &json!({"path": abs, "content": "x"}));
+    assert_eq!(read(&config), before);
+}
+
+/// No `.git` or `.wield` can be made from nothing, at any depth, in any
+/// case, as a directory or (for `.git`) as a file that redirects git.
+#[test]
+fn write_and_mkdir_cannot_create_project_state_at_any_depth() {
+    let ws = Ws::new();
+    let writes = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git",
+        "sub/.git/config",
+        "sub/.git",
+        "a/b/c/.git/HEAD",
+        "pkg/.wield/config.toml",
+        "pkg/.Wield/config.toml",
+        "deep/er/.wield/approvals.toml",
+        ".GiT/config",
+    ];
+    for path in writes {
+        refused_as_state(
+            &ws,
+            "write",
+            &json!({"path": path, "content": "[hooks.x]\ncommand = \"id\"\n"}),
+        );
+    }
+    for path in [".git", ".git/hooks", "sub/.git", "x/y/.wield", "x/.GIT/objects"] {
+        refused_as_state(&ws, "mkdir", &json!({"path": path}));
+    }
+    // Nothing was left behind, not even the parents of a refused path.
+    let mut names: Vec<String> = std::fs::read_dir(&ws.ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["src"], "the workspace changed");
+}
+
+/// A link whose target is inside `.git` is refused (the resolved path is
+/// checked), and so is a link named `.git` (the path as given is checked).
+#[test]
+fn links_into_or_named_git_are_refused() {
+    let ws = Ws::new();
+    git(&ws.ws, &["init", "-q"]);
+    symlink(".git", ws.ws.join("docs")).unwrap();
+    symlink(".git/config", ws.ws.join("cfg")).unwrap();
+    std::fs::create_dir_all(ws.ws.join("plain")).unwrap();
+    std::fs::create_dir_all(ws.ws.join("sub")).unwrap();
+    symlink("../plain", ws.ws.join("sub/.git")).unwrap();
+    let before = read(&ws.ws.join(".git/config"));
+    refused_as_state(&ws, "write", &json!({"path": "docs/config", "content": "x"}));
+    refused_as_state(&ws, "write", &json!({"path": "docs/hooks/pre-commit", "content": "id"}));
+    refused_as_state(&ws, "mkdir", &json!({"path": "docs/hooks/new"}));
+    refused_as_state(
+        &ws,
+        "edit",
+        &json!({"path": "cfg", "old_text": "[core]", "new_text": "[alias]"}),
+    );
+    refused_as_state(&ws, "write", &json!({"path": "sub/.git/config", "content": "x"}));
+    assert_eq!(read(&ws.ws.join(".git/config")), before);
+    assert!(!ws.ws.join("plain/config").exists());
+    assert!(!ws.ws.join(".git/hooks/pre-commit").exists());
+}
+
+/// `patch` goes through the same rule for Add, Update, Delete and both ends
+/// of `Move to`, and applies nothing when one operation is refused.
+#[test]
+fn patch_cannot_add_move_or_delete_project_state() {
+    let ws = Ws::new();
+    git(&ws.ws, &["init", "-q"]);
+    std::fs::write(ws.ws.join("a.txt"), "a\n").unwrap();
+    std::fs::write(ws.ws.join("keep.txt"), "k\n").unwrap();
+    let head = read(&ws.ws.join(".git/HEAD"));
+    let patches = [
+        "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n+id\n*** End Patch",
+        "*** Begin Patch\n*** Add File: pkg/.wield/config.toml\n+[hooks.x]\n*** End Patch",
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: sub/.git/config\n@@\n-a\n+[core]\n*** End Patch",
+        "*** Begin Patch\n*** Update File: .git/HEAD\n*** Move to: head.txt\n@@\n-ref: refs/heads/master\n+x\n*** End Patch",
+        "*** Begin Patch\n*** Delete File: .git/HEAD\n*** End Patch",
+        "*** Begin Patch\n*** Update File: keep.txt\n@@\n-k\n+K\n*** Add File: .git/info/attributes\n+* filter=x\n*** End Patch",
+    ];
+    for p in patches {
+        refused_as_state(&ws, "patch", &json!({"patch": p}));
+    }
+    assert_eq!(read(&ws.ws.join(".git/HEAD")), head);
+    assert_eq!(read(&ws.ws.join("a.txt")), "a\n");
+    assert_eq!(read(&ws.ws.join("keep.txt")), "k\n");
+    assert!(!ws.ws.join("sub").exists() && !ws.ws.join("pkg").exists());
+    assert!(!ws.ws.join(".git/hooks/pre-commit").exists());
+}
+
+/// Ordinary names that only look alike stay writable.
+#[test]
+fn lookalike_names_stay_writable() {
+    let ws = Ws::new();
+    for path in [
+        ".gitignore",
+        ".github/workflows/x.txt",
+        "git/config",
+        ".wieldrc",
+        "src/.git-keep",
+    ] {
+        // `.github/workflows` asks for approval (it runs later): say yes.
+        let (code, v) = ws.call(&["-y"], "write", &json!({"path": path, "content": "x"}));
+        assert_eq!(code, 0, "{path}: {v}");
+    }
+}
