@@ -168,3 +168,73 @@ fn lookalike_names_stay_writable() {
         assert_eq!(code, 0, "{path}: {v}");
     }
 }
+
+/// A workspace whose `.wield/config.toml` protects globs, with files that
+/// match them.
+fn protected_glob_workspace() -> Ws {
+    let ws = Ws::new();
+    for f in [
+        "secrets/a.env",
+        "app/secrets/b.env",
+        "config/prod.toml",
+        "config/dev.toml",
+    ] {
+        let p = ws.ws.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "original\n").unwrap();
+    }
+    std::fs::create_dir_all(ws.ws.join(".wield")).unwrap();
+    std::fs::write(
+        ws.ws.join(".wield/config.toml"),
+        "[sandbox]\nprotected = [\"**/secrets/*\", \"config/prod.toml\"]\n",
+    )
+    .unwrap();
+    ws
+}
+
+/// `sandbox.protected` globs bind the file tools: what matches (and what
+/// is below it) is refused, with the glob named.
+#[test]
+fn protected_globs_refuse_file_tools() {
+    let ws = protected_glob_workspace();
+    for (tool, args) in [
+        ("write", json!({"path": "secrets/a.env", "content": "pwned"})),
+        ("write", json!({"path": "app/secrets/b.env", "content": "pwned"})),
+        ("write", json!({"path": "deep/secrets/new.env", "content": "pwned"})),
+        (
+            "edit",
+            json!({"path": "config/prod.toml", "old_text": "original", "new_text": "pwned"}),
+        ),
+        ("mkdir", json!({"path": "x/secrets/d"})),
+    ] {
+        let (code, v) = ws.call(&[], tool, &args);
+        assert_eq!(code, 1, "{tool} {args}: {v}");
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(err.contains("protected"), "{err}");
+    }
+    let (code, v) = ws.call(&[], "write", &json!({"path": "config/dev.toml", "content": "fine"}));
+    assert_eq!(code, 0, "{v}");
+    for f in ["secrets/a.env", "app/secrets/b.env", "config/prod.toml"] {
+        assert_eq!(read(&ws.ws.join(f)), "original\n", "{f}");
+    }
+    assert!(!ws.ws.join("deep").exists() && !ws.ws.join("x").exists());
+}
+
+/// The same globs bind sandboxed commands, under both backends: the paths
+/// matching them when the call starts are read-only.
+#[test]
+fn protected_globs_bind_commands_under_both_backends() {
+    for backend in ["bwrap", "landlock"] {
+        let ws = protected_glob_workspace();
+        crate::support::require_backends(&ws);
+        let (_, v) = ws.bash(
+            backend,
+            "for f in secrets/a.env app/secrets/b.env config/prod.toml; do echo pwned > $f; done; \
+             echo ok > config/dev.toml; true",
+        );
+        for f in ["secrets/a.env", "app/secrets/b.env", "config/prod.toml"] {
+            assert_eq!(read(&ws.ws.join(f)), "original\n", "{backend}: {f} was changed: {v}");
+        }
+        assert_eq!(read(&ws.ws.join("config/dev.toml")), "ok\n", "{backend}: {v}");
+    }
+}

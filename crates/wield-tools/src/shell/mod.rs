@@ -34,6 +34,7 @@ use crate::SetupError;
 mod bash;
 mod output;
 mod processes;
+mod protected_globs;
 mod settings;
 
 pub use bash::BashTool;

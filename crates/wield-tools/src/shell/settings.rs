@@ -215,7 +215,8 @@ pub(crate) fn rewrite(template: &str, command: &str, workdir: &Path, workspace: 
 /// write roots (`sandbox.write` adds more); everything is readable unless
 /// `sandbox.read` lists roots (the workspace and write roots stay readable);
 /// the workspace's `.wield` and `.git`, wield's global config directory and
-/// `sandbox.protected` are never writable.
+/// `sandbox.protected` are never writable (its globs expanded to the paths
+/// that match them now).
 pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSettings, SetupError> {
     let mut s = SandboxSettings::for_workspace(workspace);
     if let Some(v) = config.value("sandbox.enabled") {
@@ -255,8 +256,19 @@ pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSett
         roots.extend(read);
         s.read = Some(roots);
     }
-    if let Some(extra) = paths("sandbox.protected")? {
-        s.protected.extend(extra);
+    if let Some(v) = config.value("sandbox.protected") {
+        let (plain, globs) = wield_sandbox::fs::split_protected(strings("sandbox.protected", v)?);
+        s.protected
+            .extend(plain.iter().map(|p| expand(&p.to_string_lossy(), workspace)));
+        // Globs become the paths matching them now (see `protected_globs`).
+        let globs: Vec<String> = globs
+            .iter()
+            .map(|g| match g.strip_prefix("~/") {
+                Some(_) => expand(g, workspace).to_string_lossy().into_owned(),
+                None => g.clone(),
+            })
+            .collect();
+        s.protected.extend(super::protected_globs::expand(&globs, workspace)?);
     }
     if let Some(dir) = wield_core::config::global_config_dir() {
         s.protected.push(dir);
