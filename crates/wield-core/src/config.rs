@@ -171,6 +171,7 @@ const CORE_KEYS: &[&str] = &[
     "sandbox.read",
     "sandbox.write",
     "sandbox.protected",
+    "process.max_background",
     "executor.max_parallel",
     "executor.timeout",
     "truncation.max_lines",

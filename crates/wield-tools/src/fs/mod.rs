@@ -263,6 +263,19 @@ pub(crate) fn listing(limits: Limits, text: String, limited: bool) -> ToolResult
     r.with_meta("truncated", limited || cut.truncated)
 }
 
+/// A path as one line of a listing (ls, glob, grep): a name holding a
+/// newline or another control character would otherwise print as lines of
+/// its own and pass for other entries, so such a name is shown quoted, with
+/// its control characters escaped (`"a\nb"`). Other names are shown as they
+/// are.
+pub(crate) fn listed(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(format!("{path:?}"))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
 /// `2.3KB`, `512B`, `1.5MB`.
 pub(crate) fn human_size(bytes: u64) -> String {
     const KB: f64 = 1024.0;

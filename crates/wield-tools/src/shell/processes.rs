@@ -78,6 +78,18 @@ impl Processes {
         }
     }
 
+    /// The ids of the processes still running.
+    async fn running(&self) -> Vec<String> {
+        let entries: Vec<Arc<Entry>> = self.entries().values().cloned().collect();
+        let mut ids = Vec::new();
+        for e in entries {
+            if e.process.lock().await.try_exit().is_none() {
+                ids.push(e.id.clone());
+            }
+        }
+        ids
+    }
+
     fn get(&self, id: &str) -> Result<Arc<Entry>, ToolResult> {
         let n = id.trim().trim_start_matches('p').parse::<u64>().ok();
         n.and_then(|n| self.entries().get(&n).cloned()).ok_or_else(|| {
@@ -220,6 +232,18 @@ impl Tool for ProcessStartTool {
             Err(e) => return e,
         };
         let procs = processes(ctx);
+        let max = svc.settings.max_background;
+        let running = procs.running().await;
+        if running.len() >= max {
+            return ToolResult::error(format!(
+                "process_start refused: {} background process(es) are already running in this session, the most \
+                 allowed (process.max_background = {max}). Stop one with process_kill (running: {}) or wait for \
+                 one to exit (process_status), then start this one again.",
+                running.len(),
+                running.join(", ")
+            ))
+            .with_meta("refused", true);
+        }
         let n = procs.next.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("p{n}");
         let log = match procs.log_dir() {

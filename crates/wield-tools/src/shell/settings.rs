@@ -57,7 +57,13 @@ pub struct ShellSettings {
     /// …and this many last ones.
     pub tail_lines: usize,
     pub env: EnvPolicy,
+    /// `process.max_background`: background processes one session may have
+    /// running at once.
+    pub max_background: usize,
 }
+
+/// The default of `process.max_background`.
+pub const DEFAULT_MAX_BACKGROUND: usize = 16;
 
 impl Default for ShellSettings {
     fn default() -> Self {
@@ -72,6 +78,7 @@ impl Default for ShellSettings {
             head_lines: 100,
             tail_lines: 80,
             env: EnvPolicy::default(),
+            max_background: DEFAULT_MAX_BACKGROUND,
         }
     }
 }
@@ -111,7 +118,7 @@ fn strings(key: &str, v: &toml::Value) -> Result<Vec<String>, SetupError> {
 }
 
 impl ShellSettings {
-    /// From the `[bash]` table.
+    /// From the `[bash]` table (and `process.max_background`).
     pub fn from_config(config: &Config) -> Result<Self, SetupError> {
         let mut s = Self::default();
         let table = config.table_at("bash");
@@ -144,6 +151,9 @@ impl ShellSettings {
                 // Unknown keys were refused when the configuration loaded.
                 _ => {}
             }
+        }
+        if let Some(v) = config.value("process.max_background") {
+            s.max_background = count("process.max_background", v)?;
         }
         Ok(s)
     }
@@ -197,18 +207,36 @@ fn check_template(text: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid template: {e}"))
 }
 
-/// Apply `bash.rewrite` to a command.
+/// Apply `bash.rewrite` to a command. Every variable but `command` is
+/// inserted shell-quoted: a directory a model named `x; curl … | sh` must
+/// stay one word (`cd {{ workdir }}` is right; do not add quotes around it).
 pub(crate) fn rewrite(template: &str, command: &str, workdir: &Path, workspace: &Path) -> Result<String, String> {
     minijinja::Environment::new()
         .render_str(
             template,
             minijinja::context! {
                 command => command,
-                workdir => workdir.display().to_string(),
-                workspace => workspace.display().to_string(),
+                workdir => shell_quote(&workdir.to_string_lossy()),
+                workspace => shell_quote(&workspace.to_string_lossy()),
             },
         )
         .map_err(|e| format!("bash.rewrite failed: {e}"))
+}
+
+/// One POSIX shell word that reads back as `text`: single quotes, with each
+/// `'` written as `'\''`.
+pub(crate) fn shell_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// `[sandbox]` for commands: the workspace and the temp dir are always
