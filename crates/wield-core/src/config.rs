@@ -142,6 +142,7 @@ const CORE_KEYS: &[&str] = &[
     "task",
     "approval.auto_approve",
     "approval.confirm",
+    "approval.ask_paths",
     "approval.deny",
     "approval.require",
     "approval.auto_approve_sandboxed",

@@ -233,9 +233,10 @@ pub fn needs_approval_message(request: &ApprovalRequest) -> String {
     if request.always_asks {
         format!(
             "approval required: the call to `{tool}` needs approval and no one can approve it here. \
-             A rule in approval.confirm asks for it every time (remembered approvals do not apply), \
-             so a person can allow it with --yes, or by taking the rule out of approval.confirm \
-             (or adding a pattern to approval.auto_approve, which wins over confirm) in .wield/config.toml."
+             A rule asks for it every time (remembered approvals do not apply): one in approval.confirm \
+             (an approval.auto_approve pattern wins over it), or a written path that other programs run \
+             later (approval.ask_paths: .envrc, .vscode/, .github/workflows/, ...), which nothing spares. \
+             A person can allow it with --yes."
         )
     } else {
         format!(

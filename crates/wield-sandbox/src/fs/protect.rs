@@ -60,6 +60,24 @@ impl ProtectedGlobs {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        Self::build(globs, false)
+    }
+
+    /// [`ProtectedGlobs::new`], matching without regard to case (for names
+    /// that matter on case-insensitive file systems too).
+    pub fn new_case_insensitive<I, S>(globs: I) -> Result<Self, ConfineError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self::build(globs, true)
+    }
+
+    fn build<I, S>(globs: I, case_insensitive: bool) -> Result<Self, ConfineError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
         let mut relative = GlobSetBuilder::new();
         let mut absolute = GlobSetBuilder::new();
         let mut out = Self::default();
@@ -67,6 +85,7 @@ impl ProtectedGlobs {
             let text = g.as_ref();
             let glob = GlobBuilder::new(text.trim_start_matches("./"))
                 .literal_separator(true)
+                .case_insensitive(case_insensitive)
                 .build()
                 .map_err(|e| ConfineError::BadGlob {
                     glob: text.to_owned(),

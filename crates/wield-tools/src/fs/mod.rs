@@ -30,6 +30,7 @@ use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
 
+mod ask_paths;
 pub(crate) mod diff;
 mod edit;
 mod glob;
@@ -41,6 +42,7 @@ mod text;
 mod walk;
 mod write;
 
+pub use ask_paths::{AskPathsResolver, DEFAULT_ASK_PATHS, PRIORITY_ASK_PATHS, ask_path_globs};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
