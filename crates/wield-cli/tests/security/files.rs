@@ -341,3 +341,48 @@ fn ask_paths_are_configurable() {
     let (code, v) = ws.call(&pre, "write", &json!({"path": "src/deploy.txt", "content": "x"}));
     assert_eq!(code, 0, "{v}");
 }
+
+/// Commands may create and change nested repositories, but what git would
+/// run from them later (hooks, `core.fsmonitor`, `core.hooksPath`,
+/// `core.sshCommand`, `core.pager`, `alias.*`) is reported in the call's
+/// result, under every backend.
+#[test]
+fn commands_setting_git_hooks_or_programs_are_reported() {
+    let script = "mkdir -p src/pkg && cd src/pkg && git init -q && \
+        git config core.fsmonitor 'touch /tmp/pwned' && git config core.hooksPath hooks2 && \
+        git config core.sshCommand 'ssh -o ProxyCommand=id' && git config core.pager 'sh -c id' && \
+        git config alias.st '!id' && printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit && \
+        chmod +x .git/hooks/pre-commit && echo done";
+    for backend in ["bwrap", "landlock", "off"] {
+        let ws = Ws::new();
+        if backend != "off" {
+            crate::support::require_backends(&ws);
+        }
+        // Git reads HOME's config: give it an empty one.
+        let (code, v) = ws.bash(backend, &format!("export HOME=$PWD; {script}"));
+        assert_eq!(code, 0, "{backend}: {v}");
+        let out = crate::support::output(&v);
+        for key in [
+            "src/pkg/.git: core.fsmonitor = \"touch /tmp/pwned\"",
+            "src/pkg/.git: core.hookspath = \"hooks2\"",
+            "src/pkg/.git: core.sshcommand",
+            "src/pkg/.git: core.pager",
+            "src/pkg/.git: alias.st = \"!id\"",
+            "src/pkg/.git/hooks/pre-commit: a new executable hook",
+        ] {
+            assert!(
+                out.contains(&format!("[git] {key}")),
+                "{backend}: {key} not reported: {out}"
+            );
+        }
+        let changes = v["metadata"]["git_changes"].as_array().cloned().unwrap_or_default();
+        assert_eq!(changes.len(), 6, "{backend}: {v}");
+        // A command that changes nothing of the kind reports nothing.
+        let (_, v) = ws.bash(
+            backend,
+            "cd src/pkg && git status --short >/dev/null; echo x > file.txt",
+        );
+        assert!(v["metadata"].get("git_changes").is_none(), "{backend}: {v}");
+        assert!(!crate::support::output(&v).contains("[git]"), "{backend}: {v}");
+    }
+}

@@ -10,6 +10,7 @@ use wield_core::{
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
+use super::git_watch::Snapshot;
 use super::output::{Streamer, body, status_line};
 use super::{Prepared, command_preview, prepare};
 
@@ -119,15 +120,24 @@ impl Tool for BashTool {
         if let Some(s) = &streamer {
             runner = runner.on_output(s.callback());
         }
+        // Nested repositories the command may create or change: what git
+        // would run from them later is reported (see `git_watch`).
+        let workspace = svc.workspace().to_path_buf();
+        let git_before = snapshot(workspace.clone()).await;
         let ticker = streamer.as_ref().map(Streamer::start);
         let result = runner.run().await;
         drop(ticker);
         if let Some(s) = &streamer {
             s.flush(true);
         }
+        let git_after = snapshot(workspace.clone()).await;
+        let git_changes = git_before.changes(&git_after, &workspace);
+        for c in &git_changes {
+            ctx.emit_notice("git_config", c);
+        }
         let out = match result {
             Ok(o) => o,
-            Err(e) => return ToolResult::error(e.to_string()),
+            Err(e) => return with_git_changes(ToolResult::error(e.to_string()), &git_changes),
         };
 
         let full = body(&out);
@@ -176,6 +186,16 @@ impl Tool for BashTool {
             text.push_str("\n[sandbox] ");
             text.push_str(h);
         }
+        for c in &git_changes {
+            text.push_str("\n[git] ");
+            text.push_str(c);
+        }
+        if !git_changes.is_empty() {
+            text.push_str(
+                "\n[git] the command set what git runs later in a repository under the workspace: check it before \
+                 using git there",
+            );
+        }
         if out.leftovers_killed > 0 {
             text.push_str(&format!(
                 "\n[{} background process(es) still running when the command exited were killed; use process_start for long-running processes]",
@@ -214,6 +234,11 @@ impl Tool for BashTool {
         if !hints.is_empty() {
             result = result.with_meta("sandbox_denials", hints);
         }
+        result = with_git_changes(result, &git_changes);
+        if git_after.incomplete {
+            // Past the bound, repositories deeper in the tree went unseen.
+            result = result.with_meta("git_watch_incomplete", true);
+        }
         match truncation {
             Some(t) => result.metadata.extend(t.metadata()),
             None => {
@@ -221,5 +246,20 @@ impl Tool for BashTool {
             }
         }
         result
+    }
+}
+
+/// [`Snapshot::take`] off the async runtime.
+async fn snapshot(workspace: std::path::PathBuf) -> Snapshot {
+    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
+        .await
+        .unwrap_or_default()
+}
+
+fn with_git_changes(result: ToolResult, changes: &[String]) -> ToolResult {
+    if changes.is_empty() {
+        result
+    } else {
+        result.with_meta("git_changes", changes.to_vec())
     }
 }

@@ -32,6 +32,7 @@ use wield_sandbox::process::RunGuard;
 use crate::SetupError;
 
 mod bash;
+mod git_watch;
 mod output;
 mod processes;
 mod protected_globs;
