@@ -164,29 +164,26 @@ fn a_refused_read_is_reported_as_a_read() {
     require_backends(&ws);
     std::fs::write(ws.outside.join("notes.txt"), "private\n").unwrap();
     let target = ws.outside.join("notes.txt");
-    let (_, v) = ws.call(
-        &[
-            "--set",
-            "sandbox.enabled=true",
-            "--set",
-            "sandbox.backend=\"landlock\"",
-            "--set",
-            "sandbox.read=[]",
-        ],
-        "bash",
-        &json!({"command": format!("cat {}", target.display())}),
-    );
-    let out = output(&v);
-    assert!(!out.contains("private"), "the read was not refused: {out}");
-    assert!(
-        !out.contains("write denied"),
-        "a refused read reported as a write: {out}"
-    );
-    assert!(
-        out.contains(&format!(
-            "read denied by sandbox: {} is outside the read roots",
-            target.display()
-        )),
-        "{out}"
-    );
+    for backend in ["landlock", "bwrap"] {
+        let (_, v) = ws.call(
+            &[
+                "--set",
+                "sandbox.enabled=true",
+                "--set",
+                &format!("sandbox.backend=\"{backend}\""),
+                "--set",
+                "sandbox.read=[]",
+            ],
+            "bash",
+            &json!({"command": format!("cat {}", target.display())}),
+        );
+        let out = output(&v);
+        assert!(!out.contains("private"), "{backend}: the read was not refused: {out}");
+        assert!(
+            !out.contains("write denied"),
+            "{backend}: a refused read reported as a write: {out}"
+        );
+        let want = format!("read denied by sandbox: {} is outside the read roots", target.display());
+        assert!(out.contains(&want), "{backend}: {out}");
+    }
 }

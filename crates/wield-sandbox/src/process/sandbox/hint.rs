@@ -39,12 +39,18 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
     };
     let mut network_hinted = false;
     for line in stderr.lines() {
-        if WRITE_ERRORS.iter().any(|e| line.contains(e)) {
+        // Bubblewrap does not mount what is outside the read roots: a read
+        // there fails as if the file did not exist.
+        let missing = line.contains("No such file or directory");
+        if missing || WRITE_ERRORS.iter().any(|e| line.contains(e)) {
             for candidate in path_candidates(line) {
                 let path = normalize(&cwd.join(&candidate));
                 if let Some(h) = read_refusal(&path, plan) {
                     add(h);
                     break;
+                }
+                if missing {
+                    continue;
                 }
                 if let Some(refusal) = plan.write_refusal(&path)
                     && writable_unsandboxed(&path)
