@@ -43,6 +43,11 @@ struct Entry {
 #[derive(Default)]
 pub struct Processes {
     next: AtomicU64,
+    /// Starts under way (counted against `process.max_background` until
+    /// their entry is in `entries`), and the lock that makes the check and
+    /// the count one step, so parallel starts cannot all pass the check.
+    starting: std::sync::atomic::AtomicUsize,
+    start_check: tokio::sync::Mutex<()>,
     entries: Mutex<BTreeMap<u64, Arc<Entry>>>,
     dir: OnceLock<Result<tempfile::TempDir, String>>,
 }
@@ -100,6 +105,23 @@ impl Processes {
                 format!("no background process `{id}`; this session has: {}", known.join(", "))
             })
         })
+    }
+}
+
+/// One start under way, counted until dropped (its entry inserted, or the
+/// start failed).
+struct Starting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Starting<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -233,17 +255,22 @@ impl Tool for ProcessStartTool {
         };
         let procs = processes(ctx);
         let max = svc.settings.max_background;
-        let running = procs.running().await;
-        if running.len() >= max {
-            return ToolResult::error(format!(
-                "process_start refused: {} background process(es) are already running in this session, the most \
-                 allowed (process.max_background = {max}). Stop one with process_kill (running: {}) or wait for \
-                 one to exit (process_status), then start this one again.",
-                running.len(),
-                running.join(", ")
-            ))
-            .with_meta("refused", true);
-        }
+        let slot = {
+            let _check = procs.start_check.lock().await;
+            let running = procs.running().await;
+            let starting = procs.starting.load(Ordering::Acquire);
+            if running.len() + starting >= max {
+                return ToolResult::error(format!(
+                    "process_start refused: {} background process(es) are already running in this session, the \
+                     most allowed (process.max_background = {max}). Stop one with process_kill (running: {}) or \
+                     wait for one to exit (process_status), then start this one again.",
+                    running.len() + starting,
+                    running.join(", ")
+                ))
+                .with_meta("refused", true);
+            }
+            Starting::new(&procs.starting)
+        };
         let n = procs.next.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("p{n}");
         let log = match procs.log_dir() {
@@ -271,6 +298,7 @@ impl Tool for ProcessStartTool {
             _sandbox: sandbox,
         });
         procs.entries().insert(n, Arc::clone(&entry));
+        drop(slot);
         let mut text = format!(
             "started {id} (pid {}): {}\nlog: {}\n",
             entry.pid,
