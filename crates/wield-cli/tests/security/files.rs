@@ -352,7 +352,8 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
         git config core.fsmonitor 'touch /tmp/pwned' && git config core.hooksPath hooks2 && \
         git config core.sshCommand 'ssh -o ProxyCommand=id' && git config core.pager 'sh -c id' && \
         git config alias.st '!id' && printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit && \
-        chmod +x .git/hooks/pre-commit && echo done";
+        chmod +x .git/hooks/pre-commit && mkdir hooks2 && printf '#!/bin/sh\\nid\\n' > hooks2/pre-push && \
+        chmod +x hooks2/pre-push && echo done";
     for backend in ["bwrap", "landlock", "off"] {
         let ws = Ws::new();
         if backend != "off" {
@@ -368,7 +369,8 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
             "src/pkg/.git: core.sshcommand",
             "src/pkg/.git: core.pager",
             "src/pkg/.git: alias.st = \"!id\"",
-            "src/pkg/.git/hooks/pre-commit: a new executable hook",
+            "src/pkg/.git: hook pre-commit: a new executable hook",
+            "src/pkg/.git: hook hooks2/pre-push: a new executable hook",
         ] {
             assert!(
                 out.contains(&format!("[git] {key}")),
@@ -376,7 +378,7 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
             );
         }
         let changes = v["metadata"]["git_changes"].as_array().cloned().unwrap_or_default();
-        assert_eq!(changes.len(), 6, "{backend}: {v}");
+        assert_eq!(changes.len(), 7, "{backend}: {v}");
         // A command that changes nothing of the kind reports nothing.
         let (_, v) = ws.bash(
             backend,

@@ -52,7 +52,7 @@ const WATCHED: &[&str] = &[
 struct Repo {
     /// Watched keys and their values, in file order.
     keys: BTreeMap<String, Vec<String>>,
-    /// Executable hooks: name → (size, mtime in ns, inode).
+    /// Executable hooks: name → (size, change time in ns, inode).
     hooks: BTreeMap<String, (u64, i128, u64)>,
 }
 
@@ -77,6 +77,16 @@ impl Snapshot {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut snap = Self::default();
+        // With the workspace at HOME, its git config applies to every
+        // repository.
+        for global in [".gitconfig", ".config/git/config"] {
+            let file = workspace.join(global);
+            if file.exists() {
+                let mut repo = Repo::default();
+                repo.read_config(&file);
+                snap.repos.insert(file, repo);
+            }
+        }
         let mut queue = std::collections::VecDeque::from([(workspace.to_path_buf(), 0usize)]);
         let mut seen = 0usize;
         while let Some((dir, depth)) = queue.pop_front() {
@@ -143,8 +153,8 @@ impl Snapshot {
             }
             for (name, stamp) in &now.hooks {
                 match before.hooks.get(name) {
-                    None => out.push(format!("{shown}/hooks/{name}: a new executable hook")),
-                    Some(old) if old != stamp => out.push(format!("{shown}/hooks/{name}: an executable hook changed")),
+                    None => out.push(format!("{shown}: hook {name}: a new executable hook")),
+                    Some(old) if old != stamp => out.push(format!("{shown}: hook {name}: an executable hook changed")),
                     Some(_) => {}
                 }
             }
@@ -204,34 +214,54 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
 impl Repo {
     fn read(gitdir: &Path) -> Self {
         let mut repo = Self::default();
-        // A config file is small; a huge one is not read (and not a repo git
-        // would use happily either).
-        if let Ok(meta) = std::fs::metadata(gitdir.join("config"))
+        repo.read_config(&gitdir.join("config"));
+        repo.read_hooks(&gitdir.join("hooks"), "");
+        // Hooks in a `core.hooksPath` directory run as well; a relative one
+        // is taken from the top of the working tree.
+        let hooks_path = repo.keys.get("core.hookspath").and_then(|v| v.last()).cloned();
+        if let Some(dir) = hooks_path.filter(|d| !d.starts_with('~')) {
+            let top = gitdir.parent().unwrap_or(gitdir);
+            let shown = format!("{dir}/");
+            repo.read_hooks(&top.join(&dir), &shown);
+        }
+        repo
+    }
+
+    /// The watched keys of a config file. A config file is small; a huge
+    /// one is not read (nor would git use it happily).
+    fn read_config(&mut self, file: &Path) {
+        if let Ok(meta) = std::fs::metadata(file)
             && meta.len() <= 1 << 20
-            && let Ok(text) = std::fs::read_to_string(gitdir.join("config"))
+            && let Ok(text) = std::fs::read_to_string(file)
         {
             for (key, value) in parse_config(&text) {
                 if is_watched(&key) {
-                    repo.keys.entry(key).or_default().push(value);
+                    self.keys.entry(key).or_default().push(value);
                 }
             }
         }
-        if let Ok(entries) = std::fs::read_dir(gitdir.join("hooks")) {
-            for entry in entries.flatten().take(1000) {
-                // Git runs hooks by their exact names; `*.sample` never runs.
-                let name = entry.file_name();
-                if name.to_string_lossy().ends_with(".sample") {
-                    continue;
-                }
-                let Ok(meta) = entry.metadata() else { continue };
-                if meta.is_file() && meta.mode() & 0o111 != 0 {
-                    let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-                    repo.hooks
-                        .insert(name.to_string_lossy().into_owned(), (meta.len(), mtime, meta.ino()));
-                }
+    }
+
+    /// The executable files of a hooks directory, by name (after `prefix`).
+    /// The change time stands for the content: unlike the modification
+    /// time, no command can set it back.
+    fn read_hooks(&mut self, dir: &Path, prefix: &str) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten().take(1000) {
+            // Git runs hooks by their exact names; `*.sample` never runs.
+            let name = entry.file_name();
+            if name.to_string_lossy().ends_with(".sample") {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_file() && meta.mode() & 0o111 != 0 {
+                let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+                self.hooks.insert(
+                    format!("{prefix}{}", name.to_string_lossy()),
+                    (meta.len(), ctime, meta.ino()),
+                );
             }
         }
-        repo
     }
 }
 
@@ -381,9 +411,13 @@ mod tests {
         assert!(
             changes
                 .iter()
-                .any(|c| c.contains("a/b/.git/hooks/pre-commit: a new executable hook"))
+                .any(|c| c.contains("a/b/.git: hook pre-commit: a new executable hook"))
         );
         assert!(changes.iter().any(|c| c.contains("alias.x = \"!id\"")), "{changes:?}");
         assert!(Snapshot::take(ws).changes(&after, ws).is_empty());
+        // A workspace at HOME: its own git config counts too.
+        std::fs::write(ws.join(".gitconfig"), "[core]\n\tpager = sh -c id\n").unwrap();
+        let changes = after.changes(&Snapshot::take(ws), ws);
+        assert_eq!(changes, [".gitconfig: core.pager = \"sh -c id\" (git runs this)"]);
     }
 }
