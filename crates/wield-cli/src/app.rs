@@ -270,11 +270,12 @@ impl Runtime {
                 // Paths outside the roots are refused before approval is asked.
                 let guard = services.get::<wield_sandbox::fs::Confinement>();
                 if let Some(conf) = &guard {
+                    let below = chain.clone();
                     chain.add(Arc::new(wield_tools::fs::AskPathsResolver::new(
                         Arc::clone(&registry),
                         Arc::clone(conf),
                         ask_paths.clone(),
-                        config.approval.clone(),
+                        below,
                     )));
                 }
                 let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)

@@ -14,8 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wield_core::approval::{ApprovalCall, ConfigResolver, Decision, Resolver};
-use wield_core::config::ApprovalConfig;
+use wield_core::approval::{ApprovalCall, Decision, Resolver, ResolverChain};
 use wield_core::{Access as CoreAccess, Config, Registry};
 use wield_sandbox::fs::{Access, Confinement, ProtectedGlobs};
 
@@ -60,22 +59,25 @@ pub fn ask_path_globs(config: &Config) -> Result<ProtectedGlobs, SetupError> {
 }
 
 /// Asks for every call that writes a path matching [`DEFAULT_ASK_PATHS`] or
-/// `approval.ask_paths`, unless the approval config denies it.
+/// `approval.ask_paths`, unless a resolver of the chain below it denies it.
 pub struct AskPathsResolver {
     registry: Arc<Registry>,
     conf: Arc<Confinement>,
     globs: ProtectedGlobs,
-    /// The config's own rules, asked first so that a deny still wins.
-    config: ConfigResolver,
+    /// The rest of the chain (config, frontmatter, remembered rules, ...),
+    /// asked first so that a deny anywhere in it still wins.
+    below: ResolverChain,
 }
 
 impl AskPathsResolver {
-    pub fn new(registry: Arc<Registry>, conf: Arc<Confinement>, globs: ProtectedGlobs, rules: ApprovalConfig) -> Self {
+    /// `below` is the chain this resolver is added to, as it is before:
+    /// its deny answers are kept.
+    pub fn new(registry: Arc<Registry>, conf: Arc<Confinement>, globs: ProtectedGlobs, below: ResolverChain) -> Self {
         Self {
             registry,
             conf,
             globs,
-            config: ConfigResolver::new(rules),
+            below,
         }
     }
 
@@ -134,7 +136,7 @@ impl Resolver for AskPathsResolver {
         let Some(glob) = hit else {
             return Ok(Decision::Pass);
         };
-        match self.config.resolve(call)? {
+        match self.below.resolve(call).decision {
             deny @ Decision::Deny(_) => Ok(deny),
             _ => {
                 tracing::debug!(
