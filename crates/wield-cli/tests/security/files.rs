@@ -220,18 +220,63 @@ fn protected_globs_refuse_file_tools() {
     assert!(!ws.ws.join("deep").exists() && !ws.ws.join("x").exists());
 }
 
-/// The same globs bind sandboxed commands, under both backends: the paths
-/// matching them when the call starts are read-only.
+/// `wield call bash` as the unprivileged user `nobody`, who owns the
+/// workspace.
+fn bash_as_nobody(ws: &Ws, backend: &str, command: &str) -> (i32, Value) {
+    let base = ws.ws.parent().unwrap();
+    for (what, args) in [("chown", vec!["-R", "65534:65534"]), ("chmod", vec!["0755"])] {
+        let st = Command::new(what).args(&args).arg(base).status().unwrap();
+        assert!(st.success(), "{what} {args:?} failed");
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("wield"))
+        .current_dir(&ws.ws)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &ws.home)
+        .env("XDG_CONFIG_HOME", ws.home.join(".config"))
+        .env("TMPDIR", &ws.tmp)
+        .env("LANG", "C.UTF-8")
+        .stdin(std::process::Stdio::null())
+        .args([
+            "--set",
+            "sandbox.enabled=true",
+            "--set",
+            &format!("sandbox.backend=\"{backend}\""),
+            "call",
+            "bash",
+            &json!({ "command": command }).to_string(),
+            "--json",
+        ]);
+    crate::support::call_json(cmd)
+}
+
+/// The same globs bind sandboxed commands, under both backends, as root and
+/// as an unprivileged user: the paths matching them when the call starts
+/// are read-only.
 #[test]
 fn protected_globs_bind_commands_under_both_backends() {
-    for backend in ["bwrap", "landlock"] {
+    for (backend, nobody) in [
+        ("bwrap", false),
+        ("landlock", false),
+        ("bwrap", true),
+        ("landlock", true),
+    ] {
         let ws = protected_glob_workspace();
         crate::support::require_backends(&ws);
-        let (_, v) = ws.bash(
-            backend,
-            "for f in secrets/a.env app/secrets/b.env config/prod.toml; do echo pwned > $f; done; \
-             echo ok > config/dev.toml; true",
-        );
+        let command = "for f in secrets/a.env app/secrets/b.env config/prod.toml; do echo pwned > $f; done; \
+             echo ok > config/dev.toml; true";
+        let (_, v) = if nobody {
+            bash_as_nobody(&ws, backend, command)
+        } else {
+            ws.bash(backend, command)
+        };
+        let backend = if nobody {
+            format!("{backend} as nobody")
+        } else {
+            backend.to_owned()
+        };
         for f in ["secrets/a.env", "app/secrets/b.env", "config/prod.toml"] {
             assert_eq!(read(&ws.ws.join(f)), "original\n", "{backend}: {f} was changed: {v}");
         }
