@@ -432,4 +432,13 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
         assert!(v["metadata"].get("git_changes").is_none(), "{backend}: {v}");
         assert!(!crate::support::output(&v).contains("[git]"), "{backend}: {v}");
     }
+    // `bash.git_watch = false` turns the report off.
+    let ws = Ws::new();
+    let (code, v) = ws.call(
+        &["--set", "sandbox.enabled=false", "-y", "--set", "bash.git_watch=false"],
+        "bash",
+        &json!({ "command": format!("export HOME=$PWD; {script}") }),
+    );
+    assert_eq!(code, 0, "{v}");
+    assert!(v["metadata"].get("git_changes").is_none(), "{v}");
 }

@@ -123,14 +123,15 @@ impl Tool for BashTool {
         // Nested repositories the command may create or change: what git
         // would run from them later is reported (see `git_watch`).
         let workspace = svc.workspace().to_path_buf();
-        let git_before = snapshot(workspace.clone()).await;
+        let watch = settings.git_watch;
+        let git_before = snapshot(watch, workspace.clone()).await;
         let ticker = streamer.as_ref().map(Streamer::start);
         let result = runner.run().await;
         drop(ticker);
         if let Some(s) = &streamer {
             s.flush(true);
         }
-        let git_after = snapshot(workspace.clone()).await;
+        let git_after = snapshot(watch, workspace.clone()).await;
         let git_changes = git_before.changes(&git_after, &workspace);
         for c in &git_changes {
             ctx.emit_notice("git_config", c);
@@ -249,8 +250,12 @@ impl Tool for BashTool {
     }
 }
 
-/// [`Snapshot::take`] off the async runtime.
-async fn snapshot(workspace: std::path::PathBuf) -> Snapshot {
+/// [`Snapshot::take`] off the async runtime (an empty one when
+/// `bash.git_watch` is off).
+async fn snapshot(watch: bool, workspace: std::path::PathBuf) -> Snapshot {
+    if !watch {
+        return Snapshot::default();
+    }
     tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
         .await
         .unwrap_or_default()

@@ -28,6 +28,7 @@ pub(crate) fn config_keys() -> Vec<ConfigKey> {
         "env.inherit",
         "env.keep",
         "env.set.**",
+        "git_watch",
     ]
     .into_iter()
     .map(ConfigKey::new)
@@ -60,6 +61,9 @@ pub struct ShellSettings {
     /// `process.max_background`: background processes one session may have
     /// running at once.
     pub max_background: usize,
+    /// `bash.git_watch`: report what a command set in the git repositories
+    /// under the workspace that git runs later (default true).
+    pub git_watch: bool,
 }
 
 /// The default of `process.max_background`.
@@ -79,6 +83,7 @@ impl Default for ShellSettings {
             tail_lines: 80,
             env: EnvPolicy::default(),
             max_background: DEFAULT_MAX_BACKGROUND,
+            git_watch: true,
         }
     }
 }
@@ -148,6 +153,7 @@ impl ShellSettings {
                 "head_lines" => s.head_lines = count(&path, v)?,
                 "tail_lines" => s.tail_lines = count(&path, v)?,
                 "env" => s.env = env_policy(v)?,
+                "git_watch" => s.git_watch = v.as_bool().ok_or_else(|| invalid(&path, "true or false", v))?,
                 // Unknown keys were refused when the configuration loaded.
                 _ => {}
             }
