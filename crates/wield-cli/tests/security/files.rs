@@ -442,3 +442,35 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
     assert_eq!(code, 0, "{v}");
     assert!(v["metadata"].get("git_changes").is_none(), "{v}");
 }
+
+/// A git directory need not be named `.git`: a `.git` file pointing
+/// elsewhere (`gitdir: ../store`) or a bare repository is one too, and git
+/// runs its hooks and `core.fsmonitor` just the same.
+#[test]
+fn git_directories_of_any_name_are_refused() {
+    let ws = Ws::new();
+    git(&ws.ws, &["init", "-q", "--separate-git-dir=store", "sub"]);
+    git(&ws.ws, &["init", "-q", "--bare", "lib.git"]);
+    assert!(ws.ws.join("sub/.git").is_file());
+    let before = read(&ws.ws.join("store/config"));
+    refused_as_state(
+        &ws,
+        "edit",
+        &json!({"path": "store/config", "old_text": "[core]", "new_text": "[core]\n\tfsmonitor = \"id\""}),
+    );
+    refused_as_state(
+        &ws,
+        "write",
+        &json!({"path": "store/hooks/post-checkout", "content": "id"}),
+    );
+    refused_as_state(
+        &ws,
+        "write",
+        &json!({"path": "lib.git/config", "content": "[core]\n\tfsmonitor = id\n"}),
+    );
+    refused_as_state(&ws, "mkdir", &json!({"path": "lib.git/hooks/x"}));
+    assert_eq!(read(&ws.ws.join("store/config")), before);
+    // The working tree of such a repository is ordinary.
+    let (code, v) = ws.call(&[], "write", &json!({"path": "sub/main.rs", "content": "fn main() {}"}));
+    assert_eq!(code, 0, "{v}");
+}

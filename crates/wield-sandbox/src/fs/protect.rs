@@ -28,6 +28,28 @@ pub(crate) fn state_component(rest: &Path) -> Option<&OsStr> {
     })
 }
 
+/// The first directory from `root` down along `rest` (the root itself
+/// excluded, `rest` included) that git would take for a git directory
+/// whatever its name: one holding `HEAD`, `objects/` and `refs/`. A `.git`
+/// file (`gitdir: ../store`) or a bare repository makes one of any name.
+pub(crate) fn git_dir_within(root: &Path, rest: &Path) -> Option<PathBuf> {
+    let mut dir = root.to_path_buf();
+    for c in rest.components() {
+        match c {
+            Component::Normal(name) => dir.push(name),
+            _ => return None,
+        }
+        let is = |name: &str, want_dir: bool| {
+            std::fs::metadata(dir.join(name)).is_ok_and(|m| if want_dir { m.is_dir() } else { m.is_file() })
+        };
+        // `objects` first: the rarest of the three in ordinary trees.
+        if is("objects", true) && is("refs", true) && is("HEAD", false) {
+            return Some(dir);
+        }
+    }
+    None
+}
+
 fn is_state_name(name: &OsStr) -> bool {
     PROJECT_STATE
         .iter()
@@ -186,6 +208,23 @@ mod tests {
         ] {
             assert!(state_component(Path::new(p)).is_none(), "{p}");
         }
+    }
+
+    #[test]
+    fn git_directories_are_known_by_their_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["store/objects", "store/refs", "plain/objects"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("store/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(
+            git_dir_within(root, Path::new("store/hooks/pre-commit")),
+            Some(root.join("store"))
+        );
+        assert_eq!(git_dir_within(root, Path::new("store")), Some(root.join("store")));
+        assert_eq!(git_dir_within(root, Path::new("plain/objects/x")), None);
+        assert_eq!(git_dir_within(root, Path::new("new/file")), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::protect::{ProtectedGlobs, is_glob, state_component};
+use super::protect::{ProtectedGlobs, git_dir_within, is_glob, state_component};
 use super::{Access, ConfineError};
 
 /// The default protected names inside the workspace.
@@ -319,11 +319,20 @@ impl Confinement {
     /// refused, if it is: a component naming project state below its root,
     /// or a protected path or glob it is or lies beneath.
     pub(crate) fn write_refusal(&self, shown: &str, path: &Path) -> Option<ConfineError> {
-        let below_root = self.root_for(path, Access::Read).map_or(path, |(_, rest)| rest);
+        let root = self.root_for(path, Access::Read);
+        let below_root = root.map_or(path, |(_, rest)| rest);
         if let Some(name) = state_component(below_root) {
             return Some(ConfineError::ProjectState {
                 path: shown.to_owned(),
                 component: name.to_string_lossy().into_owned(),
+            });
+        }
+        if let Some((index, rest)) = root
+            && let Some(dir) = git_dir_within(&self.roots[index].real, rest)
+        {
+            return Some(ConfineError::ProjectState {
+                path: shown.to_owned(),
+                component: format!("{} is a git directory", self.display_path(&dir)),
             });
         }
         let protected = match self.protected.iter().find(|p| path.starts_with(p)) {
