@@ -474,3 +474,44 @@ fn git_directories_of_any_name_are_refused() {
     let (code, v) = ws.call(&[], "write", &json!({"path": "sub/main.rs", "content": "fn main() {}"}));
     assert_eq!(code, 0, "{v}");
 }
+
+/// A background process's changes are reported at its next status or
+/// kill, once.
+#[test]
+fn background_processes_setting_git_programs_are_reported() {
+    let ws = Ws::new();
+    let mut mcp = crate::support::Mcp::start(&ws, &["-y"]);
+    let (err, text) = mcp.call(
+        "process_start",
+        json!({
+            "command": "cd src && git init -q r && git -C r config core.fsmonitor 'id' && echo set && sleep 60",
+            "workdir": null,
+            "label": null
+        }),
+    );
+    assert!(!err, "{text}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        let (err, text) = mcp.call("process_status", json!({"id": "p1"}));
+        assert!(!err, "{text}");
+        if text.contains("set") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the process never got there: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let status = if status.contains("[git]") {
+        status
+    } else {
+        // The status that saw "set" may have looked at the repository first.
+        mcp.call("process_status", json!({"id": "p1"})).1
+    };
+    assert!(status.contains("[git] src/r/.git: core.fsmonitor = \"id\""), "{status}");
+    let (err, text) = mcp.call("process_kill", json!({"id": "p1"}));
+    assert!(!err, "{text}");
+    assert!(!text.contains("[git]"), "reported twice: {text}");
+    assert_eq!(mcp.finish(), 0);
+}

@@ -10,7 +10,7 @@ use wield_core::{
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
-use super::git_watch::Snapshot;
+use super::git_watch::{report, snapshot};
 use super::output::{Streamer, body, status_line};
 use super::{Prepared, command_preview, prepare};
 
@@ -133,12 +133,9 @@ impl Tool for BashTool {
         }
         let git_after = snapshot(watch, workspace.clone()).await;
         let git_changes = git_before.changes(&git_after, &workspace);
-        for c in &git_changes {
-            ctx.emit_notice("git_config", c);
-        }
         let out = match result {
             Ok(o) => o,
-            Err(e) => return with_git_changes(ToolResult::error(e.to_string()), &git_changes),
+            Err(e) => return report(ToolResult::error(e.to_string()), &git_changes, &git_after, ctx),
         };
 
         let full = body(&out);
@@ -187,16 +184,6 @@ impl Tool for BashTool {
             text.push_str("\n[sandbox] ");
             text.push_str(h);
         }
-        for c in &git_changes {
-            text.push_str("\n[git] ");
-            text.push_str(c);
-        }
-        if !git_changes.is_empty() {
-            text.push_str(
-                "\n[git] the command set what git runs later in a repository under the workspace: check it before \
-                 using git there",
-            );
-        }
         if out.leftovers_killed > 0 {
             text.push_str(&format!(
                 "\n[{} background process(es) still running when the command exited were killed; use process_start for long-running processes]",
@@ -235,11 +222,7 @@ impl Tool for BashTool {
         if !hints.is_empty() {
             result = result.with_meta("sandbox_denials", hints);
         }
-        result = with_git_changes(result, &git_changes);
-        if git_after.incomplete {
-            // Past the bound, repositories deeper in the tree went unseen.
-            result = result.with_meta("git_watch_incomplete", true);
-        }
+        result = report(result, &git_changes, &git_after, ctx);
         match truncation {
             Some(t) => result.metadata.extend(t.metadata()),
             None => {
@@ -247,24 +230,5 @@ impl Tool for BashTool {
             }
         }
         result
-    }
-}
-
-/// [`Snapshot::take`] off the async runtime (an empty one when
-/// `bash.git_watch` is off).
-async fn snapshot(watch: bool, workspace: std::path::PathBuf) -> Snapshot {
-    if !watch {
-        return Snapshot::default();
-    }
-    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
-        .await
-        .unwrap_or_default()
-}
-
-fn with_git_changes(result: ToolResult, changes: &[String]) -> ToolResult {
-    if changes.is_empty() {
-        result
-    } else {
-        result.with_meta("git_changes", changes.to_vec())
     }
 }

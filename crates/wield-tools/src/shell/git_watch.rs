@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use wield_core::{Context, ToolResult};
+
 /// Levels below the workspace searched for repositories.
 pub(crate) const MAX_DEPTH: usize = 6;
 /// Directories looked at, at most, per snapshot.
@@ -161,6 +163,42 @@ impl Snapshot {
         }
         out
     }
+}
+
+/// [`Snapshot::take`] off the async runtime (an empty one when
+/// `bash.git_watch` is off).
+pub(crate) async fn snapshot(watch: bool, workspace: PathBuf) -> Snapshot {
+    if !watch {
+        return Snapshot::default();
+    }
+    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
+        .await
+        .unwrap_or_default()
+}
+
+/// Tell of `changes` in a call's result (a `[git]` line each, and the
+/// `git_changes` metadata) and as notice events.
+pub(crate) fn report(mut result: ToolResult, changes: &[String], after: &Snapshot, ctx: &Context) -> ToolResult {
+    if after.incomplete {
+        // Past the bound, repositories deeper in the tree went unseen.
+        result = result.with_meta("git_watch_incomplete", true);
+    }
+    if changes.is_empty() {
+        return result;
+    }
+    if !result.output.is_empty() && !result.output.ends_with('\n') {
+        result.output.push('\n');
+    }
+    for c in changes {
+        ctx.emit_notice("git_config", c);
+        result.output.push_str("[git] ");
+        result.output.push_str(c);
+        result.output.push('\n');
+    }
+    result.output.push_str(
+        "[git] a command set what git runs later in a repository under the workspace: check it before using git there",
+    );
+    result.with_meta("git_changes", changes.to_vec())
 }
 
 /// What of a directory's entries the search needs: its subdirectories and

@@ -19,6 +19,8 @@ use wield_core::{
 };
 use wield_sandbox::process::{Background, Exit, RunGuard, Runner, StopSignal};
 
+use super::git_watch::{Snapshot, report, snapshot};
+use super::settings::ShellService;
 use super::{Prepared, command_preview, prepare, service};
 
 /// Lines of output `process_status` shows.
@@ -37,6 +39,22 @@ struct Entry {
     /// What the sandbox needs while the process may live (until the
     /// session drops its entry).
     _sandbox: RunGuard,
+    /// The git repositories under the workspace as last reported (at the
+    /// start, then at each status or kill), to tell what the process set
+    /// there that git runs later.
+    git_seen: tokio::sync::Mutex<Snapshot>,
+}
+
+impl Entry {
+    /// What changed in the repositories under the workspace since the last
+    /// look, and the snapshot of now.
+    async fn git_changes(&self, svc: &ShellService) -> (Vec<String>, Snapshot) {
+        let mut seen = self.git_seen.lock().await;
+        let now = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
+        let changes = seen.changes(&now, svc.workspace());
+        *seen = now.clone();
+        (changes, now)
+    }
 }
 
 /// The session's background processes. Dropping it kills them all.
@@ -277,6 +295,7 @@ impl Tool for ProcessStartTool {
             Ok(dir) => dir.join(format!("{id}.log")),
             Err(e) => return ToolResult::error(e),
         };
+        let git_before = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
         let runner = Runner::new(argv).scope_signals(svc.scope_signals());
         let mut bg = match runner.cwd(&workdir).env(svc.env()).spawn_background(&log) {
             Ok(b) => b,
@@ -296,6 +315,7 @@ impl Tool for ProcessStartTool {
             pid: bg.pid(),
             process: tokio::sync::Mutex::new(bg),
             _sandbox: sandbox,
+            git_seen: tokio::sync::Mutex::new(git_before),
         });
         procs.entries().insert(n, Arc::clone(&entry));
         drop(slot);
@@ -376,12 +396,14 @@ impl Tool for ProcessStatusTool {
             Some(Exit::Signal(s)) => (None, Some(s)),
             None => (None, None),
         };
-        ToolResult::ok(text)
+        let result = ToolResult::ok(text)
             .with_meta("running", exit.is_none())
             .with_meta("exit_code", code)
             .with_meta("signal", signal)
             .with_meta("runtime_ms", u64::try_from(runtime.as_millis()).unwrap_or(u64::MAX))
-            .with_meta("pid", entry.pid)
+            .with_meta("pid", entry.pid);
+        let (changes, now) = entry.git_changes(&service(ctx)).await;
+        report(result, &changes, &now, ctx)
     }
 }
 
@@ -511,7 +533,9 @@ impl Tool for ProcessKillTool {
             ),
             None => format!("{} stopped: {exit} after {}", entry.id, human_duration(p.runtime())),
         };
-        ToolResult::ok(text).with_meta("pid", entry.pid)
+        drop(p);
+        let (changes, now) = entry.git_changes(&service(ctx)).await;
+        report(ToolResult::ok(text).with_meta("pid", entry.pid), &changes, &now, ctx)
     }
 }
 
