@@ -38,8 +38,8 @@ pub enum ConfineError {
          approves, or by hand"
     )]
     ProjectState { path: String, component: String },
-    /// A `sandbox.protected` glob that does not compile.
-    #[error("sandbox.protected: invalid glob {glob:?}: {reason}")]
+    /// A glob (of `sandbox.protected`, say) that does not compile.
+    #[error("invalid glob {glob:?}: {reason}; globs use `*`, `**`, `?`, `[abc]` and `{{a,b}}`")]
     BadGlob { glob: String, reason: String },
     #[error("path contains a NUL byte: {path:?}; file names cannot contain NUL")]
     Nul { path: String },

@@ -345,11 +345,6 @@ impl Confinement {
         })
     }
 
-    /// The protected globs, for callers that apply them elsewhere (commands).
-    pub fn protected_globs(&self) -> &ProtectedGlobs {
-        &self.globs
-    }
-
     /// The root allowing `access` whose path is the longest prefix of `abs`
     /// ending at a component boundary, and the rest of `abs` below it (no
     /// leading slash). Byte comparisons only: this runs once per file a

@@ -22,7 +22,7 @@ pub(crate) fn expand(globs: &[String], workspace: &Path) -> Result<Vec<PathBuf>,
     if globs.is_empty() {
         return Ok(Vec::new());
     }
-    let set = ProtectedGlobs::new(globs).map_err(|e| SetupError::Invalid(e.to_string()))?;
+    let set = ProtectedGlobs::new(globs).map_err(|e| SetupError::Invalid(format!("sandbox.protected: {e}")))?;
     let mut bases: Vec<PathBuf> = Vec::new();
     for g in globs {
         let base = if g.starts_with('/') {
