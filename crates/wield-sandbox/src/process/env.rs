@@ -132,7 +132,10 @@ impl EnvPolicy {
                 Inherit::Core => CORE_VARS.iter().any(|c| OsStr::new(c) == name),
                 Inherit::None => false,
             };
-            if kept || (inherited && !is_secret_name(&name) && !is_secret_value(&value)) {
+            // The core variables are needed as they are (a PATH entry named
+            // like a token must not cost the command its PATH).
+            let core = CORE_VARS.iter().any(|c| OsStr::new(c) == name);
+            if kept || (inherited && !is_secret_name(&name) && (core || !is_secret_value(&value))) {
                 out.insert(name, value);
             }
         }
@@ -188,7 +191,7 @@ fn looks_like_token(word: &str) -> bool {
         s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
     };
-    if word.len() >= 16 && tokenish(word) && TOKEN_PREFIXES.iter().any(|p| word.starts_with(p)) {
+    if word.len() >= 20 && tokenish(word) && TOKEN_PREFIXES.iter().any(|p| word.starts_with(p)) {
         return true;
     }
     // AWS access key ids.
@@ -277,11 +280,23 @@ mod tests {
             ("HTTP_PROXY", "http://proxy:3128"),
             ("REPO", "ssh://git@github.com/a/b"),
             ("LANG", "sk-SK.UTF-8"),
+            ("HOME", "/home/ghp_0123456789abcdefghijABCDEFGHIJ0123"),
+            ("TOOL_DIR", "/opt/sk-learn/bin"),
         ]);
         let env = EnvPolicy::new(Inherit::All).apply(input);
         assert_eq!(
             names(&env),
-            ["GIT_AUTHOR_NAME", "HTTP_PROXY", "LANG", "OLDPWD", "PATH", "PWD", "REPO"]
+            [
+                "GIT_AUTHOR_NAME",
+                "HOME",
+                "HTTP_PROXY",
+                "LANG",
+                "OLDPWD",
+                "PATH",
+                "PWD",
+                "REPO",
+                "TOOL_DIR"
+            ]
         );
     }
 
