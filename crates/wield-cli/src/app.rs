@@ -253,6 +253,7 @@ impl Runtime {
         let config = Arc::clone(&self.config);
         let workspace = self.workspace.clone();
         let sandboxed = self.sandboxed();
+        let ask_paths = wield_tools::fs::ask_path_globs(&self.config)?;
         Ok(
             move |approver: Arc<dyn Approver>, mut services: Services, events: wield_core::EventSink| {
                 // The tool set as it is now; `load_tools` reads the policy
@@ -268,6 +269,15 @@ impl Runtime {
                 )));
                 // Paths outside the roots are refused before approval is asked.
                 let guard = services.get::<wield_sandbox::fs::Confinement>();
+                if let Some(conf) = &guard {
+                    let below = chain.clone();
+                    chain.add(Arc::new(wield_tools::fs::AskPathsResolver::new(
+                        Arc::clone(&registry),
+                        Arc::clone(conf),
+                        ask_paths.clone(),
+                        below,
+                    )));
+                }
                 let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)
                     .approver(approver)
                     .services(services)

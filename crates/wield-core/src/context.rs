@@ -249,6 +249,19 @@ impl Context {
         }
     }
 
+    /// Tell listeners of something the call did that a person should know
+    /// of (see [`Event::Notice`]).
+    pub fn emit_notice(&self, kind: &str, message: &str) {
+        if self.events.has_listeners() {
+            self.events.emit(&Event::Notice {
+                call_id: self.call_id.clone(),
+                tool: self.tool.clone(),
+                kind: kind.to_owned(),
+                message: message.to_owned(),
+            });
+        }
+    }
+
     /// Keep the first lines (reads), saving the full text when cut.
     pub fn truncate_head(&self, text: &str) -> Truncated {
         truncate::truncate_head(text, self.limits.max_lines, self.limits.max_bytes)

@@ -57,6 +57,15 @@ pub enum Event {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// Something a call did that the person should know of although it was
+    /// allowed (a command set a git hook in a nested repository): `kind`
+    /// names the tool's concern (`git_config`), `message` says what.
+    Notice {
+        call_id: String,
+        tool: String,
+        kind: String,
+        message: String,
+    },
     CallFinished {
         call_id: String,
         tool: String,
@@ -75,6 +84,7 @@ impl Event {
             | Event::CallStarted { call_id, .. }
             | Event::OutputDelta { call_id, .. }
             | Event::Progress { call_id, .. }
+            | Event::Notice { call_id, .. }
             | Event::CallFinished { call_id, .. } => call_id,
         }
     }

@@ -369,6 +369,7 @@ async fn events_follow_the_call() {
             Event::CallStarted { .. } => "started",
             Event::OutputDelta { .. } => "delta",
             Event::Progress { .. } => "progress",
+            Event::Notice { .. } => "notice",
             Event::CallFinished { .. } => "finished",
         };
         s2.lock().unwrap().push(name);

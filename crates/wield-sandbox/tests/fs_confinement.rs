@@ -289,7 +289,13 @@ fn protected_names_are_never_writable() {
     fs::write(f.ws(".wield/config.toml"), "x = 1\n").unwrap();
     symlink(".wield", f.ws("sneaky")).unwrap();
     symlink(f.ws(".wield/config.toml"), f.ws("sneaky-file")).unwrap();
-    let protected = |e: ConfineError| assert!(matches!(e, ConfineError::Protected { .. }), "{e}");
+    // `.wield` is both on the protected list and project state.
+    let protected = |e: ConfineError| {
+        assert!(
+            matches!(e, ConfineError::Protected { .. } | ConfineError::ProjectState { .. }),
+            "{e}"
+        );
+    };
     for p in [
         ".wield/config.toml",
         ".wield/approvals.toml",
@@ -323,7 +329,7 @@ fn the_protected_list_is_configurable() {
     let f = Fixture::new();
     let conf = Confinement::builder(f.ws(""))
         .temp_dir(None)
-        .protected([".secrets", "sub/locked"])
+        .protected([".secrets", "sub/locked", "**/keys/*.pem"])
         .build()
         .unwrap();
     assert!(matches!(
@@ -334,7 +340,17 @@ fn the_protected_list_is_configurable() {
         conf.write_atomic("sub/locked", b"x").unwrap_err(),
         ConfineError::Protected { .. }
     ));
-    conf.write_atomic(".wield/ok.toml", b"x").unwrap();
+    // A glob protects what it matches, anywhere below the workspace.
+    for p in ["keys/a.pem", "deep/er/keys/b.pem"] {
+        let e = conf.write_atomic(p, b"x").unwrap_err();
+        assert!(e.to_string().contains("the glob **/keys/*.pem"), "{e}");
+    }
+    conf.write_atomic("keys/a.txt", b"x").unwrap();
+    // Project state stays refused whatever the list says.
+    assert!(matches!(
+        conf.write_atomic(".wield/ok.toml", b"x").unwrap_err(),
+        ConfineError::ProjectState { .. }
+    ));
 }
 
 #[test]

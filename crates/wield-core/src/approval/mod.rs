@@ -239,11 +239,12 @@ pub fn needs_approval_message(request: &ApprovalRequest) -> String {
     if request.always_asks {
         format!(
             "approval required: the call to `{tool}` needs approval and no one can approve it here. \
-             Remembered approvals do not apply to it: either a rule in approval.confirm asks for it every time, \
-             or it is a command that no pattern approves (several commands, or words with expansions, \
-             substitutions, globs or redirections). A person can allow it with --yes; to let it run \
-             without asking, split it into plain commands, or take the rule out of approval.confirm \
-             in .wield/config.toml."
+             Remembered approvals do not apply to it: a rule asks for it every time (one in approval.confirm, \
+             or a written path that other programs run later: approval.ask_paths, .envrc, .vscode/, \
+             .github/workflows/, ...), or it is a command that no pattern approves (several commands, or \
+             words with expansions, substitutions, globs or redirections). A person can allow it with --yes; \
+             to let a command run without asking, split it into plain commands, or take the rule out of \
+             approval.confirm in .wield/config.toml."
         )
     } else {
         format!(

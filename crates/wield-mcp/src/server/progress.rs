@@ -45,6 +45,10 @@ impl EventListener for ProgressRouter {
     fn on_event(&self, event: &Event) {
         let (call_id, note) = match event {
             Event::OutputDelta { call_id, text, .. } => (call_id, Note::Output(cut(text))),
+            // Something the person should know although it was allowed.
+            Event::Notice {
+                call_id, kind, message, ..
+            } => (call_id, Note::Output(cut(&format!("[{kind}] {message}\n")))),
             Event::Progress {
                 call_id,
                 progress,

@@ -27,6 +27,20 @@ pub enum ConfineError {
          listed in sandbox.protected), which tools may not change"
     )]
     Protected { path: String, protected: String },
+    /// A write inside a `.git` or `.wield` directory, or to a `.git` file,
+    /// at any depth: version control and wield read these and run what they
+    /// name (hooks, `core.fsmonitor`, wield's own hooks) later, outside any
+    /// sandbox.
+    #[error(
+        "path {path} is protected project state ({component}): file tools never create or change anything in a \
+         `.git` or `.wield` directory, or a `.git` file, at any depth, because git and wield run what these \
+         name (hooks, core.fsmonitor, wield hooks) later, outside the sandbox. Change it with a command a person \
+         approves, or by hand"
+    )]
+    ProjectState { path: String, component: String },
+    /// A glob (of `sandbox.protected`, say) that does not compile.
+    #[error("invalid glob {glob:?}: {reason}; globs use `*`, `**`, `?`, `[abc]` and `{{a,b}}`")]
+    BadGlob { glob: String, reason: String },
     #[error("path contains a NUL byte: {path:?}; file names cannot contain NUL")]
     Nul { path: String },
     #[error("the path is empty: give a file or directory path")]
@@ -63,7 +77,11 @@ impl ConfineError {
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
-            Self::Outside { .. } | Self::Protected { .. } | Self::Nul { .. } | Self::Changed { .. }
+            Self::Outside { .. }
+                | Self::Protected { .. }
+                | Self::ProjectState { .. }
+                | Self::Nul { .. }
+                | Self::Changed { .. }
         )
     }
 

@@ -4,8 +4,11 @@
 //! A [`Confinement`] holds open handles to its roots: the workspace (read
 //! and write; relative paths start there), extra read roots, extra write
 //! roots and the temp dir (writable). Protected paths (`.wield` inside the
-//! workspace by default: wield's own config and approvals) are never
-//! writable.
+//! workspace by default: wield's own config and approvals; more paths and
+//! globs from `sandbox.protected`) are never writable, and neither is
+//! anything inside a `.git` or `.wield` directory or a `.git` file at any
+//! depth (see [`PROJECT_STATE`]): every write of every tool resolves here,
+//! so this is the one place the rule is kept.
 //!
 //! Resolution walks the path one component at a time, each lookup done by
 //! the kernel relative to a directory handle we hold, with `O_NOFOLLOW`
@@ -34,11 +37,13 @@
 mod error;
 mod narrow;
 mod ops;
+mod protect;
 mod resolve;
 mod roots;
 
 pub use error::ConfineError;
 pub use ops::{DirEntry, WriteOutcome};
+pub use protect::{PROJECT_STATE, ProtectedGlobs, is_glob, split_protected};
 pub use resolve::{Kind, MAX_SYMLINK_HOPS, Resolved};
 pub use roots::{Confinement, ConfinementBuilder, DEFAULT_PROTECTED, RootKind};
 

@@ -183,6 +183,14 @@ impl Confinement {
         } else {
             self.workspace().join(path)
         };
+        // The path as given counts too: a link named `.git` leading to an
+        // ordinary directory is still where git looks.
+        if access == Access::Write
+            && let Some(e) = self.write_refusal(&shown, &super::roots::lexical_normal(&abs))
+            && matches!(e, ConfineError::ProjectState { .. })
+        {
+            return Err(e);
+        }
         let mut walk = Walk {
             conf: self,
             access,
@@ -213,11 +221,8 @@ impl Confinement {
     }
 
     pub(crate) fn check_protected(&self, shown: &str, real: &Path) -> Result<(), ConfineError> {
-        match self.protected_by(real) {
-            Some(p) => Err(ConfineError::Protected {
-                path: shown.to_owned(),
-                protected: self.display_path(p),
-            }),
+        match self.write_refusal(shown, real) {
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 
+use super::protect::{ProtectedGlobs, git_dir_within, is_glob, state_component};
 use super::{Access, ConfineError};
 
 /// The default protected names inside the workspace.
@@ -128,6 +129,9 @@ impl ConfinementBuilder {
     /// Replace the protected list. Relative entries are names inside the
     /// workspace (`.wield`); absolute entries are protected wherever a root
     /// would otherwise allow writing them (the global config directory).
+    /// Entries with glob characters (`**/secrets/*`) are globs, relative ones
+    /// anchored at the workspace; what they match and everything below it
+    /// is protected.
     #[must_use]
     pub fn protected<I, P>(mut self, names: I) -> Self
     where
@@ -154,6 +158,7 @@ impl ConfinementBuilder {
     }
 
     pub fn build(self) -> Result<Confinement, ConfineError> {
+        let globs = ProtectedGlobs::new(self.protected.iter().filter_map(|p| p.to_str()).filter(|p| is_glob(p)))?;
         let workspace = absolute(&self.workspace)?;
         let mut roots = vec![open_root(&workspace, RootKind::Workspace)?];
         let extra = self
@@ -178,7 +183,7 @@ impl ConfinementBuilder {
         }
         let ws_real = roots[0].real.clone();
         let mut protected = Vec::new();
-        for p in &self.protected {
+        for p in self.protected.iter().filter(|p| !p.to_str().is_some_and(is_glob)) {
             let lexical = lexical_normal(&if p.is_absolute() { p.clone() } else { ws_real.join(p) });
             if let Ok(real) = std::fs::canonicalize(&lexical)
                 && real != lexical
@@ -187,7 +192,11 @@ impl ConfinementBuilder {
             }
             protected.push(lexical);
         }
-        Ok(Confinement { roots, protected })
+        Ok(Confinement {
+            roots,
+            protected,
+            globs,
+        })
     }
 }
 
@@ -240,6 +249,8 @@ pub struct Confinement {
     pub(crate) roots: Vec<Root>,
     /// Absolute paths (lexical and canonical) that are never writable.
     pub(crate) protected: Vec<PathBuf>,
+    /// `sandbox.protected` globs.
+    pub(crate) globs: ProtectedGlobs,
 }
 
 impl std::fmt::Debug for Confinement {
@@ -250,6 +261,7 @@ impl std::fmt::Debug for Confinement {
                 &self.roots.iter().map(|r| (&r.real, r.kind)).collect::<Vec<_>>(),
             )
             .field("protected", &self.protected)
+            .field("globs", &self.globs)
             .finish()
     }
 }
@@ -303,12 +315,34 @@ impl Confinement {
             .map(|(i, rest, _)| (i, rest))
     }
 
-    /// The protected entry that `real` is or lies beneath, if any.
-    pub(crate) fn protected_by(&self, real: &Path) -> Option<&Path> {
-        self.protected
-            .iter()
-            .find(|p| real.starts_with(p))
-            .map(PathBuf::as_path)
+    /// Why writing `path` (a real path, or one as given made absolute) is
+    /// refused, if it is: a component naming project state below its root,
+    /// or a protected path or glob it is or lies beneath.
+    pub(crate) fn write_refusal(&self, shown: &str, path: &Path) -> Option<ConfineError> {
+        let root = self.root_for(path, Access::Read);
+        let below_root = root.map_or(path, |(_, rest)| rest);
+        if let Some(name) = state_component(below_root) {
+            return Some(ConfineError::ProjectState {
+                path: shown.to_owned(),
+                component: name.to_string_lossy().into_owned(),
+            });
+        }
+        if let Some((index, rest)) = root
+            && let Some(dir) = git_dir_within(&self.roots[index].real, rest)
+        {
+            return Some(ConfineError::ProjectState {
+                path: shown.to_owned(),
+                component: format!("{} is a git directory", self.display_path(&dir)),
+            });
+        }
+        let protected = match self.protected.iter().find(|p| path.starts_with(p)) {
+            Some(p) => self.display_path(p),
+            None => format!("the glob {}", self.globs.matching(path, self.workspace())?),
+        };
+        Some(ConfineError::Protected {
+            path: shown.to_owned(),
+            protected,
+        })
     }
 
     /// The root allowing `access` whose path is the longest prefix of `abs`
@@ -349,7 +383,7 @@ impl Confinement {
         if self.root_by_bytes(real, access).is_none() {
             return false;
         }
-        access == Access::Read || self.protected_by(real).is_none()
+        access == Access::Read || self.write_refusal("", real).is_none()
     }
 
     /// A path for people and models: relative to the workspace when inside

@@ -11,7 +11,48 @@ use std::str::FromStr;
 pub const CORE_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "TMPDIR", "TERM"];
 
 /// Name fragments (case-insensitive) that mark a variable as a secret.
-pub const SECRET_PATTERNS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
+pub const SECRET_PATTERNS: &[&str] = &[
+    "KEY",
+    "SECRET",
+    "TOKEN",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "COOKIE",
+    "WEBHOOK",
+];
+
+/// Whole words of a name (split at `_`, `-`, `.`; case-insensitive) that
+/// mark a variable as a secret: `MYSQL_PWD`, `SENTRY_DSN`, `CI_JOB_JWT`,
+/// `GH_PAT`, `NPM_CONFIG__AUTH`, `SSH_AUTH_SOCK`, `APP_SESSION` — but not
+/// `GIT_AUTHOR_NAME` or `PWD` itself.
+pub const SECRET_WORDS: &[&str] = &["PWD", "PASS", "DSN", "JWT", "PAT", "AUTH", "SESSION", "SID", "CREDS"];
+
+/// Value prefixes of well-known credentials: GitHub, GitLab, Slack, OpenAI
+/// and other `sk-` keys, Stripe, npm, PyPI, Google API keys.
+const TOKEN_PREFIXES: &[&str] = &[
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "xoxe-",
+    "xapp-",
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "npm_",
+    "pypi-",
+    "AIza",
+];
 
 /// Which variables of wield's own environment a command inherits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,7 +132,10 @@ impl EnvPolicy {
                 Inherit::Core => CORE_VARS.iter().any(|c| OsStr::new(c) == name),
                 Inherit::None => false,
             };
-            if kept || (inherited && !is_secret_name(&name)) {
+            // The core variables are needed as they are (a PATH entry named
+            // like a token must not cost the command its PATH).
+            let core = CORE_VARS.iter().any(|c| OsStr::new(c) == name);
+            if kept || (inherited && !is_secret_name(&name) && (core || !is_secret_value(&value))) {
                 out.insert(name, value);
             }
         }
@@ -110,7 +154,55 @@ impl EnvPolicy {
 /// Whether a variable name looks like it holds a secret.
 pub fn is_secret_name(name: &OsStr) -> bool {
     let upper = name.to_string_lossy().to_ascii_uppercase();
-    SECRET_PATTERNS.iter().any(|p| upper.contains(p))
+    if SECRET_PATTERNS.iter().any(|p| upper.contains(p)) {
+        return true;
+    }
+    let words: Vec<&str> = upper.split(['_', '-', '.']).collect();
+    // `PWD` alone is the working directory, not a password.
+    words.len() > 1 && words.iter().any(|w| SECRET_WORDS.contains(w))
+}
+
+/// Whether a value looks like a credential whatever its name: a URL with a
+/// password or a long user part (`postgres://u:p@db`, `http://u:p@proxy`,
+/// a Sentry DSN), a Slack webhook, or a word shaped like a known token
+/// (`ghp_…`, `xoxb-…`, `sk-…`, `AKIA…`, a JWT `eyJ….….…`).
+pub fn is_secret_value(value: &OsStr) -> bool {
+    let v = value.to_string_lossy();
+    if v.contains("hooks.slack.com/services/") || url_has_credentials(&v) {
+        return true;
+    }
+    v.split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | ';' | '=' | '"' | '\'' | '/' | '@'))
+        .any(looks_like_token)
+}
+
+fn url_has_credentials(v: &str) -> bool {
+    v.match_indices("://").any(|(i, _)| {
+        let rest = &v[i + 3..];
+        let authority = rest.split(['/', '?', '#', ' ']).next().unwrap_or("");
+        match authority.rsplit_once('@') {
+            Some((user, _)) => user.contains(':') || user.len() >= 16,
+            None => false,
+        }
+    })
+}
+
+fn looks_like_token(word: &str) -> bool {
+    let tokenish = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    if word.len() >= 20 && tokenish(word) && TOKEN_PREFIXES.iter().any(|p| word.starts_with(p)) {
+        return true;
+    }
+    // AWS access key ids.
+    if word.len() == 20
+        && (word.starts_with("AKIA") || word.starts_with("ASIA"))
+        && word.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        return true;
+    }
+    // A JWT: three base64url parts, the first a JSON header (`{"` is `eyJ`).
+    word.starts_with("eyJ") && word.len() >= 30 && tokenish(word) && word.split('.').count() == 3
 }
 
 /// `*` matches any run of bytes; everything else matches itself.
@@ -159,6 +251,53 @@ mod tests {
         ]);
         let env = EnvPolicy::new(Inherit::All).keep("KEEP_*").apply(input);
         assert_eq!(names(&env), ["KEEP_TOKEN", "PLAIN"]);
+    }
+
+    #[test]
+    fn secret_shaped_names_and_values_are_dropped() {
+        let input = vars(&[
+            ("MYSQL_PWD", "x"),
+            (
+                "SENTRY_DSN",
+                "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/1",
+            ),
+            ("CI_JOB_JWT", "x"),
+            ("GH_PAT", "x"),
+            ("NPM_CONFIG__AUTH", "x"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh/agent.1"),
+            ("APP_SESSION", "x"),
+            ("SLACK_WEBHOOK_URL", "x"),
+            ("DATABASE_URL", "postgres://app:hunter2@db:5432/app"),
+            ("https_proxy", "http://user:pass@proxy:3128"),
+            ("MY_VAR", "ghp_0123456789abcdefghijABCDEFGHIJ0123"),
+            ("OTHER", "--flag=xoxb-1234-5678-abcdefghijkl"),
+            ("AWS_ID", "AKIAIOSFODNN7EXAMPLE"),
+            ("J", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlAAAA"),
+            ("PWD", "/w"),
+            ("OLDPWD", "/v"),
+            ("GIT_AUTHOR_NAME", "A"),
+            ("PATH", "/usr/bin:/bin"),
+            ("HTTP_PROXY", "http://proxy:3128"),
+            ("REPO", "ssh://git@github.com/a/b"),
+            ("LANG", "sk-SK.UTF-8"),
+            ("HOME", "/home/ghp_0123456789abcdefghijABCDEFGHIJ0123"),
+            ("TOOL_DIR", "/opt/sk-learn/bin"),
+        ]);
+        let env = EnvPolicy::new(Inherit::All).apply(input);
+        assert_eq!(
+            names(&env),
+            [
+                "GIT_AUTHOR_NAME",
+                "HOME",
+                "HTTP_PROXY",
+                "LANG",
+                "OLDPWD",
+                "PATH",
+                "PWD",
+                "REPO",
+                "TOOL_DIR"
+            ]
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolS
 use wield_sandbox::fs::Access;
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, listing, parse, path_use};
+use super::{blocking, confinement, listed, listing, parse, path_use};
 use wield_core::truncate::Limits;
 
 const DEFAULT_LIMIT: usize = 500;
@@ -197,7 +197,7 @@ fn render(
     }
     let mut out = String::new();
     for (_, path) in found.iter().take(limit) {
-        out.push_str(&conf.display_path(path));
+        out.push_str(&listed(&conf.display_path(path)));
         out.push('\n');
     }
     if total > limit {

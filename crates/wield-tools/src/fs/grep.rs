@@ -24,7 +24,7 @@ use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolS
 use wield_sandbox::fs::Confinement;
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, fail, listing, parse, path_use};
+use super::{blocking, confinement, fail, listed, listing, parse, path_use};
 
 const DEFAULT_LIMIT: usize = 100;
 /// Longest line text shown; minified files would drown the output otherwise.
@@ -362,6 +362,7 @@ fn render(
             break;
         }
         let p = conf.display_path(path);
+        let p = listed(&p);
         match mode {
             Mode::Files => out.push_str(&format!("{p}\n")),
             Mode::Count => out.push_str(&format!("{p}:{}\n", f.matches)),

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, human_size, listing, parse, path_use};
+use super::{blocking, confinement, human_size, listed, listing, parse, path_use};
 
 const DEFAULT_DEPTH: usize = 1;
 const MAX_DEPTH: usize = 10;
@@ -140,12 +140,13 @@ impl Tool for LsTool {
                     .path()
                     .strip_prefix(&root)
                     .unwrap_or(entry.path())
-                    .display()
-                    .to_string();
+                    .to_string_lossy()
+                    .into_owned();
+                let rel = listed(&rel);
                 let kind = entry.file_type();
                 let line = if kind.is_some_and(|t| t.is_symlink()) {
                     match conf.read_link(entry.path()) {
-                        Ok(target) => format!("[link] {rel} -> {}", target.display()),
+                        Ok(target) => format!("[link] {rel} -> {}", listed(&target.to_string_lossy())),
                         Err(_) => format!("[link] {rel}"),
                     }
                 } else if kind.is_some_and(|t| t.is_dir()) {

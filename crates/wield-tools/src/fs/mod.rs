@@ -30,6 +30,7 @@ use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
 
+mod ask_paths;
 pub(crate) mod diff;
 mod edit;
 mod glob;
@@ -41,6 +42,7 @@ mod text;
 mod walk;
 mod write;
 
+pub use ask_paths::{AskPathsResolver, DEFAULT_ASK_PATHS, PRIORITY_ASK_PATHS, ask_path_globs};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -261,6 +263,19 @@ pub(crate) fn listing(limits: Limits, text: String, limited: bool) -> ToolResult
     let mut r = ToolResult::ok(cut.text.clone());
     r.metadata.extend(cut.metadata());
     r.with_meta("truncated", limited || cut.truncated)
+}
+
+/// A path as one line of a listing (ls, glob, grep): a name holding a
+/// newline or another control character would otherwise print as lines of
+/// its own and pass for other entries, so such a name is shown quoted, with
+/// its control characters escaped (`"a\nb"`). Other names are shown as they
+/// are.
+pub(crate) fn listed(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(format!("{path:?}"))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
 }
 
 /// `2.3KB`, `512B`, `1.5MB`.

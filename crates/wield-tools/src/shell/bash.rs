@@ -10,6 +10,7 @@ use wield_core::{
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
+use super::git_watch::{report, snapshot};
 use super::output::{Streamer, body, status_line};
 use super::{Prepared, command_preview, prepare};
 
@@ -123,15 +124,22 @@ impl Tool for BashTool {
         if let Some(s) = &streamer {
             runner = runner.on_output(s.callback());
         }
+        // Nested repositories the command may create or change: what git
+        // would run from them later is reported (see `git_watch`).
+        let workspace = svc.workspace().to_path_buf();
+        let watch = settings.git_watch;
+        let git_before = snapshot(watch, workspace.clone()).await;
         let ticker = streamer.as_ref().map(Streamer::start);
         let result = runner.run().await;
         drop(ticker);
         if let Some(s) = &streamer {
             s.flush(true);
         }
+        let git_after = snapshot(watch, workspace.clone()).await;
+        let git_changes = git_before.changes(&git_after, &workspace);
         let out = match result {
             Ok(o) => o,
-            Err(e) => return ToolResult::error(e.to_string()),
+            Err(e) => return report(ToolResult::error(e.to_string()), &git_changes, &git_after, ctx),
         };
 
         let full = body(&out);
@@ -218,6 +226,7 @@ impl Tool for BashTool {
         if !hints.is_empty() {
             result = result.with_meta("sandbox_denials", hints);
         }
+        result = report(result, &git_changes, &git_after, ctx);
         match truncation {
             Some(t) => result.metadata.extend(t.metadata()),
             None => {

@@ -33,8 +33,10 @@ use crate::SetupError;
 
 mod bash;
 mod command_line;
+mod git_watch;
 mod output;
 mod processes;
+mod protected_globs;
 mod settings;
 
 pub use bash::BashTool;

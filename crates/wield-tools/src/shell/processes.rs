@@ -19,6 +19,8 @@ use wield_core::{
 };
 use wield_sandbox::process::{Background, Exit, RunGuard, Runner, StopSignal};
 
+use super::git_watch::{Snapshot, report, snapshot};
+use super::settings::ShellService;
 use super::{Prepared, command_preview, prepare, service};
 
 /// Lines of output `process_status` shows.
@@ -37,12 +39,33 @@ struct Entry {
     /// What the sandbox needs while the process may live (until the
     /// session drops its entry).
     _sandbox: RunGuard,
+    /// The git repositories under the workspace as last reported (at the
+    /// start, then at each status or kill), to tell what the process set
+    /// there that git runs later.
+    git_seen: tokio::sync::Mutex<Snapshot>,
+}
+
+impl Entry {
+    /// What changed in the repositories under the workspace since the last
+    /// look, and the snapshot of now.
+    async fn git_changes(&self, svc: &ShellService) -> (Vec<String>, Snapshot) {
+        let mut seen = self.git_seen.lock().await;
+        let now = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
+        let changes = seen.changes(&now, svc.workspace());
+        *seen = now.clone();
+        (changes, now)
+    }
 }
 
 /// The session's background processes. Dropping it kills them all.
 #[derive(Default)]
 pub struct Processes {
     next: AtomicU64,
+    /// Starts under way (counted against `process.max_background` until
+    /// their entry is in `entries`), and the lock that makes the check and
+    /// the count one step, so parallel starts cannot all pass the check.
+    starting: std::sync::atomic::AtomicUsize,
+    start_check: tokio::sync::Mutex<()>,
     entries: Mutex<BTreeMap<u64, Arc<Entry>>>,
     dir: OnceLock<Result<tempfile::TempDir, String>>,
 }
@@ -78,6 +101,18 @@ impl Processes {
         }
     }
 
+    /// The ids of the processes still running.
+    async fn running(&self) -> Vec<String> {
+        let entries: Vec<Arc<Entry>> = self.entries().values().cloned().collect();
+        let mut ids = Vec::new();
+        for e in entries {
+            if e.process.lock().await.try_exit().is_none() {
+                ids.push(e.id.clone());
+            }
+        }
+        ids
+    }
+
     fn get(&self, id: &str) -> Result<Arc<Entry>, ToolResult> {
         let n = id.trim().trim_start_matches('p').parse::<u64>().ok();
         n.and_then(|n| self.entries().get(&n).cloned()).ok_or_else(|| {
@@ -88,6 +123,23 @@ impl Processes {
                 format!("no background process `{id}`; this session has: {}", known.join(", "))
             })
         })
+    }
+}
+
+/// One start under way, counted until dropped (its entry inserted, or the
+/// start failed).
+struct Starting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Starting<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -224,12 +276,30 @@ impl Tool for ProcessStartTool {
             Err(e) => return e,
         };
         let procs = processes(ctx);
+        let max = svc.settings.max_background;
+        let slot = {
+            let _check = procs.start_check.lock().await;
+            let running = procs.running().await;
+            let starting = procs.starting.load(Ordering::Acquire);
+            if running.len() + starting >= max {
+                return ToolResult::error(format!(
+                    "process_start refused: {} background process(es) are already running in this session, the \
+                     most allowed (process.max_background = {max}). Stop one with process_kill (running: {}) or \
+                     wait for one to exit (process_status), then start this one again.",
+                    running.len() + starting,
+                    running.join(", ")
+                ))
+                .with_meta("refused", true);
+            }
+            Starting::new(&procs.starting)
+        };
         let n = procs.next.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("p{n}");
         let log = match procs.log_dir() {
             Ok(dir) => dir.join(format!("{id}.log")),
             Err(e) => return ToolResult::error(e),
         };
+        let git_before = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
         let runner = Runner::new(argv).scope_signals(svc.scope_signals());
         let mut bg = match runner.cwd(&workdir).env(svc.env()).spawn_background(&log) {
             Ok(b) => b,
@@ -249,8 +319,10 @@ impl Tool for ProcessStartTool {
             pid: bg.pid(),
             process: tokio::sync::Mutex::new(bg),
             _sandbox: sandbox,
+            git_seen: tokio::sync::Mutex::new(git_before),
         });
         procs.entries().insert(n, Arc::clone(&entry));
+        drop(slot);
         let mut text = format!(
             "started {id} (pid {}): {}\nlog: {}\n",
             entry.pid,
@@ -328,12 +400,14 @@ impl Tool for ProcessStatusTool {
             Some(Exit::Signal(s)) => (None, Some(s)),
             None => (None, None),
         };
-        ToolResult::ok(text)
+        let result = ToolResult::ok(text)
             .with_meta("running", exit.is_none())
             .with_meta("exit_code", code)
             .with_meta("signal", signal)
             .with_meta("runtime_ms", u64::try_from(runtime.as_millis()).unwrap_or(u64::MAX))
-            .with_meta("pid", entry.pid)
+            .with_meta("pid", entry.pid);
+        let (changes, now) = entry.git_changes(&service(ctx)).await;
+        report(result, &changes, &now, ctx)
     }
 }
 
@@ -463,7 +537,9 @@ impl Tool for ProcessKillTool {
             ),
             None => format!("{} stopped: {exit} after {}", entry.id, human_duration(p.runtime())),
         };
-        ToolResult::ok(text).with_meta("pid", entry.pid)
+        drop(p);
+        let (changes, now) = entry.git_changes(&service(ctx)).await;
+        report(ToolResult::ok(text).with_meta("pid", entry.pid), &changes, &now, ctx)
     }
 }
 

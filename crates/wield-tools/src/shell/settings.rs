@@ -28,6 +28,7 @@ pub(crate) fn config_keys() -> Vec<ConfigKey> {
         "env.inherit",
         "env.keep",
         "env.set.**",
+        "git_watch",
     ]
     .into_iter()
     .map(ConfigKey::new)
@@ -57,7 +58,16 @@ pub struct ShellSettings {
     /// …and this many last ones.
     pub tail_lines: usize,
     pub env: EnvPolicy,
+    /// `process.max_background`: background processes one session may have
+    /// running at once.
+    pub max_background: usize,
+    /// `bash.git_watch`: report what a command set in the git repositories
+    /// under the workspace that git runs later (default true).
+    pub git_watch: bool,
 }
+
+/// The default of `process.max_background`.
+pub const DEFAULT_MAX_BACKGROUND: usize = 16;
 
 impl Default for ShellSettings {
     fn default() -> Self {
@@ -72,6 +82,8 @@ impl Default for ShellSettings {
             head_lines: 100,
             tail_lines: 80,
             env: EnvPolicy::default(),
+            max_background: DEFAULT_MAX_BACKGROUND,
+            git_watch: true,
         }
     }
 }
@@ -111,7 +123,7 @@ fn strings(key: &str, v: &toml::Value) -> Result<Vec<String>, SetupError> {
 }
 
 impl ShellSettings {
-    /// From the `[bash]` table.
+    /// From the `[bash]` table (and `process.max_background`).
     pub fn from_config(config: &Config) -> Result<Self, SetupError> {
         let mut s = Self::default();
         let table = config.table_at("bash");
@@ -141,9 +153,13 @@ impl ShellSettings {
                 "head_lines" => s.head_lines = count(&path, v)?,
                 "tail_lines" => s.tail_lines = count(&path, v)?,
                 "env" => s.env = env_policy(v)?,
+                "git_watch" => s.git_watch = v.as_bool().ok_or_else(|| invalid(&path, "true or false", v))?,
                 // Unknown keys were refused when the configuration loaded.
                 _ => {}
             }
+        }
+        if let Some(v) = config.value("process.max_background") {
+            s.max_background = count("process.max_background", v)?;
         }
         Ok(s)
     }
@@ -197,25 +213,44 @@ fn check_template(text: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid template: {e}"))
 }
 
-/// Apply `bash.rewrite` to a command.
+/// Apply `bash.rewrite` to a command. Every variable but `command` is
+/// inserted shell-quoted: a directory a model named `x; curl … | sh` must
+/// stay one word (`cd {{ workdir }}` is right; do not add quotes around it).
 pub(crate) fn rewrite(template: &str, command: &str, workdir: &Path, workspace: &Path) -> Result<String, String> {
     minijinja::Environment::new()
         .render_str(
             template,
             minijinja::context! {
                 command => command,
-                workdir => workdir.display().to_string(),
-                workspace => workspace.display().to_string(),
+                workdir => shell_quote(&workdir.to_string_lossy()),
+                workspace => shell_quote(&workspace.to_string_lossy()),
             },
         )
         .map_err(|e| format!("bash.rewrite failed: {e}"))
+}
+
+/// One POSIX shell word that reads back as `text`: single quotes, with each
+/// `'` written as `'\''`.
+pub(crate) fn shell_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// `[sandbox]` for commands: the workspace and the temp dir are always
 /// write roots (`sandbox.write` adds more); everything is readable unless
 /// `sandbox.read` lists roots (the workspace and write roots stay readable);
 /// the workspace's `.wield` and `.git`, wield's global config directory and
-/// `sandbox.protected` are never writable.
+/// `sandbox.protected` are never writable (its globs expanded to the paths
+/// that match them now).
 pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSettings, SetupError> {
     let mut s = SandboxSettings::for_workspace(workspace);
     if let Some(v) = config.value("sandbox.enabled") {
@@ -255,8 +290,19 @@ pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSett
         roots.extend(read);
         s.read = Some(roots);
     }
-    if let Some(extra) = paths("sandbox.protected")? {
-        s.protected.extend(extra);
+    if let Some(v) = config.value("sandbox.protected") {
+        let (plain, globs) = wield_sandbox::fs::split_protected(strings("sandbox.protected", v)?);
+        s.protected
+            .extend(plain.iter().map(|p| expand(&p.to_string_lossy(), workspace)));
+        // Globs become the paths matching them now (see `protected_globs`).
+        let globs: Vec<String> = globs
+            .iter()
+            .map(|g| match g.strip_prefix("~/") {
+                Some(_) => expand(g, workspace).to_string_lossy().into_owned(),
+                None => g.clone(),
+            })
+            .collect();
+        s.protected.extend(super::protected_globs::expand(&globs, workspace)?);
     }
     if let Some(dir) = wield_core::config::global_config_dir() {
         s.protected.push(dir);

@@ -162,3 +162,48 @@ async fn stop_all_kills_every_background_tree_at_once() {
         listed.output
     );
 }
+
+#[tokio::test]
+async fn git_settings_a_command_makes_are_notices_in_the_event_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    let ctx = wield_core::Context::detached(dir.path());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    ctx.events.subscribe(Arc::new(move |e: &wield_core::Event| {
+        if let wield_core::Event::Notice { kind, message, .. } = e {
+            sink.lock().unwrap().push(format!("{kind}: {message}"));
+        }
+    }));
+    let command = "mkdir -p src/r/.git && printf '[core]\\n\\tfsmonitor = x\\n' > src/r/.git/config";
+    let r = BashTool::new().execute(json!({ "command": command }), &ctx).await;
+    assert!(r.success, "{r:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, ["git_config: src/r/.git: core.fsmonitor = \"x\" (git runs this)"]);
+    assert_eq!(r.metadata["git_changes"][0], seen[0].trim_start_matches("git_config: "));
+}
+
+#[tokio::test]
+async fn parallel_starts_cannot_pass_the_background_cap_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = Arc::new(wield_core::Context::detached(dir.path()));
+    let starts = (0..24).map(|_| {
+        let ctx = Arc::clone(&ctx);
+        tokio::spawn(async move {
+            ProcessStartTool::new()
+                .execute(json!({ "command": "sleep 60" }), &ctx)
+                .await
+        })
+    });
+    let mut started = 0;
+    for s in starts {
+        let r = s.await.unwrap();
+        if r.success {
+            started += 1;
+        } else {
+            assert!(r.error.unwrap().contains("process.max_background = 16"));
+        }
+    }
+    assert_eq!(started, settings::DEFAULT_MAX_BACKGROUND);
+    ctx.session.get_extension::<Processes>().unwrap().stop_all().await;
+}

@@ -39,9 +39,19 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
     };
     let mut network_hinted = false;
     for line in stderr.lines() {
-        if WRITE_ERRORS.iter().any(|e| line.contains(e)) {
+        // Bubblewrap does not mount what is outside the read roots: a read
+        // there fails as if the file did not exist.
+        let missing = line.contains("No such file or directory");
+        if missing || WRITE_ERRORS.iter().any(|e| line.contains(e)) {
             for candidate in path_candidates(line) {
                 let path = normalize(&cwd.join(&candidate));
+                if let Some(h) = read_refusal(&path, plan) {
+                    add(h);
+                    break;
+                }
+                if missing {
+                    continue;
+                }
                 if let Some(refusal) = plan.write_refusal(&path)
                     && writable_unsandboxed(&path)
                 {
@@ -56,6 +66,30 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
         }
     }
     hints
+}
+
+/// A read the sandbox refused: with read roots configured, a path outside
+/// them (and outside the write roots and the system directories) that
+/// wield's user could read. Such a failure says "Permission denied" just as
+/// a refused write does.
+fn read_refusal(path: &Path, plan: &SandboxPlan) -> Option<String> {
+    let read = plan.read_roots()?;
+    let system = super::bwrap::SYSTEM_READ.iter().map(Path::new);
+    let inside = read
+        .iter()
+        .chain(plan.write_roots())
+        .map(PathBuf::as_path)
+        .chain(system)
+        .any(|r| path.starts_with(r));
+    if inside || rustix::fs::access(path, rustix::fs::Access::READ_OK).is_err() {
+        return None;
+    }
+    let roots: Vec<String> = read.iter().map(|r| r.display().to_string()).collect();
+    Some(format!(
+        "read denied by sandbox: {} is outside the read roots ({}; sandbox.read)",
+        path.display(),
+        roots.join(", ")
+    ))
 }
 
 /// Whether wield's user could write `path` (or create it and the

@@ -1,0 +1,245 @@
+//! What file tools may never write, beyond the roots: project state (`.git`
+//! and `.wield` at any depth) and the protected list (paths and globs).
+//!
+//! Project state is refused by name, component by component, on both the
+//! path as given and the real path resolution reached, so neither a nested
+//! `sub/.git/config` nor a link `docs -> ../.git` gets through. Names are
+//! compared without regard to ASCII case: on a case-insensitive file system
+//! `.GIT/config` is `.git/config`.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::ConfineError;
+
+/// Directory (or file, for `.git`) names that file tools never create or
+/// change anything in, at any depth: git runs hooks and `core.fsmonitor`
+/// from `.git`, and wield runs hooks named in `.wield/config.toml`.
+pub const PROJECT_STATE: &[&str] = &[".git", ".wield"];
+
+/// The first component of `rest` that names project state, if any.
+pub(crate) fn state_component(rest: &Path) -> Option<&OsStr> {
+    rest.components().find_map(|c| match c {
+        Component::Normal(name) if is_state_name(name) => Some(name),
+        _ => None,
+    })
+}
+
+/// The first directory from `root` down along `rest` (the root itself
+/// excluded, `rest` included) that git would take for a git directory
+/// whatever its name: one holding `HEAD`, `objects/` and `refs/`. A `.git`
+/// file (`gitdir: ../store`) or a bare repository makes one of any name.
+pub(crate) fn git_dir_within(root: &Path, rest: &Path) -> Option<PathBuf> {
+    let mut dir = root.to_path_buf();
+    for c in rest.components() {
+        match c {
+            Component::Normal(name) => dir.push(name),
+            _ => return None,
+        }
+        let is = |name: &str, want_dir: bool| {
+            std::fs::metadata(dir.join(name)).is_ok_and(|m| if want_dir { m.is_dir() } else { m.is_file() })
+        };
+        // `objects` first: the rarest of the three in ordinary trees.
+        if is("objects", true) && is("refs", true) && is("HEAD", false) {
+            return Some(dir);
+        }
+    }
+    None
+}
+
+fn is_state_name(name: &OsStr) -> bool {
+    PROJECT_STATE
+        .iter()
+        .any(|s| name.as_bytes().eq_ignore_ascii_case(s.as_bytes()))
+}
+
+/// Whether a `sandbox.protected` entry is a glob rather than a plain path.
+pub fn is_glob(entry: &str) -> bool {
+    entry.contains(['*', '?', '[', '{'])
+}
+
+/// The glob entries of `sandbox.protected`. A relative glob is anchored at
+/// the workspace (`config/prod.toml`, `**/secrets/*`); an absolute one is
+/// matched against the whole path. A path is protected when it or one of
+/// its ancestors matches, so `**/secrets` protects everything below such a
+/// directory.
+#[derive(Clone, Debug, Default)]
+pub struct ProtectedGlobs {
+    relative: Option<GlobSet>,
+    absolute: Option<GlobSet>,
+    /// The entries as written, for messages, in the order of the sets.
+    relative_text: Vec<String>,
+    absolute_text: Vec<String>,
+}
+
+impl ProtectedGlobs {
+    /// Compile the glob entries (`*` does not cross `/`; `**` does).
+    pub fn new<I, S>(globs: I) -> Result<Self, ConfineError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self::build(globs, false)
+    }
+
+    /// [`ProtectedGlobs::new`], matching without regard to case (for names
+    /// that matter on case-insensitive file systems too).
+    pub fn new_case_insensitive<I, S>(globs: I) -> Result<Self, ConfineError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self::build(globs, true)
+    }
+
+    fn build<I, S>(globs: I, case_insensitive: bool) -> Result<Self, ConfineError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut relative = GlobSetBuilder::new();
+        let mut absolute = GlobSetBuilder::new();
+        let mut out = Self::default();
+        for g in globs {
+            let text = g.as_ref();
+            let glob = GlobBuilder::new(text.trim_start_matches("./"))
+                .literal_separator(true)
+                .case_insensitive(case_insensitive)
+                .build()
+                .map_err(|e| ConfineError::BadGlob {
+                    glob: text.to_owned(),
+                    reason: e.kind().to_string(),
+                })?;
+            if text.starts_with('/') {
+                absolute.add(glob);
+                out.absolute_text.push(text.to_owned());
+            } else {
+                relative.add(glob);
+                out.relative_text.push(text.to_owned());
+            }
+        }
+        let build = |b: GlobSetBuilder, texts: &[String]| -> Result<Option<GlobSet>, ConfineError> {
+            if texts.is_empty() {
+                return Ok(None);
+            }
+            b.build().map(Some).map_err(|e| ConfineError::BadGlob {
+                glob: texts.join(", "),
+                reason: e.to_string(),
+            })
+        };
+        out.relative = build(relative, &out.relative_text)?;
+        out.absolute = build(absolute, &out.absolute_text)?;
+        Ok(out)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.relative.is_none() && self.absolute.is_none()
+    }
+
+    /// The glob that protects `abs` (or one of its ancestors), if any;
+    /// `workspace` anchors the relative globs.
+    pub fn matching(&self, abs: &Path, workspace: &Path) -> Option<&str> {
+        if let (Some(set), Ok(rel)) = (&self.relative, abs.strip_prefix(workspace))
+            && let Some(i) = first_match(set, rel)
+        {
+            return Some(&self.relative_text[i]);
+        }
+        if let Some(set) = &self.absolute
+            && let Some(i) = first_match(set, abs)
+        {
+            return Some(&self.absolute_text[i]);
+        }
+        None
+    }
+}
+
+/// The index of a glob matching `path` or one of its (non-empty) ancestors.
+fn first_match(set: &GlobSet, path: &Path) -> Option<usize> {
+    path.ancestors()
+        .filter(|p| !p.as_os_str().is_empty() && p != &Path::new("/"))
+        .find_map(|p| set.matches(p).first().copied())
+}
+
+/// Split `sandbox.protected` entries into plain paths and globs.
+pub fn split_protected<I, S>(entries: I) -> (Vec<PathBuf>, Vec<String>)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut paths = Vec::new();
+    let mut globs = Vec::new();
+    for e in entries {
+        let e = e.as_ref();
+        if is_glob(e) {
+            globs.push(e.to_owned());
+        } else {
+            paths.push(PathBuf::from(e));
+        }
+    }
+    (paths, globs)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn state_names_at_any_depth_and_any_case() {
+        for p in [
+            ".git",
+            ".git/config",
+            "sub/.git/config",
+            "a/b/.wield/config.toml",
+            ".GIT/hooks",
+            "x/.Wield",
+        ] {
+            assert!(state_component(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "src/git",
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            ".wieldrc",
+            "a/git/.gitx",
+        ] {
+            assert!(state_component(Path::new(p)).is_none(), "{p}");
+        }
+    }
+
+    #[test]
+    fn git_directories_are_known_by_their_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["store/objects", "store/refs", "plain/objects"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("store/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(
+            git_dir_within(root, Path::new("store/hooks/pre-commit")),
+            Some(root.join("store"))
+        );
+        assert_eq!(git_dir_within(root, Path::new("store")), Some(root.join("store")));
+        assert_eq!(git_dir_within(root, Path::new("plain/objects/x")), None);
+        assert_eq!(git_dir_within(root, Path::new("new/file")), None);
+    }
+
+    #[test]
+    fn globs_anchor_at_the_workspace_and_cover_descendants() {
+        let ws = Path::new("/w");
+        let g = ProtectedGlobs::new(["**/secrets/*", "config/prod.toml", "/etc/**"]).unwrap();
+        assert_eq!(g.matching(Path::new("/w/secrets/a"), ws), Some("**/secrets/*"));
+        assert_eq!(g.matching(Path::new("/w/x/y/secrets/a/deep"), ws), Some("**/secrets/*"));
+        assert_eq!(
+            g.matching(Path::new("/w/config/prod.toml"), ws),
+            Some("config/prod.toml")
+        );
+        assert_eq!(g.matching(Path::new("/w/sub/config/prod.toml"), ws), None);
+        assert_eq!(g.matching(Path::new("/w/secrets"), ws), None);
+        assert_eq!(g.matching(Path::new("/etc/passwd"), ws), Some("/etc/**"));
+        assert!(ProtectedGlobs::new(["a/[b"]).is_err());
+    }
+}
