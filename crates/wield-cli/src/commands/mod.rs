@@ -23,6 +23,11 @@ pub fn main() -> ExitCode {
     if let Some(code) = sandbox::exec_helper() {
         return code;
     }
+    // Before anything holds a secret: commands wield runs must not read its
+    // environment or memory through /proc.
+    if !wield_sandbox::process::sandbox::make_non_dumpable() {
+        eprintln!("warning: cannot make wield non-dumpable; commands running as its user may read its memory");
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -193,7 +193,9 @@ fn restrict(args: &SandboxExecArgs) -> Result<(), String> {
     if !args.network {
         deny_inet_sockets()?;
     }
-    Ok(())
+    // Last: a command run as root keeps no capability (it could otherwise
+    // read the memory of wield, or of any process of the machine).
+    super::privileges::drop_all()
 }
 
 /// The paths that get write rights for the write roots, leaving out the

@@ -47,11 +47,13 @@ mod bwrap;
 mod hint;
 mod landlock_exec;
 pub mod placeholder;
+mod privileges;
 mod probe;
 
 pub use hint::denial_hints;
 pub use landlock_exec::{SANDBOX_EXEC_SUBCOMMAND, SandboxExecArgs, sandbox_exec_main};
 pub use placeholder::RunGuard;
+pub use privileges::{is_dumpable, make_non_dumpable};
 pub use probe::{BwrapStatus, Probe, bwrap_status, bwrap_status_fresh, landlock_abi, probe, seccomp_available};
 
 /// `sandbox.enabled`.
