@@ -23,6 +23,7 @@ pub fn main() -> ExitCode {
     if let Some(code) = sandbox::exec_helper() {
         return code;
     }
+    wield_sandbox::process::sandbox::declare_helper();
     // Before anything holds a secret: commands wield runs must not read its
     // environment or memory through /proc.
     if !wield_sandbox::process::sandbox::make_non_dumpable() {

@@ -1,10 +1,11 @@
 //! The process sandbox: Unix sockets, the private temp dir, protected paths against renames, wield's own memory, the kill-tree.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::{Ws, call_json, output, require_backends};
+use crate::support::{Mcp, Ws, call_json, output, require_backends};
 
 const BACKENDS: [&str; 2] = ["landlock", "bwrap"];
 
@@ -90,5 +91,105 @@ fn commands_cannot_read_wields_environment_or_memory() {
                 assert!(!text.contains("seen=0"), "{backend} as {who}: wield not found: {text}");
             }
         }
+    }
+}
+
+/// A script in the workspace that keeps forking a copy of itself (its
+/// environment cleared, in a new session) and letting its parent exit,
+/// each copy appending its pid to `src/pids`. Returns the script's path,
+/// which every copy carries on its command line.
+fn hopper(ws: &Ws) -> PathBuf {
+    let script = ws.ws.join("src/hop.sh");
+    std::fs::write(
+        &script,
+        "echo $$ >> \"$1\"\nsleep 0.01\nenv -i setsid sh \"$0\" \"$1\" &\n",
+    )
+    .unwrap();
+    script
+}
+
+/// Processes of the machine whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            out.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    out
+}
+
+/// Nothing of the hopper runs, and its pid list has stopped growing.
+fn assert_hopper_gone(ws: &Ws, script: &Path, what: &str) {
+    let pids = ws.ws.join("src/pids");
+    let count = || std::fs::read_to_string(&pids).unwrap_or_default().lines().count();
+    let before = count();
+    assert!(before > 2, "{what}: the hopper did not hop ({before} pids)");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let left = processes_mentioning(&script.display().to_string());
+    // Stop a survivor's next hop, so a failing test leaves nothing behind.
+    std::fs::write(script, "exit 0\n").unwrap();
+    assert!(left.is_empty(), "{what}: the hopper survived: {left:?}");
+    assert_eq!(count(), before, "{what}: the hopper is still hopping");
+}
+
+/// Item 8: a process that keeps forking and letting its parent exit (its
+/// environment cleared, in a new session) survived the timeout under
+/// bubblewrap. Under both backends it now dies with its call: when the
+/// timeout kills the call, and when the command exits leaving it behind.
+#[test]
+fn a_pid_hopping_process_dies_with_its_call() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    for backend in BACKENDS {
+        let script = hopper(&ws);
+        let start = format!("env -i sh {} $PWD/src/pids", script.display());
+        for (case, command, timeout) in [
+            ("timeout", format!("{start}; sleep 100"), 1),
+            ("left behind", format!("{start}; sleep 0.3"), 30),
+        ] {
+            hopper(&ws);
+            let _ = std::fs::remove_file(ws.ws.join("src/pids"));
+            let (_, v) = bash_with(
+                &ws,
+                backend,
+                false,
+                &[],
+                &json!({ "command": command, "timeout": timeout }),
+            );
+            if case == "timeout" {
+                assert_eq!(v["metadata"]["timed_out"], true, "{backend}: {v}");
+            }
+            assert_hopper_gone(&ws, &script, &format!("{backend}, {case}: {v}"));
+        }
+    }
+}
+
+/// Item 8, background processes: a hopper started with `process_start`
+/// dies when the MCP session ends, under both backends.
+#[test]
+fn a_pid_hopping_background_process_dies_with_the_session() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    for backend in BACKENDS {
+        let script = hopper(&ws);
+        let _ = std::fs::remove_file(ws.ws.join("src/pids"));
+        let command = format!("env -i sh {} $PWD/src/pids; sleep 100", script.display());
+        let pre = backend_args(backend);
+        let pre: Vec<&str> = pre.iter().map(String::as_str).collect();
+        let mut mcp = Mcp::start(&ws, &pre);
+        let (err, text) = mcp.call("process_start", json!({ "command": command }));
+        assert!(!err, "{backend}: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        assert_eq!(mcp.finish(), 0, "{backend}");
+        assert_hopper_gone(&ws, &script, backend);
     }
 }

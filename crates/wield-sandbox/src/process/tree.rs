@@ -18,8 +18,10 @@
 //!
 //! The one gap: a descendant that clears its environment, leaves the group
 //! and is orphaned before any walk sees it cannot be told apart from
-//! wield's other children, so it is left alone (only a PID namespace would
-//! close that gap).
+//! wield's other children, so it is left alone. Sandboxed commands do not
+//! have that gap: they run under a keeper, a subreaper of their own that
+//! adopts their orphans and outlives them (see `sandbox::keeper`), inside a
+//! PID namespace under bubblewrap.
 //!
 //! Orphans re-parented to wield become wield's zombies when they die; they
 //! are reaped here by PID (never with a wildcard `waitpid`, which would steal
@@ -46,7 +48,7 @@ const MAX_PASSES: usize = 16;
 /// as killed.
 const SETTLED_WALKS: usize = 2;
 /// The pause between two rounds of SIGKILL.
-const KILL_ROUND: Duration = Duration::from_millis(5);
+pub(crate) const KILL_ROUND: Duration = Duration::from_millis(5);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Make this process a child subreaper (once). Returns whether it is one.
@@ -104,6 +106,11 @@ pub struct ProcessTree {
     /// group and died is a zombie whose environment can no longer be read:
     /// this is how it is still recognised, and reaped, as one of ours.
     known: Arc<Mutex<HashMap<i32, u64>>>,
+    /// The leader is a subreaper of its own tree (the Landlock backend's
+    /// keeper): every orphan of the tree is handed to it, so it is SIGKILLed
+    /// only once nothing else of the tree is alive, lest an orphan reach
+    /// wield unrecognised.
+    reaper_leader: bool,
 }
 
 impl ProcessTree {
@@ -113,7 +120,15 @@ impl ProcessTree {
             leader: i32::try_from(leader).unwrap_or(i32::MAX),
             marker,
             known: Arc::default(),
+            reaper_leader: false,
         }
+    }
+
+    /// Whether the leader adopts the tree's orphans (see the field).
+    #[must_use]
+    pub fn leader_reaps(mut self, yes: bool) -> Self {
+        self.reaper_leader = yes;
+        self
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<i32, u64>> {
@@ -195,7 +210,10 @@ impl ProcessTree {
     /// is recognised, and reaped, only if a walk saw it alive.
     pub(crate) fn signal(&self, sig: Signal) {
         let members = self.members();
-        self.signal_group(sig);
+        let spare_leader = self.reaper_leader && sig == Signal::KILL && members.iter().any(|m| !m.zombie);
+        if !spare_leader {
+            self.signal_group(sig);
+        }
         for m in members {
             m.signal(sig);
         }
@@ -296,6 +314,42 @@ impl ProcessTree {
             std::thread::sleep(KILL_ROUND);
         }
     }
+}
+
+/// For a process that is the subreaper of its own tree (the sandbox
+/// keeper), once its command has exited: SIGTERM every descendant, wait up
+/// to `grace` for them to go, then SIGKILL until none is left, reaping them
+/// all. Returns how many were still running.
+pub(crate) fn end_descendants(grace: Duration) -> usize {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let tree = ProcessTree::new(me.unsigned_abs(), String::new());
+    let live = tree.members().iter().filter(|m| !m.zombie).count();
+    if live > 0 {
+        for sig in [Signal::TERM, Signal::CONT] {
+            for m in tree.members() {
+                m.signal(sig);
+            }
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && tree.alive(false) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut clean = 0;
+        // A tree forking as fast as it can is still outrun: a killed
+        // process forks no more, and its orphans come here.
+        for _ in 0..4000 {
+            for m in tree.members() {
+                m.signal(Signal::KILL);
+            }
+            clean = if tree.alive(false) { 0 } else { clean + 1 };
+            if clean == SETTLED_WALKS {
+                break;
+            }
+            std::thread::sleep(KILL_ROUND);
+        }
+    }
+    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
+    live
 }
 
 fn reap(pid: i32) -> bool {

@@ -109,6 +109,7 @@ impl Tool for BashTool {
         let cap = settings.max_output_bytes;
         let mut runner = Runner::new(argv)
             .scope_signals(svc.scope_signals())
+            .leader_reaps(svc.leader_reaps())
             .cwd(&workdir)
             .env(svc.env())
             .timeout(Some(timeout))
@@ -177,10 +178,8 @@ impl Tool for BashTool {
             text.push_str(h);
         }
         if out.leftovers_killed > 0 {
-            text.push_str(&format!(
-                "\n[{} background process(es) still running when the command exited were killed; use process_start for long-running processes]",
-                out.leftovers_killed
-            ));
+            text.push('\n');
+            text.push_str(&wield_sandbox::process::sandbox::leftover_note(out.leftovers_killed));
         }
 
         let mut result = if ok {

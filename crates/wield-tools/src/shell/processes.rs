@@ -226,7 +226,9 @@ impl Tool for ProcessStartTool {
             Ok(dir) => dir.join(format!("{id}.log")),
             Err(e) => return ToolResult::error(e),
         };
-        let runner = Runner::new(argv).scope_signals(svc.scope_signals());
+        let runner = Runner::new(argv)
+            .scope_signals(svc.scope_signals())
+            .leader_reaps(svc.leader_reaps());
         let mut bg = match runner.cwd(&workdir).env(svc.env()).spawn_background(&log) {
             Ok(b) => b,
             Err(e) => return ToolResult::error(e.to_string()),

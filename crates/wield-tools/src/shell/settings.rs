@@ -321,7 +321,12 @@ impl ShellService {
     /// error (for every command) when the configured backend does not work.
     pub fn plan(&self) -> Result<Option<&SandboxPlan>, String> {
         self.plan
-            .get_or_init(|| self.sandbox.resolve().map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                self.sandbox
+                    .resolve()
+                    .map(|plan| plan.map(|p| p.with_grace(self.settings.grace)))
+                    .map_err(|e| e.to_string())
+            })
             .as_ref()
             .map(Option::as_ref)
             .map_err(Clone::clone)
@@ -336,6 +341,12 @@ impl ShellService {
     /// bubblewrap backend does not scope them itself (Landlock does).
     pub fn scope_signals(&self) -> bool {
         matches!(self.plan(), Ok(Some(plan)) if plan.backend() == wield_sandbox::process::Backend::Bwrap)
+    }
+
+    /// Whether a command's leader adopts and outlives its orphans (the
+    /// sandbox's keeper): see `Runner::leader_reaps`.
+    pub fn leader_reaps(&self) -> bool {
+        matches!(self.plan(), Ok(Some(plan)) if plan.leader_reaps())
     }
 
     /// Whether commands can reach the network: the sandbox is off (or

@@ -11,12 +11,22 @@ pub(crate) const SYSTEM_READ: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/run", "/sys",
 ];
 
-pub(crate) fn argv(bwrap: &Path, plan: &SandboxPlan, command: &[OsString]) -> Vec<OsString> {
+pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, command: &[OsString]) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec![bwrap.into()];
     let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
     // Run as root, a command would keep every capability, and could unmount
     // the read-only binds that protect `.wield` and `.git`.
-    push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    // A PID namespace: when bubblewrap dies (killed by wield's kill-tree,
+    // or its command ends) its init dies, and the kernel kills every
+    // process of the namespace, including one that keeps forking and
+    // letting its parent exit. Pids a command prints are the namespace's.
+    push(&[
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--unshare-pid",
+    ]);
     if !plan.network {
         push(&["--unshare-net"]);
     }
@@ -35,13 +45,15 @@ pub(crate) fn argv(bwrap: &Path, plan: &SandboxPlan, command: &[OsString]) -> Ve
             for root in roots {
                 bind("--ro-bind-try", root);
             }
+            // The keeper (see the `keeper` module) is wield itself.
+            if let Some(helper) = helper {
+                bind("--ro-bind-try", helper);
+            }
         }
     }
-    // A fresh /dev (null, zero, tty, a private shm) instead of the host's.
-    // No PID namespace and no new /proc: pids a command prints must mean
-    // the same thing outside (tests, `kill`, process_status), and wield's
-    // kill-tree reaches the sandboxed processes like any others.
-    args.extend(["--dev".into(), "/dev".into()]);
+    // A fresh /dev (null, zero, tty, a private shm) instead of the host's,
+    // and the namespace's own /proc.
+    args.extend(["--dev".into(), "/dev".into(), "--proc".into(), "/proc".into()]);
     // Parents before children, so a nested write root is mounted over (not
     // under) its parent's bind.
     let mut writes: Vec<&PathBuf> = plan.write.iter().filter(|w| w.exists()).collect();

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
@@ -49,6 +50,11 @@ pub struct SandboxExecArgs {
     pub write: Vec<PathBuf>,
     pub protect: Vec<PathBuf>,
     pub network: bool,
+    /// Keep the command (see the `keeper` module) with this grace period
+    /// for what it leaves running.
+    pub keep: Option<Duration>,
+    /// Already inside bubblewrap, which confines the command: only keep it.
+    pub inside_bwrap: bool,
     pub argv: Vec<OsString>,
 }
 
@@ -69,13 +75,21 @@ impl SandboxExecArgs {
                 Some("--write") => out.write.push(value("--write")?),
                 Some("--protect") => out.protect.push(value("--protect")?),
                 Some("--network") => out.network = true,
+                Some("--inside-bwrap") => out.inside_bwrap = true,
+                Some("--keep") => {
+                    let ms = it
+                        .next()
+                        .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
+                        .ok_or("--keep needs the grace period in milliseconds")?;
+                    out.keep = Some(Duration::from_millis(ms));
+                }
                 Some("--") => {
                     out.argv = it.collect();
                     break;
                 }
                 _ => {
                     return Err(format!(
-                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--network] -- CMD [ARGS...]"
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--network] [--keep GRACE_MS] [--inside-bwrap] -- CMD [ARGS...]"
                     ));
                 }
             }
@@ -102,6 +116,13 @@ impl SandboxExecArgs {
         if self.network {
             out.push("--network".into());
         }
+        if let Some(grace) = self.keep {
+            out.push("--keep".into());
+            out.push(grace.as_millis().to_string().into());
+        }
+        if self.inside_bwrap {
+            out.push("--inside-bwrap".into());
+        }
         out.push("--".into());
         out.extend(self.argv.iter().cloned());
         out
@@ -119,7 +140,22 @@ pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 126;
         }
     };
-    if let Err(e) = restrict(&args) {
+    if args.inside_bwrap && args.keep.is_none() {
+        eprintln!("wield sandbox: --inside-bwrap without --keep does nothing; refusing");
+        return 126;
+    }
+    match args.keep {
+        Some(grace) => super::keeper::keep(grace, || confine_and_exec(&args)),
+        None => confine_and_exec(&args),
+    }
+}
+
+/// Confine this process (unless bubblewrap already does), then exec the
+/// command; returns only on failure, with the exit status.
+fn confine_and_exec(args: &SandboxExecArgs) -> i32 {
+    if !args.inside_bwrap
+        && let Err(e) = restrict(args)
+    {
         eprintln!("wield sandbox: refusing to run the command unconfined: {e}");
         return 126;
     }

@@ -12,7 +12,12 @@
 //!   refuses `socket(AF_INET | AF_INET6 | AF_PACKET)` and io_uring.
 //! - **bubblewrap**: `bwrap --ro-bind / /` with read-write binds for the
 //!   write roots, read-only re-binds for protected paths, a fresh `/dev`,
-//!   `--unshare-net`, `--die-with-parent`, `--new-session`.
+//!   a PID namespace with its own `/proc`, `--unshare-net`,
+//!   `--die-with-parent`, `--new-session`.
+//!
+//! Under both, the command runs under a keeper (the helper again, see
+//! [`keeper`]) that adopts the orphans it leaves and ends them when it
+//! exits, so no process of a command outlives it.
 //!
 //! `auto` prefers bubblewrap when a trial run works here, because it
 //! enforces protected paths inside a writable workspace exactly (see
@@ -45,16 +50,27 @@ use std::str::FromStr;
 
 mod bwrap;
 mod hint;
+mod keeper;
 mod landlock_exec;
 pub mod placeholder;
 mod privileges;
 mod probe;
 
 pub use hint::denial_hints;
+pub use keeper::leftover_note;
 pub use landlock_exec::{SANDBOX_EXEC_SUBCOMMAND, SandboxExecArgs, sandbox_exec_main};
 pub use placeholder::RunGuard;
 pub use privileges::{is_dumpable, make_non_dumpable};
 pub use probe::{BwrapStatus, Probe, bwrap_status, bwrap_status_fresh, landlock_abi, probe, seccomp_available};
+
+static CURRENT_EXE_IS_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Declare that this executable runs [`sandbox_exec_main`] for the
+/// `__sandbox-exec` subcommand (the wield binary does, first thing in
+/// `main`), so bubblewrap runs commands under their keeper too.
+pub fn declare_helper() {
+    CURRENT_EXE_IS_HELPER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// `sandbox.enabled`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -196,6 +212,7 @@ impl SandboxSettings {
             protected: self.protected.iter().map(|p| normalize(p)).collect(),
             workspace: self.workspace.clone(),
             landlock_abi,
+            grace: crate::process::DEFAULT_GRACE,
         };
         if self.enabled == Enabled::No {
             return Ok(None);
@@ -250,6 +267,9 @@ pub struct SandboxPlan {
     protected: Vec<PathBuf>,
     workspace: Option<PathBuf>,
     landlock_abi: Option<i32>,
+    /// How long what a command leaves running gets between SIGTERM and
+    /// SIGKILL when the command exits (the keeper's grace period).
+    grace: std::time::Duration,
 }
 
 impl SandboxPlan {
@@ -281,6 +301,43 @@ impl SandboxPlan {
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
         self.helper = Some(exe.into());
         self
+    }
+
+    /// The grace period the keeper gives what a command leaves running
+    /// (default [`DEFAULT_GRACE`](crate::process::DEFAULT_GRACE)).
+    #[must_use]
+    pub fn with_grace(mut self, grace: std::time::Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Whether the wrapped command's leader is a keeper that adopts the
+    /// command's orphans (the Landlock backend; see the `keeper` module):
+    /// run it with [`Runner::leader_reaps`](crate::process::Runner::leader_reaps).
+    /// Under bubblewrap the keeper runs inside the PID namespace, and
+    /// killing bubblewrap kills the namespace, so no such care is needed.
+    pub fn leader_reaps(&self) -> bool {
+        self.backend == Backend::Landlock
+    }
+
+    /// The helper for bubblewrap's keeper: only one known to understand
+    /// `__sandbox-exec` (set with [`with_helper`](Self::with_helper), or
+    /// this executable after [`declare_helper`]). Without one, bubblewrap
+    /// runs the command directly: its PID namespace still ends everything
+    /// the command left when it exits, at once and without a report.
+    fn bwrap_keeper(&self) -> Option<PathBuf> {
+        match &self.helper {
+            Some(h) => Some(h.clone()),
+            None if CURRENT_EXE_IS_HELPER.load(std::sync::atomic::Ordering::Relaxed) => std::env::current_exe().ok(),
+            None => None,
+        }
+    }
+
+    fn helper(&self) -> Result<PathBuf, SandboxError> {
+        match &self.helper {
+            Some(h) => Ok(h.clone()),
+            None => std::env::current_exe().map_err(SandboxError::Helper),
+        }
     }
 
     /// Side effects a run needs first, under bubblewrap, so that the
@@ -323,18 +380,28 @@ impl SandboxPlan {
         match self.backend {
             Backend::Bwrap => {
                 let bwrap = self.bwrap.clone().unwrap_or_else(|| PathBuf::from("bwrap"));
-                Ok(bwrap::argv(&bwrap, self, argv))
+                let Some(helper) = self.bwrap_keeper() else {
+                    return Ok(bwrap::argv(&bwrap, None, self, argv));
+                };
+                let keeper = SandboxExecArgs {
+                    keep: Some(self.grace),
+                    inside_bwrap: true,
+                    argv: argv.to_vec(),
+                    ..SandboxExecArgs::default()
+                };
+                let mut inner = vec![helper.clone().into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
+                inner.extend(keeper.to_args());
+                Ok(bwrap::argv(&bwrap, Some(&helper), self, &inner))
             }
             Backend::Landlock => {
-                let helper = match &self.helper {
-                    Some(h) => h.clone(),
-                    None => std::env::current_exe().map_err(SandboxError::Helper)?,
-                };
+                let helper = self.helper()?;
                 let args = SandboxExecArgs {
                     read: self.read.clone(),
                     write: self.write.clone(),
                     protect: self.protected.clone(),
                     network: self.network,
+                    keep: Some(self.grace),
+                    inside_bwrap: false,
                     argv: argv.to_vec(),
                 };
                 let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];

@@ -110,20 +110,24 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(ws.join(".git")).unwrap();
-    let plan = plan_for(&ws, BackendChoice::Bwrap);
+    let plan = plan_for(&ws, BackendChoice::Bwrap).with_helper("/usr/bin/wield");
     let argv = strings(&plan.wrap(&["make".into(), "test".into()]).unwrap());
     let text = argv.join(" ");
     let w = ws.display();
     assert!(
-        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-net"),
+        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-pid --unshare-net"),
         "{text}"
     );
-    assert!(text.contains("--ro-bind / / --dev /dev --bind"), "{text}");
+    assert!(text.contains("--ro-bind / / --dev /dev --proc /proc --bind"), "{text}");
     assert!(text.contains(&format!("--bind {w} {w}")), "{text}");
     assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
     // `.wield` does not exist yet: `prepare` creates it so it can be bound.
     assert!(!text.contains(".wield"), "{text}");
-    assert!(text.ends_with("-- make test"), "{text}");
+    // The command runs under its keeper, wield's helper, inside.
+    assert!(
+        text.ends_with("__sandbox-exec --keep 1000 --inside-bwrap -- make test"),
+        "{text}"
+    );
     let _guard = plan.prepare().unwrap();
     let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
     assert!(text.contains(&format!("--ro-bind {w}/.wield {w}/.wield")), "{text}");
