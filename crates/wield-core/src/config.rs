@@ -171,6 +171,7 @@ const CORE_KEYS: &[&str] = &[
     "sandbox.read",
     "sandbox.write",
     "sandbox.protected",
+    "sandbox.allow_unix_sockets",
     "executor.max_parallel",
     "executor.timeout",
     "truncation.max_lines",

@@ -193,3 +193,85 @@ fn a_pid_hopping_background_process_dies_with_the_session() {
         assert_hopper_gone(&ws, &script, backend);
     }
 }
+
+/// A Unix socket server answering `hello` to every client, at a path or
+/// (with a leading `@`) an abstract name, for as long as the test runs.
+fn unix_server(name: &str) -> std::os::unix::net::UnixListener {
+    use std::os::linux::net::SocketAddrExt;
+    let listener = match name.strip_prefix('@') {
+        Some(abstract_name) => {
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name).unwrap();
+            std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+        }
+        None => std::os::unix::net::UnixListener::bind(name).unwrap(),
+    };
+    let serving = listener.try_clone().unwrap();
+    std::thread::spawn(move || {
+        for stream in serving.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"hello");
+        }
+    });
+    listener
+}
+
+/// A command that connects to each socket and prints `reached NAME` or
+/// `refused NAME`.
+fn connect_all(sockets: &[String]) -> String {
+    let list = serde_json::to_string(sockets).unwrap();
+    format!(
+        "/usr/bin/python3 -c '\nimport socket, json, sys\nfailed = 0\nfor name in json.loads({list:?}):\n    s = socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(\"\\0\" + name[1:] if name.startswith(\"@\") else name)\n        print(\"reached\" if s.recv(5) == b\"hello\" else \"silent\", name)\n    except OSError as e:\n        failed = 1\n        print(\"refused\", name, \"connect:\", e.strerror, file=sys.stderr)\nsys.exit(failed)\n'"
+    )
+}
+
+/// Item 2: with the network off, a command connected to Unix sockets
+/// outside the sandbox (a tmux server in /tmp, DBus, ssh-agent in
+/// `$XDG_RUNTIME_DIR` or `$HOME`) and drove programs running unconfined.
+/// Now no socket can be connected to, pathname or abstract, wherever it
+/// is, under both backends; `sandbox.allow_unix_sockets` opens named ones.
+#[test]
+fn commands_cannot_connect_to_unix_sockets_outside_the_sandbox() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    let host_tmp = tempfile::Builder::new()
+        .prefix("wield-sock")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let sockets: Vec<String> = [
+        ws.outside.join("daemon.sock"),
+        host_tmp.path().join("tmux.sock"),
+        ws.home.join("agent.sock"),
+        ws.ws.join("src/own.sock"),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .chain([format!("@wield-test-{}", std::process::id())])
+    .collect();
+    let _servers: Vec<_> = sockets.iter().map(|s| unix_server(s)).collect();
+    let command = connect_all(&sockets);
+    // Unconfined, every socket answers: the servers work.
+    let (_, v) = ws.bash("off", &command);
+    assert_eq!(output(&v).matches("reached").count(), sockets.len(), "{v}");
+    for backend in BACKENDS {
+        let (_, v) = bash_with(&ws, backend, false, &[], &json!({ "command": command }));
+        let text = output(&v);
+        assert!(!text.contains("reached"), "{backend}: {text}");
+        assert_eq!(text.matches("refused").count(), sockets.len(), "{backend}: {text}");
+        assert!(
+            text.contains("nor connect to Unix sockets"),
+            "{backend}: the hint is missing: {text}"
+        );
+        // A named socket opens.
+        let allowed = format!("sandbox.allow_unix_sockets=[{:?}]", sockets[0]);
+        let mut cmd = ws.wield();
+        cmd.args(backend_args(backend))
+            .args(["--set", &allowed, "call", "bash"])
+            .arg(json!({ "command": connect_all(&sockets[..1]) }).to_string())
+            .arg("--json");
+        let (_, v) = call_json(cmd);
+        assert!(
+            output(&v).contains(&format!("reached {}", sockets[0])),
+            "{backend}: {v}"
+        );
+    }
+}

@@ -258,6 +258,9 @@ pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSett
     if let Some(extra) = paths("sandbox.protected")? {
         s.protected.extend(extra);
     }
+    if let Some(sockets) = paths("sandbox.allow_unix_sockets")? {
+        s.allow_unix_sockets = sockets;
+    }
     if let Some(dir) = wield_core::config::global_config_dir() {
         s.protected.push(dir);
     }

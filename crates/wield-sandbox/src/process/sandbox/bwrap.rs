@@ -54,6 +54,12 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
     // A fresh /dev (null, zero, tty, a private shm) instead of the host's,
     // and the namespace's own /proc.
     args.extend(["--dev".into(), "/dev".into(), "--proc".into(), "/proc".into()]);
+    // With the network off, none of the host's sockets in /run (DBus,
+    // `$XDG_RUNTIME_DIR`'s ssh-agent and `systemd --user`, docker): an
+    // empty /run (see the `sockets` module for the rest).
+    if !plan.network && Path::new("/run").is_dir() {
+        args.extend(["--tmpfs".into(), "/run".into()]);
+    }
     // Parents before children, so a nested write root is mounted over (not
     // under) its parent's bind.
     let mut writes: Vec<&PathBuf> = plan.write.iter().filter(|w| w.exists()).collect();
@@ -67,6 +73,12 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
     for p in protected {
         if plan.write.iter().any(|w| p.starts_with(w)) {
             args.extend(["--ro-bind".into(), p.into(), p.into()]);
+        }
+    }
+    // Sockets named in sandbox.allow_unix_sockets, wherever they were hidden.
+    if !plan.network {
+        for socket in &plan.allow_unix_sockets {
+            args.extend(["--bind-try".into(), socket.into(), socket.into()]);
         }
     }
     args.push("--".into());

@@ -6,7 +6,6 @@
 //! itself with the command, which inherits the restrictions for good.
 //! Any failure refuses to run the command: it never runs unconfined.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -15,9 +14,6 @@ use std::time::Duration;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     Scope,
-};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
 };
 
 use super::bwrap::SYSTEM_READ;
@@ -50,6 +46,9 @@ pub struct SandboxExecArgs {
     pub write: Vec<PathBuf>,
     pub protect: Vec<PathBuf>,
     pub network: bool,
+    /// With the network off: the Unix sockets commands may connect to
+    /// (any named one lets `connect` through, see the `sockets` module).
+    pub allow_unix: Vec<PathBuf>,
     /// Keep the command (see the `keeper` module) with this grace period
     /// for what it leaves running.
     pub keep: Option<Duration>,
@@ -74,6 +73,7 @@ impl SandboxExecArgs {
                 Some("--read") => out.read.get_or_insert_with(Vec::new).push(value("--read")?),
                 Some("--write") => out.write.push(value("--write")?),
                 Some("--protect") => out.protect.push(value("--protect")?),
+                Some("--allow-unix") => out.allow_unix.push(value("--allow-unix")?),
                 Some("--network") => out.network = true,
                 Some("--inside-bwrap") => out.inside_bwrap = true,
                 Some("--keep") => {
@@ -89,7 +89,7 @@ impl SandboxExecArgs {
                 }
                 _ => {
                     return Err(format!(
-                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--network] [--keep GRACE_MS] [--inside-bwrap] -- CMD [ARGS...]"
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--inside-bwrap] -- CMD [ARGS...]"
                     ));
                 }
             }
@@ -107,6 +107,7 @@ impl SandboxExecArgs {
             ("--read", self.read.as_deref().unwrap_or_default()),
             ("--write", &self.write[..]),
             ("--protect", &self.protect[..]),
+            ("--allow-unix", &self.allow_unix[..]),
         ] {
             for p in paths {
                 out.push(flag.into());
@@ -153,9 +154,14 @@ pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
 /// Confine this process (unless bubblewrap already does), then exec the
 /// command; returns only on failure, with the exit status.
 fn confine_and_exec(args: &SandboxExecArgs) -> i32 {
-    if !args.inside_bwrap
-        && let Err(e) = restrict(args)
-    {
+    // Inside bubblewrap only the socket filter is added: bubblewrap does
+    // the rest.
+    let confined = if args.inside_bwrap {
+        deny_sockets(args)
+    } else {
+        restrict(args)
+    };
+    if let Err(e) = confined {
         eprintln!("wield sandbox: refusing to run the command unconfined: {e}");
         return 126;
     }
@@ -226,9 +232,7 @@ fn restrict(args: &SandboxExecArgs) -> Result<(), String> {
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err("the kernel does not enforce Landlock".into());
     }
-    if !args.network {
-        deny_inet_sockets()?;
-    }
+    deny_sockets(args)?;
     // Last: a command run as root keeps no capability (it could otherwise
     // read the memory of wield, or of any process of the machine).
     super::privileges::drop_all()
@@ -270,37 +274,10 @@ fn grant(dir: &Path, protect: &[PathBuf], out: &mut Vec<PathBuf>) {
     }
 }
 
-/// seccomp: `socket(AF_INET | AF_INET6 | AF_PACKET)` and `io_uring_setup`
-/// (whose operations could open sockets behind the filter) fail with EACCES.
-fn deny_inet_sockets() -> Result<(), String> {
-    let family = |f: i32| -> Result<SeccompRule, String> {
-        let cond = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            u64::try_from(f).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| e.to_string())?;
-        SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
-    };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(
-        libc::SYS_socket,
-        vec![
-            family(libc::AF_INET)?,
-            family(libc::AF_INET6)?,
-            family(libc::AF_PACKET)?,
-        ],
-    );
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    let errno = u32::try_from(libc::EACCES).map_err(|e| e.to_string())?;
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
-        .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+/// With the network off, the seccomp filter of the `sockets` module.
+fn deny_sockets(args: &SandboxExecArgs) -> Result<(), String> {
+    if args.network {
+        return Ok(());
+    }
+    super::sockets::apply_filter(args.allow_unix.is_empty())
 }

@@ -55,6 +55,7 @@ mod landlock_exec;
 pub mod placeholder;
 mod privileges;
 mod probe;
+mod sockets;
 
 pub use hint::denial_hints;
 pub use keeper::leftover_note;
@@ -157,6 +158,9 @@ pub struct SandboxSettings {
     pub read: Option<Vec<PathBuf>>,
     /// Never writable, even inside a write root.
     pub protected: Vec<PathBuf>,
+    /// Unix sockets commands may connect to with the network off. Empty
+    /// (the default): no `connect` at all (see the `sockets` module).
+    pub allow_unix_sockets: Vec<PathBuf>,
     /// The workspace, whose `.wield` directory is created before a
     /// bubblewrap run so that it can be mounted read-only.
     pub workspace: Option<PathBuf>,
@@ -173,6 +177,7 @@ impl SandboxSettings {
             write: vec![workspace.to_path_buf(), std::env::temp_dir()],
             read: None,
             protected: vec![workspace.join(".wield"), workspace.join(".git")],
+            allow_unix_sockets: Vec::new(),
             workspace: Some(workspace.to_path_buf()),
         }
     }
@@ -210,6 +215,7 @@ impl SandboxSettings {
             write: normalize_all(&self.write),
             read: self.read.as_deref().map(normalize_all),
             protected: self.protected.iter().map(|p| normalize(p)).collect(),
+            allow_unix_sockets: normalize_all(&self.allow_unix_sockets),
             workspace: self.workspace.clone(),
             landlock_abi,
             grace: crate::process::DEFAULT_GRACE,
@@ -265,6 +271,7 @@ pub struct SandboxPlan {
     write: Vec<PathBuf>,
     read: Option<Vec<PathBuf>>,
     protected: Vec<PathBuf>,
+    allow_unix_sockets: Vec<PathBuf>,
     workspace: Option<PathBuf>,
     landlock_abi: Option<i32>,
     /// How long what a command leaves running gets between SIGTERM and
@@ -291,6 +298,11 @@ impl SandboxPlan {
 
     pub fn protected(&self) -> &[PathBuf] {
         &self.protected
+    }
+
+    /// `sandbox.allow_unix_sockets`, normalized.
+    pub fn allowed_unix_sockets(&self) -> &[PathBuf] {
+        &self.allow_unix_sockets
     }
 
     /// The executable that understands `__sandbox-exec` (default: the
@@ -384,6 +396,8 @@ impl SandboxPlan {
                     return Ok(bwrap::argv(&bwrap, None, self, argv));
                 };
                 let keeper = SandboxExecArgs {
+                    network: self.network,
+                    allow_unix: self.allow_unix_sockets.clone(),
                     keep: Some(self.grace),
                     inside_bwrap: true,
                     argv: argv.to_vec(),
@@ -400,6 +414,7 @@ impl SandboxPlan {
                     write: self.write.clone(),
                     protect: self.protected.clone(),
                     network: self.network,
+                    allow_unix: self.allow_unix_sockets.clone(),
                     keep: Some(self.grace),
                     inside_bwrap: false,
                     argv: argv.to_vec(),

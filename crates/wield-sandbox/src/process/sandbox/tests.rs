@@ -118,7 +118,7 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
         text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-pid --unshare-net"),
         "{text}"
     );
-    assert!(text.contains("--ro-bind / / --dev /dev --proc /proc --bind"), "{text}");
+    assert!(text.contains("--ro-bind / / --dev /dev --proc /proc --tmpfs /run --bind"), "{text}");
     assert!(text.contains(&format!("--bind {w} {w}")), "{text}");
     assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
     // `.wield` does not exist yet: `prepare` creates it so it can be bound.
