@@ -37,6 +37,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    // Before any thread starts (it sets TMPDIR); removed when main returns,
+    // after the runtime and what it ran have stopped.
+    let _session_temp = crate::session_temp::SessionTemp::enter();
     init_tracing();
     // `wield mcp serve` over stdio is one session: one thread runs it (with
     // the blocking pool for file work), so nothing hops between workers.

@@ -275,3 +275,98 @@ fn commands_cannot_connect_to_unix_sockets_outside_the_sandbox() {
         );
     }
 }
+
+/// Item 3: the temp dir was a write root shared by every project and
+/// session: commands and file tools could write all of it (replace an
+/// executable kept there, plant files for another project). Now each
+/// session has its own, mode 0700, as `TMPDIR`, removed when it ends; the
+/// shared temp dir is no write root (and under bubblewrap the host's /tmp
+/// is not even seen).
+#[test]
+fn each_session_has_a_private_temp_dir_and_the_shared_one_is_closed() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    let shared = ws.tmp.join("tool-kept-here");
+    std::fs::write(&shared, "original\n").unwrap();
+    let host_tmp = tempfile::Builder::new()
+        .prefix("wield-shared")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let planted = host_tmp.path().join("planted");
+    for backend in BACKENDS {
+        let command = format!(
+            "echo private=$TMPDIR; stat -c 'mode=%a uid=%u' $TMPDIR; echo mine > $TMPDIR/f && cat $TMPDIR/f; \
+             echo evil > {} ; echo evil > {}; ls {} >/dev/null 2>&1 && echo host-tmp-visible; true",
+            shared.display(),
+            planted.display(),
+            host_tmp.path().display()
+        );
+        let (_, v) = bash_with(&ws, backend, false, &[], &json!({ "command": command }));
+        let text = output(&v);
+        let private = text
+            .lines()
+            .find_map(|l| l.strip_prefix("private="))
+            .unwrap_or_else(|| panic!("{backend}: {text}"));
+        assert_ne!(Path::new(private), ws.tmp, "{backend}: {text}");
+        assert!(Path::new(private).starts_with(&ws.tmp), "{backend}: {text}");
+        assert!(text.contains("mode=700 uid=0"), "{backend}: {text}");
+        assert!(text.contains("\nmine\n"), "{backend}: {text}");
+        assert!(
+            !Path::new(private).exists(),
+            "{backend}: {private} outlived its session"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&shared).unwrap(),
+            "original\n",
+            "{backend}: {text}"
+        );
+        assert!(!planted.exists(), "{backend}: wrote the host's /tmp: {text}");
+        if backend == "bwrap" {
+            assert!(!text.contains("host-tmp-visible"), "{backend}: {text}");
+        }
+    }
+    // The file tools' temp root is the private dir too.
+    let (_, v) = ws.call(
+        &["-y"],
+        "write",
+        &json!({"path": shared.display().to_string(), "content": "evil\n"}),
+    );
+    assert_eq!(v["success"], false, "{v}");
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "original\n");
+}
+
+/// Item 3: saved full outputs went to the shared temp dir, a root of every
+/// project's file tools: another project's session read them. Now they are
+/// kept in the project's own `.wield/outputs` (0700, files 0600, ignored by
+/// git), out of other projects' roots.
+#[test]
+fn saved_outputs_stay_with_their_project() {
+    let a = Ws::new();
+    let (_, v) = a.bash("off", "seq 1 5000");
+    let text = output(&v);
+    let saved = text
+        .split("Full output: ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no saved output: {text}"));
+    let saved = Path::new(saved);
+    assert!(saved.starts_with(a.ws.join(".wield/outputs")), "{}", saved.display());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(saved), 0o600);
+    assert_eq!(mode(saved.parent().unwrap()), 0o700);
+    assert_eq!(
+        std::fs::read_to_string(a.ws.join(".wield/outputs/.gitignore")).unwrap(),
+        "*\n"
+    );
+    // Another project, even one sharing the temp dir, cannot read it.
+    let b = Ws::new();
+    let mut cmd = b.wield();
+    cmd.env("TMPDIR", &a.tmp)
+        .args(["-y", "call", "read"])
+        .arg(json!({"path": saved.display().to_string()}).to_string())
+        .arg("--json");
+    let (_, v) = call_json(cmd);
+    assert_eq!(v["success"], false, "{v}");
+    assert!(!output(&v).contains("4999"), "{v}");
+}

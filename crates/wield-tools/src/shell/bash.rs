@@ -33,7 +33,7 @@ impl BashTool {
                  under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
                  with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
                  saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
-                 the sandbox is on, may write only inside the workspace and temp dir and cannot reach the \
+                 the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
                  network. Use process_start for servers and other long-running commands.",
                 json!({
                     "type": "object",

@@ -36,20 +36,46 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
         args.push(path.into());
         args.push(path.into());
     };
+    // A private /tmp: the host's (other projects' files, executables kept
+    // there, sockets) is hidden by an empty one, unless /tmp itself is a
+    // configured root. The session's private temp dir, a write root, is
+    // bound back below with the other write roots; so is the top directory
+    // of /tmp holding the workspace, read-only, when there is one.
+    let tmp = Path::new("/tmp");
+    let configured = |roots: &[PathBuf]| roots.iter().any(|r| r == tmp);
+    let hide_tmp = tmp.is_dir() && !configured(&plan.write) && !plan.read.as_deref().is_some_and(configured);
+    let mut read_roots: Vec<&Path> = Vec::new();
     match &plan.read {
         None => bind("--ro-bind", Path::new("/")),
         Some(roots) => {
             for dir in SYSTEM_READ {
                 bind("--ro-bind-try", Path::new(dir));
             }
-            for root in roots {
-                bind("--ro-bind-try", root);
-            }
-            // The keeper (see the `keeper` module) is wield itself.
-            if let Some(helper) = helper {
-                bind("--ro-bind-try", helper);
-            }
+            read_roots.extend(roots.iter().map(PathBuf::as_path));
         }
+    }
+    if hide_tmp {
+        args.extend(["--tmpfs".into(), tmp.into()]);
+    }
+    let mut bind = |flag: &str, path: &Path| {
+        args.push(flag.into());
+        args.push(path.into());
+        args.push(path.into());
+    };
+    if hide_tmp
+        && plan.read.is_none()
+        && let Some(top) = plan.workspace.as_deref().and_then(top_of_tmp)
+    {
+        bind("--ro-bind-try", &top);
+    }
+    for root in read_roots {
+        bind("--ro-bind-try", root);
+    }
+    // The keeper (see the `keeper` module) is wield itself.
+    if let Some(helper) = helper
+        && (plan.read.is_some() || (hide_tmp && helper.starts_with(tmp)))
+    {
+        bind("--ro-bind-try", helper);
     }
     // A fresh /dev (null, zero, tty, a private shm) instead of the host's,
     // and the namespace's own /proc.
@@ -84,4 +110,11 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
     args.push("--".into());
     args.extend(command.iter().cloned());
     args
+}
+
+/// `/tmp/X` for a path `/tmp/X/...` (the path itself for `/tmp/X`).
+fn top_of_tmp(path: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix("/tmp").ok()?;
+    let first = rest.components().next()?;
+    Some(Path::new("/tmp").join(first))
 }

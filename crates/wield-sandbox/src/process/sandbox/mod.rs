@@ -167,8 +167,10 @@ pub struct SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// The defaults for a workspace: write the workspace and the temp dir,
-    /// read everything, no network, `.wield` and `.git` protected.
+    /// The defaults for a workspace: write the workspace and the temp dir
+    /// (`std::env::temp_dir()`: the wield binary makes it a private dir of
+    /// the session's, never the shared `/tmp`), read everything, no
+    /// network, `.wield` and `.git` protected.
     pub fn for_workspace(workspace: &Path) -> Self {
         Self {
             enabled: Enabled::Auto,
