@@ -163,5 +163,6 @@ impl Drop for Background {
             }
         }
         self.tree.kill_now();
+        self.tree.reap_stragglers_later();
     }
 }

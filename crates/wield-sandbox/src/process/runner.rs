@@ -345,6 +345,7 @@ impl Runner {
         }
         .map_err(ProcessError::Wait)?;
         guard.disarm();
+        tree.reap_stragglers_later();
 
         let reader_deadline = tokio::time::sleep(READER_DEADLINE);
         tokio::pin!(reader_deadline);
@@ -437,6 +438,7 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if let Some(tree) = self.0.take() {
             tree.kill_now();
+            tree.reap_stragglers_later();
         }
     }
 }

@@ -165,6 +165,10 @@ impl ProcessTree {
                     continue;
                 }
                 let Some(stat) = Stat::read(child) else { continue };
+                if stat.state == 'Z' && in_child_namespace(child) {
+                    reap(child);
+                    continue;
+                }
                 let seen_before = self.known().get(&child) == Some(&stat.start);
                 if seen_before || stat.pgrp == self.leader || has_marker(child, &self.marker) {
                     queue.push_back(child);
@@ -298,6 +302,64 @@ impl ProcessTree {
         tracing::warn!("processes of command group {} survived repeated SIGKILL", self.leader);
     }
 
+    /// Reap the members seen alive that are now wield's zombies; returns
+    /// how many members seen are still around otherwise (alive, or dead
+    /// but not yet handed to wield).
+    fn reap_known_zombies(&self) -> usize {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let known: Vec<(i32, u64)> = self.known().iter().map(|(p, s)| (*p, *s)).collect();
+        let mut pending = 0;
+        for (pid, start) in known {
+            match Stat::read(pid) {
+                Some(stat) if stat.start == start => {
+                    if stat.ppid == me && stat.state == 'Z' && reap(pid) {
+                        self.known().remove(&pid);
+                    } else {
+                        pending += 1;
+                    }
+                }
+                // Gone, or the pid is another process's now.
+                _ => {
+                    self.known().remove(&pid);
+                }
+            }
+        }
+        pending
+    }
+
+    /// Once a killed tree's leader has been reaped, a member that outlived
+    /// it for a moment (bubblewrap's PID namespace init, which dies after
+    /// bubblewrap) is handed to wield after the last walk and would stay
+    /// wield's zombie: a thread reaps such members as they come (and any
+    /// zombie adopted from a PID namespace), until the leader is gone and
+    /// no member seen is left, for up to a minute (a dropped run's leader
+    /// is reaped by the runtime whenever it gets to it; only then are its
+    /// children handed to wield).
+    pub fn reap_stragglers_later(&self) {
+        let settled = |tree: &Self| {
+            reap_adopted_namespace_zombies();
+            tree.reap_known_zombies() == 0 && Stat::read(tree.leader).is_none()
+        };
+        if settled(self) {
+            return;
+        }
+        let tree = self.clone();
+        let _ = std::thread::Builder::new().name("wield-reap".into()).spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut pause = Duration::from_millis(10);
+            while Instant::now() < deadline {
+                std::thread::sleep(pause);
+                if settled(&tree) {
+                    // The leader's children are handed over as it goes.
+                    std::thread::sleep(Duration::from_millis(50));
+                    reap_adopted_namespace_zombies();
+                    return;
+                }
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        });
+    }
+
     /// Synchronous last resort (a dropped run): SIGKILL everything and reap
     /// what can be reaped, as [`kill_all`](Self::kill_all) does.
     pub fn kill_now(&self) {
@@ -370,6 +432,30 @@ fn children_of(pid: i32) -> Vec<i32> {
         out.extend(text.split_ascii_whitespace().filter_map(|s| s.parse::<i32>().ok()));
     }
     out
+}
+
+/// Reap wield's zombie children that lived in a PID namespace below
+/// wield's: orphans adopted from a sandbox (the init of a bubblewrap
+/// sandbox that outlived bubblewrap), never processes wield started itself,
+/// so reaping them takes no one's exit status.
+fn reap_adopted_namespace_zombies() {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    for child in children_of(me) {
+        if Stat::read(child).is_some_and(|s| s.state == 'Z') && in_child_namespace(child) {
+            reap(child);
+        }
+    }
+}
+
+/// Whether `pid` lives in a PID namespace below wield's (`NSpid` in its
+/// status lists more than one pid).
+fn in_child_namespace(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .is_some_and(|pids| pids.split_whitespace().count() > 1)
+    })
 }
 
 fn has_marker(pid: i32, marker: &str) -> bool {
