@@ -370,3 +370,93 @@ fn saved_outputs_stay_with_their_project() {
     assert_eq!(v["success"], false, "{v}");
     assert!(!output(&v).contains("4999"), "{v}");
 }
+
+/// `bash` in `dir` (a workspace) with a backend, HOME and the global
+/// config in the workspace, and extra `--set`s.
+fn bash_at_home(ws: &Ws, dir: &Path, backend: &str, sets: &[&str], command: &str) -> Value {
+    let mut cmd = ws.wield();
+    cmd.env("HOME", &ws.ws)
+        .env("XDG_CONFIG_HOME", ws.ws.join(".config"))
+        .arg("-C")
+        .arg(dir)
+        .args(backend_args(backend));
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    cmd.args(["call", "bash"])
+        .arg(json!({ "command": command }).to_string())
+        .arg("--json");
+    call_json(cmd).1
+}
+
+/// Item 6: under bubblewrap the read-only bind of a protected path moved
+/// with its parent: with the workspace at $HOME, `mv .config .config.bak &&
+/// mkdir -p .config/wield && …` planted a global config (an unsandboxed
+/// hook, the sandbox off); the same for `sandbox.protected` entries and a
+/// workspace two levels below a write root. Now every directory from the
+/// outermost write root down to a protected path is a mount point (which
+/// cannot be renamed), a missing protected path gets a read-only stand-in,
+/// and no rename replaces a protected path under either backend.
+#[test]
+fn renaming_an_ancestor_cannot_replace_a_protected_path() {
+    let ws = Ws::new();
+    require_backends(&ws);
+    let global = ws.ws.join(".config/wield/config.toml");
+    let secret = ws.ws.join("src/keep/secret.txt");
+    let nested = ws.ws.join("src/a/proj");
+    let nested_config = nested.join(".wield/config.toml");
+    let protect = "sandbox.protected=[\"src/keep/secret.txt\"]";
+    let outer_root = format!("sandbox.write=[{:?}]", ws.ws.display().to_string());
+    for backend in BACKENDS {
+        for global_exists in [true, false] {
+            let _ = std::fs::remove_dir_all(ws.ws.join(".config"));
+            if global_exists {
+                std::fs::create_dir_all(global.parent().unwrap()).unwrap();
+                std::fs::write(&global, "# mine\n").unwrap();
+            }
+            let v = bash_at_home(
+                &ws,
+                &ws.ws,
+                backend,
+                &[],
+                "mv .config .config.bak; mkdir -p .config/wield && echo 'sandbox.enabled = false' > .config/wield/config.toml; true",
+            );
+            let what = format!("{backend}, global config existing: {global_exists}: {v}");
+            let text = std::fs::read_to_string(&global).unwrap_or_default();
+            assert!(!text.contains("sandbox.enabled"), "{what}");
+            assert!(!ws.ws.join(".config.bak").exists(), "{what}");
+            assert_eq!(ws.ws.join(".config").exists(), global_exists, "{what}");
+        }
+        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+        std::fs::write(&secret, "mine\n").unwrap();
+        let v = bash_at_home(
+            &ws,
+            &ws.ws,
+            backend,
+            &[protect],
+            "mv src src.bak; mv src/keep src/keep.bak; mkdir -p src/keep && echo planted > src/keep/secret.txt; true",
+        );
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "mine\n", "{backend}: {v}");
+        std::fs::create_dir_all(&nested).unwrap();
+        let v = bash_at_home(
+            &ws,
+            &nested,
+            backend,
+            &[&outer_root],
+            &format!(
+                "cd {} && mv src src.bak; mv src/a src/a.bak; mkdir -p src/a/proj/.wield && echo planted > src/a/proj/.wield/config.toml; true",
+                ws.ws.display()
+            ),
+        );
+        assert!(
+            !std::fs::read_to_string(&nested_config)
+                .unwrap_or_default()
+                .contains("planted"),
+            "{backend}: {v}"
+        );
+        assert!(
+            !ws.ws.join("src.bak").exists() && !ws.ws.join("src/a.bak").exists(),
+            "{backend}: {v}"
+        );
+    }
+}

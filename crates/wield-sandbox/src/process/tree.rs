@@ -269,7 +269,14 @@ impl ProcessTree {
     /// reaped: SIGTERM, up to `grace`, then SIGKILL. Returns how many
     /// processes were still running.
     pub(crate) async fn kill_leftovers(&self, grace: Duration) -> usize {
-        let live = self.members().iter().filter(|m| !m.zombie).count();
+        // A process of a PID namespace below (bubblewrap's init, a moment
+        // behind bubblewrap) dies with its namespace: not a leftover of the
+        // command's (the keeper in there reports those).
+        let live = self
+            .members()
+            .iter()
+            .filter(|m| !m.zombie && !in_child_namespace(m.pid))
+            .count();
         if live == 0 && !self.group_has_live_member() {
             self.reap_group();
             return 0;

@@ -93,13 +93,39 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
     for w in writes {
         args.extend(["--bind".into(), w.into(), w.into()]);
     }
-    // Protected paths last: a read-only bind over the writable one.
-    let mut protected: Vec<&PathBuf> = plan.protected.iter().filter(|p| p.exists()).collect();
-    protected.sort_by_key(|p| p.components().count());
-    for p in protected {
-        if plan.write.iter().any(|w| p.starts_with(w)) {
-            args.extend(["--ro-bind".into(), p.into(), p.into()]);
+    // Protected paths last: a read-only bind over the writable one (for a
+    // missing one, over the stand-in `prepare` made for it). A mount point
+    // cannot be renamed, but a directory holding one can, and takes the
+    // mount with it: each directory from the outermost write root down to
+    // a protected path is therefore bound over itself first, so no rename
+    // of an ancestor can move the protection away and let a command put
+    // something else in its place.
+    let mut ancestors: Vec<PathBuf> = Vec::new();
+    let mut mounts: Vec<PathBuf> = Vec::new();
+    for p in &plan.protected {
+        let Some(root) = plan.outermost_write_root(p) else {
+            continue;
+        };
+        let Some(mount) = mount_point(p, root) else { continue };
+        for a in mount.ancestors().skip(1) {
+            if a == root || !a.starts_with(root) {
+                break;
+            }
+            if !ancestors.iter().any(|x| x == a) {
+                ancestors.push(a.to_path_buf());
+            }
         }
+        if !mounts.contains(&mount) {
+            mounts.push(mount);
+        }
+    }
+    ancestors.sort_by_key(|a| a.components().count());
+    for a in ancestors {
+        args.extend(["--bind".into(), a.clone().into(), a.into()]);
+    }
+    mounts.sort_by_key(|p| p.components().count());
+    for p in mounts {
+        args.extend(["--ro-bind".into(), p.clone().into(), p.into()]);
     }
     // Sockets named in sandbox.allow_unix_sockets, wherever they were hidden.
     if !plan.network {
@@ -117,4 +143,15 @@ fn top_of_tmp(path: &Path) -> Option<PathBuf> {
     let rest = path.strip_prefix("/tmp").ok()?;
     let first = rest.components().next()?;
     Some(Path::new("/tmp").join(first))
+}
+
+/// Where a protected path inside `root` is mounted read-only: itself when it
+/// exists, else its deepest existing ancestor below `root` (the stand-in
+/// `SandboxPlan::prepare` made); `None` when nothing below `root` exists
+/// on its way.
+fn mount_point(path: &Path, root: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .take_while(|a| *a != root && a.starts_with(root))
+        .find(|a| a.symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
 }

@@ -382,11 +382,26 @@ impl SandboxPlan {
                 if path.symlink_metadata().is_err() {
                     std::fs::create_dir_all(path)?;
                 }
-            } else if path.file_name().is_some_and(|n| n == ".git") && path.parent().is_some_and(Path::is_dir) {
-                guard.hold(path)?;
+            } else if let Some(root) = self.outermost_write_root(path)
+                && let Some(missing) = topmost_missing(path, root)
+            {
+                // A missing protected path (a `.git`, wield's global config
+                // directory, a `sandbox.protected` entry) gets a stand-in at
+                // its first missing directory, mounted read-only, so a
+                // command cannot create it.
+                guard.hold(&missing)?;
             }
         }
         Ok(guard)
+    }
+
+    /// The outermost write root holding `path` (not `path` itself).
+    pub(crate) fn outermost_write_root(&self, path: &Path) -> Option<&Path> {
+        self.write
+            .iter()
+            .filter(|w| path.starts_with(w) && path != *w)
+            .min_by_key(|w| w.components().count())
+            .map(PathBuf::as_path)
     }
 
     /// The argv that runs `argv` inside this sandbox.
@@ -453,6 +468,21 @@ impl SandboxPlan {
         }
         None
     }
+}
+
+/// The first path from `root` down to `path` that is missing or a
+/// stand-in already (whose parent is a directory): where a stand-in is
+/// held for `path`. `None` when `path` exists.
+fn topmost_missing(path: &Path, root: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        if at.symlink_metadata().is_err() || RunGuard::is_stand_in(&at) {
+            return at.parent().is_some_and(Path::is_dir).then(|| at.clone());
+        }
+    }
+    None
 }
 
 /// Why a write was refused.

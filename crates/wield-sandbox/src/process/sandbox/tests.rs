@@ -190,7 +190,8 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     // An existing `.git` is not a stand-in.
     assert!(plan.prepare().unwrap().stand_ins().is_empty());
     std::fs::remove_dir_all(&git).unwrap();
-    // Nor is anything else missing that is protected.
+    // Any other missing protected path gets one too while runs hold it (a
+    // command could create it otherwise); it goes with them.
     let mut settings = SandboxSettings {
         enabled: Enabled::Yes,
         backend: BackendChoice::Bwrap,
@@ -200,8 +201,10 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     settings.protected.push(ws.join(".env"));
     let plan = settings.resolve_with(Some(7), true, &bwrap_ok).unwrap().unwrap();
     let guard = plan.prepare().unwrap();
-    assert!(!ws.join(".env").exists());
+    assert_eq!(guard.stand_ins(), [git.as_path(), ws.join(".env").as_path()]);
+    assert!(ws.join(".env").is_dir());
     drop(guard);
+    assert!(!ws.join(".env").exists());
     // Nothing of the stand-ins' is left behind.
     let left: Vec<String> = std::fs::read_dir(&ws)
         .unwrap()
@@ -211,7 +214,7 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     assert!(left.is_empty(), "{left:?}");
     // A `.git` file (a linked worktree) is left alone, and runs go on.
     std::fs::write(&git, "gitdir: /elsewhere/.git/worktrees/x\n").unwrap();
-    assert!(plan.prepare().unwrap().stand_ins().is_empty());
+    assert_eq!(plan.prepare().unwrap().stand_ins(), [ws.join(".env").as_path()]);
     assert_eq!(
         std::fs::read_to_string(&git).unwrap(),
         "gitdir: /elsewhere/.git/worktrees/x\n"
