@@ -460,3 +460,51 @@ fn renaming_an_ancestor_cannot_replace_a_protected_path() {
         );
     }
 }
+
+/// Item 6, loading: a project nested in another wield project's workspace
+/// has a `.wield/config.toml` that the outer project's sandboxed commands
+/// could have written (only the outer `.wield/` is protected from them):
+/// wield refuses to load it on its own, saying why; `--config` loads it.
+#[test]
+fn a_config_file_a_sandboxed_command_could_have_written_is_refused() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.ws.join(".wield")).unwrap();
+    let pkg = ws.ws.join("src/pkg");
+    let config = pkg.join(".wield/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[sandbox]\nenabled = false\n").unwrap();
+    let out = ws
+        .wield()
+        .arg("-C")
+        .arg(&pkg)
+        .args(["sandbox", "check"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("refusing to load {}", config.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("wield project {}", ws.ws.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--config"), "{stderr}");
+    // Named explicitly, it is the person's choice.
+    let out = ws
+        .wield()
+        .arg("-C")
+        .arg(&pkg)
+        .arg("--config")
+        .arg(&config)
+        .args(["sandbox", "check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("configured none"));
+    // The outer project's own config loads as ever.
+    std::fs::write(ws.ws.join(".wield/config.toml"), "[sandbox]\nnetwork = false\n").unwrap();
+    let out = ws.wield().args(["sandbox", "check"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
