@@ -508,3 +508,40 @@ fn a_config_file_a_sandboxed_command_could_have_written_is_refused() {
     let out = ws.wield().args(["sandbox", "check"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `wield sandbox check` says which of these protections this machine can
+/// enforce; this machine enforces them all.
+#[test]
+fn check_reports_the_protections_this_machine_enforces() {
+    let ws = Ws::new();
+    let v = require_backends(&ws);
+    let p = &v["protections"];
+    for key in [
+        "/non_dumpable",
+        "/capabilities_dropped",
+        "/unix_sockets/connect_refused",
+        "/unix_sockets/abstract_scoped",
+        "/unix_sockets/host_run_hidden",
+        "/signal_scoping",
+        "/pid_namespace",
+        "/keeper",
+        "/private_tmp/host_tmp_hidden",
+        "/protected_paths_rename_safe",
+    ] {
+        assert_eq!(p.pointer(key), Some(&Value::Bool(true)), "{key}: {v}");
+    }
+    let dir = p["private_tmp"]["dir"].as_str().unwrap();
+    assert!(Path::new(dir).starts_with(&ws.tmp), "{v}");
+    assert!(!Path::new(dir).exists(), "the session's temp dir outlived it: {v}");
+    let out = ws.wield().args(["sandbox", "check"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "memory     wield is non-dumpable",
+        "sockets    with the network off, connect is refused",
+        "processes  each command runs under a keeper",
+        "temp       private session dir ",
+        "protected  read-only against writes and renames",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+}
