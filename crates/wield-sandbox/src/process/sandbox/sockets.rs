@@ -1,6 +1,8 @@
 //! What a command may not reach with the network off: the seccomp filter
 //! the helper installs under both backends (under bubblewrap, the keeper
-//! installs it in the sandbox before it execs the command).
+//! installs it in the sandbox before it execs the command; a program that
+//! embeds the library without the helper gets bubblewrap's namespaces and
+//! its hidden `/run` and `/tmp` only).
 //!
 //! - `socket(AF_INET | AF_INET6 | AF_PACKET)` and `io_uring_setup` (whose
 //!   operations could open sockets behind the filter) fail with EACCES;

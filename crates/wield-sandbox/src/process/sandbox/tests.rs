@@ -240,6 +240,18 @@ fn landlock_argv_reexecs_the_helper_and_round_trips() {
     assert!(!parsed.network);
     assert_eq!(parsed.read, None);
     assert_eq!(strings(&parsed.argv), ["echo", "--", "hi"]);
+    // The command runs under its keeper, with the plan's grace period.
+    assert_eq!(parsed.keep, Some(std::time::Duration::from_secs(1)));
+    assert!(!parsed.inside_bwrap && parsed.allow_unix.is_empty());
+    assert!(plan.leader_reaps());
+    let full = SandboxExecArgs {
+        allow_unix: vec!["/run/a.sock".into()],
+        keep: Some(std::time::Duration::from_millis(250)),
+        inside_bwrap: true,
+        argv: vec!["true".into()],
+        ..SandboxExecArgs::default()
+    };
+    assert_eq!(SandboxExecArgs::parse(full.to_args()).unwrap(), full);
 }
 
 #[test]
@@ -250,6 +262,8 @@ fn helper_args_errors_say_what_to_do() {
     assert!(err.contains("usage"), "{err}");
     let err = SandboxExecArgs::parse(["--".into()]).unwrap_err();
     assert!(err.contains("no command"), "{err}");
+    let err = SandboxExecArgs::parse(["--keep".into(), "soon".into()]).unwrap_err();
+    assert!(err.contains("grace period in milliseconds"), "{err}");
 }
 
 #[test]
