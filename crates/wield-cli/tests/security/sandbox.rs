@@ -9,8 +9,11 @@ use crate::support::{Mcp, Ws, call_json, output, require_backends};
 
 const BACKENDS: [&str; 2] = ["landlock", "bwrap"];
 
-/// The arguments that pick a backend.
+/// The arguments that pick a backend ("off": no sandbox, approvals on).
 fn backend_args(backend: &str) -> Vec<String> {
+    if backend == "off" {
+        return vec!["-y".into(), "--set".into(), "sandbox.enabled=false".into()];
+    }
     vec![
         "--set".into(),
         "sandbox.enabled=true".into(),
@@ -143,13 +146,14 @@ fn assert_hopper_gone(ws: &Ws, script: &Path, what: &str) {
 
 /// Item 8: a process that keeps forking and letting its parent exit (its
 /// environment cleared, in a new session) survived the timeout under
-/// bubblewrap. Under both backends it now dies with its call: when the
-/// timeout kills the call, and when the command exits leaving it behind.
+/// bubblewrap. Under both backends, and with the sandbox off, it now dies
+/// with its call: when the timeout kills the call, and when the command
+/// exits leaving it behind.
 #[test]
 fn a_pid_hopping_process_dies_with_its_call() {
     let ws = Ws::new();
     require_backends(&ws);
-    for backend in BACKENDS {
+    for backend in ["landlock", "bwrap", "off"] {
         let script = hopper(&ws);
         let start = format!("env -i sh {} $PWD/src/pids", script.display());
         for (case, command, timeout) in [
@@ -174,12 +178,12 @@ fn a_pid_hopping_process_dies_with_its_call() {
 }
 
 /// Item 8, background processes: a hopper started with `process_start`
-/// dies when the MCP session ends, under both backends.
+/// dies when the MCP session ends, under both backends and unsandboxed.
 #[test]
 fn a_pid_hopping_background_process_dies_with_the_session() {
     let ws = Ws::new();
     require_backends(&ws);
-    for backend in BACKENDS {
+    for backend in ["landlock", "bwrap", "off"] {
         let script = hopper(&ws);
         let _ = std::fs::remove_file(ws.ws.join("src/pids"));
         let command = format!("env -i sh {} $PWD/src/pids; sleep 100", script.display());

@@ -18,10 +18,10 @@
 //!
 //! The one gap: a descendant that clears its environment, leaves the group
 //! and is orphaned before any walk sees it cannot be told apart from
-//! wield's other children, so it is left alone. Sandboxed commands do not
-//! have that gap: they run under a keeper, a subreaper of their own that
-//! adopts their orphans and outlives them (see `sandbox::keeper`), inside a
-//! PID namespace under bubblewrap.
+//! wield's other children, so it is left alone. The wield binary's commands
+//! do not have that gap, sandboxed or not: they run under a keeper, a
+//! subreaper of their own that adopts their orphans and outlives them (see
+//! `sandbox::keeper`), inside a PID namespace under bubblewrap.
 //!
 //! Orphans re-parented to wield become wield's zombies when they die; they
 //! are reaped here by PID (never with a wildcard `waitpid`, which would steal

@@ -349,7 +349,11 @@ impl ShellService {
     /// Whether a command's leader adopts and outlives its orphans (the
     /// sandbox's keeper): see `Runner::leader_reaps`.
     pub fn leader_reaps(&self) -> bool {
-        matches!(self.plan(), Ok(Some(plan)) if plan.leader_reaps())
+        match self.plan() {
+            Ok(Some(plan)) => plan.leader_reaps(),
+            Ok(None) => wield_sandbox::process::sandbox::helper_declared(),
+            Err(_) => false,
+        }
     }
 
     /// Whether commands can reach the network: the sandbox is off (or
@@ -369,7 +373,11 @@ impl ShellService {
         let mut argv: Vec<OsString> = self.settings.shell.iter().map(OsString::from).collect();
         argv.push(command.into());
         match self.plan()? {
-            None => Ok((argv, RunGuard::default())),
+            // Unconfined, but kept: no process of the command outlives it.
+            None => Ok((
+                wield_sandbox::process::sandbox::keep_unconfined(&argv, self.settings.grace).unwrap_or(argv),
+                RunGuard::default(),
+            )),
             Some(plan) => {
                 let guard = plan.prepare().map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
                 Ok((plan.wrap(&argv).map_err(|e| e.to_string())?, guard))

@@ -15,6 +15,9 @@
 //! SIGHUP (they are for the command); wield SIGKILLs it only after the rest
 //! of its tree ([`ProcessTree::leader_reaps`](crate::process::ProcessTree::leader_reaps)).
 //!
+//! With the sandbox off, the wield binary runs commands under a keeper too
+//! ([`keep_unconfined`](super::keep_unconfined)).
+//!
 //! The keeper stays outside the command's confinement, so under Landlock
 //! the command cannot signal it (signals are scoped to the command's own
 //! domain where the kernel has ABI 6). Under bubblewrap it runs inside the

@@ -52,8 +52,10 @@ pub struct SandboxExecArgs {
     /// Keep the command (see the `keeper` module) with this grace period
     /// for what it leaves running.
     pub keep: Option<Duration>,
-    /// Already inside bubblewrap, which confines the command: only keep it.
-    pub inside_bwrap: bool,
+    /// Only keep the command, confining nothing but its sockets (with the
+    /// network off): bubblewrap confines it (the helper runs inside), or
+    /// the sandbox is off (then with `network`, so nothing at all).
+    pub keep_only: bool,
     pub argv: Vec<OsString>,
 }
 
@@ -75,7 +77,7 @@ impl SandboxExecArgs {
                 Some("--protect") => out.protect.push(value("--protect")?),
                 Some("--allow-unix") => out.allow_unix.push(value("--allow-unix")?),
                 Some("--network") => out.network = true,
-                Some("--inside-bwrap") => out.inside_bwrap = true,
+                Some("--keep-only") => out.keep_only = true,
                 Some("--keep") => {
                     let ms = it
                         .next()
@@ -89,7 +91,7 @@ impl SandboxExecArgs {
                 }
                 _ => {
                     return Err(format!(
-                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--inside-bwrap] -- CMD [ARGS...]"
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--keep-only] -- CMD [ARGS...]"
                     ));
                 }
             }
@@ -121,8 +123,8 @@ impl SandboxExecArgs {
             out.push("--keep".into());
             out.push(grace.as_millis().to_string().into());
         }
-        if self.inside_bwrap {
-            out.push("--inside-bwrap".into());
+        if self.keep_only {
+            out.push("--keep-only".into());
         }
         out.push("--".into());
         out.extend(self.argv.iter().cloned());
@@ -141,8 +143,8 @@ pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 126;
         }
     };
-    if args.inside_bwrap && args.keep.is_none() {
-        eprintln!("wield sandbox: --inside-bwrap without --keep does nothing; refusing");
+    if args.keep_only && args.keep.is_none() {
+        eprintln!("wield sandbox: --keep-only without --keep does nothing; refusing");
         return 126;
     }
     match args.keep {
@@ -151,12 +153,12 @@ pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
-/// Confine this process (unless bubblewrap already does), then exec the
-/// command; returns only on failure, with the exit status.
+/// Confine this process (unless bubblewrap does, or the sandbox is off),
+/// then exec the command; returns only on failure, with the exit status.
 fn confine_and_exec(args: &SandboxExecArgs) -> i32 {
     // Inside bubblewrap only the socket filter is added: bubblewrap does
     // the rest.
-    let confined = if args.inside_bwrap {
+    let confined = if args.keep_only {
         deny_sockets(args)
     } else {
         restrict(args)

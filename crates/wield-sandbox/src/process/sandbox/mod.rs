@@ -73,6 +73,32 @@ pub fn declare_helper() {
     CURRENT_EXE_IS_HELPER.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether this executable runs the helper ([`declare_helper`]).
+pub fn helper_declared() -> bool {
+    CURRENT_EXE_IS_HELPER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `argv` under a keeper (see the `keeper` module) without a sandbox, so
+/// that no process of an unconfined command outlives it either: `None`
+/// when this executable is not a declared helper ([`declare_helper`]).
+/// Run it with [`Runner::leader_reaps`](crate::process::Runner::leader_reaps).
+pub fn keep_unconfined(argv: &[OsString], grace: std::time::Duration) -> Option<Vec<OsString>> {
+    if !helper_declared() {
+        return None;
+    }
+    let helper = std::env::current_exe().ok()?;
+    let args = SandboxExecArgs {
+        network: true,
+        keep: Some(grace),
+        keep_only: true,
+        argv: argv.to_vec(),
+        ..SandboxExecArgs::default()
+    };
+    let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
+    out.extend(args.to_args());
+    Some(out)
+}
+
 /// `sandbox.enabled`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Enabled {
@@ -342,7 +368,7 @@ impl SandboxPlan {
     fn bwrap_keeper(&self) -> Option<PathBuf> {
         match &self.helper {
             Some(h) => Some(h.clone()),
-            None if CURRENT_EXE_IS_HELPER.load(std::sync::atomic::Ordering::Relaxed) => std::env::current_exe().ok(),
+            None if helper_declared() => std::env::current_exe().ok(),
             None => None,
         }
     }
@@ -416,7 +442,7 @@ impl SandboxPlan {
                     network: self.network,
                     allow_unix: self.allow_unix_sockets.clone(),
                     keep: Some(self.grace),
-                    inside_bwrap: true,
+                    keep_only: true,
                     argv: argv.to_vec(),
                     ..SandboxExecArgs::default()
                 };
@@ -433,7 +459,7 @@ impl SandboxPlan {
                     network: self.network,
                     allow_unix: self.allow_unix_sockets.clone(),
                     keep: Some(self.grace),
-                    inside_bwrap: false,
+                    keep_only: false,
                     argv: argv.to_vec(),
                 };
                 let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];

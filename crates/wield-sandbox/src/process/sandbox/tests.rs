@@ -137,7 +137,7 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
     assert!(!text.contains(".wield"), "{text}");
     // The command runs under its keeper, wield's helper, inside.
     assert!(
-        text.ends_with("__sandbox-exec --keep 1000 --inside-bwrap -- make test"),
+        text.ends_with("__sandbox-exec --keep 1000 --keep-only -- make test"),
         "{text}"
     );
     let _guard = plan.prepare().unwrap();
@@ -242,12 +242,12 @@ fn landlock_argv_reexecs_the_helper_and_round_trips() {
     assert_eq!(strings(&parsed.argv), ["echo", "--", "hi"]);
     // The command runs under its keeper, with the plan's grace period.
     assert_eq!(parsed.keep, Some(std::time::Duration::from_secs(1)));
-    assert!(!parsed.inside_bwrap && parsed.allow_unix.is_empty());
+    assert!(!parsed.keep_only && parsed.allow_unix.is_empty());
     assert!(plan.leader_reaps());
     let full = SandboxExecArgs {
         allow_unix: vec!["/run/a.sock".into()],
         keep: Some(std::time::Duration::from_millis(250)),
-        inside_bwrap: true,
+        keep_only: true,
         argv: vec!["true".into()],
         ..SandboxExecArgs::default()
     };
