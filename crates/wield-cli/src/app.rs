@@ -126,6 +126,10 @@ impl Runtime {
             return Err(usage(format!("workspace {} is not a directory", workspace.display())));
         }
 
+        // Saved full outputs stay with the project (and its own tools' roots),
+        // not in a temp dir every project's tools can read.
+        wield_core::truncate::set_saved_output_dir(workspace.join(".wield").join("outputs"));
+
         let mut registry = Registry::new();
         registry
             .register_many(crate::tool_set::local_tools())

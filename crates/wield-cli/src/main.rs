@@ -5,6 +5,7 @@ mod approvals_store;
 mod cli;
 mod commands;
 mod debug_tools;
+mod session_temp;
 mod shell_hooks;
 mod terminal_approver;
 mod tool_set;

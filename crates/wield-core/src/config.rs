@@ -38,6 +38,10 @@ pub enum ConfigError {
     },
     #[error("invalid value for `{path}`: {message}")]
     Invalid { path: String, message: String },
+    #[error(
+        "refusing to load {path}: it lies in the workspace of the wield project {enclosing} (which has .wield/), where that project's sandboxed commands may write, so a command could have put it there. If you wrote it, pass it explicitly with --config {path}; or move its settings to {enclosing}/.wield/config.toml"
+    )]
+    Plantable { path: PathBuf, enclosing: PathBuf },
 }
 
 fn suggestion_text(s: &Option<String>) -> String {
@@ -173,6 +177,7 @@ const CORE_KEYS: &[&str] = &[
     "sandbox.write",
     "sandbox.protected",
     "process.max_background",
+    "sandbox.allow_unix_sockets",
     "executor.max_parallel",
     "executor.timeout",
     "truncation.max_lines",
@@ -419,6 +424,9 @@ pub fn merge(base: &mut toml::Table, over: toml::Table) {
 pub struct ConfigLoader {
     /// Files with whether they must exist.
     files: Vec<(PathBuf, bool)>,
+    /// The enclosing wield project of the workspace, if any (see
+    /// [`enclosing_project`]): the project file is refused then.
+    nested_in: Option<PathBuf>,
     env: Vec<(String, String)>,
     overrides: Vec<(String, toml::Table)>,
 }
@@ -435,6 +443,7 @@ impl ConfigLoader {
             self.files.push((dir.join("config.toml"), false));
         }
         self.files.push((workspace.join(".wield").join("config.toml"), false));
+        self.nested_in = enclosing_project(workspace);
         self
     }
 
@@ -460,6 +469,18 @@ impl ConfigLoader {
         let mut merged = toml::Table::new();
         let mut origins = vec!["defaults".to_owned()];
         for (path, required) in &self.files {
+            let explicit = || self.files.iter().any(|(p, req)| *req && p == path);
+            if let Some(enclosing) = &self.nested_in
+                && !required
+                && path.ends_with(Path::new(".wield").join("config.toml"))
+                && path.exists()
+                && !explicit()
+            {
+                return Err(ConfigError::Plantable {
+                    path: path.clone(),
+                    enclosing: enclosing.clone(),
+                });
+            }
             let text = match std::fs::read_to_string(path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
@@ -494,6 +515,21 @@ impl ConfigLoader {
         config.origins = origins;
         Ok(config)
     }
+}
+
+/// The nearest directory above `workspace` that is a wield project (holds
+/// a `.wield` directory). Its sandboxed commands may write anywhere in its
+/// workspace but its own `.wield/` and `.git/` (and wield's global config
+/// directory): a `.wield/config.toml` of a project nested in it could be
+/// theirs, so wield does not load one on its own (an explicit `--config`
+/// does). The global config is loaded: every sandbox keeps its directory
+/// read-only, renames of its ancestors included.
+pub fn enclosing_project(workspace: &Path) -> Option<PathBuf> {
+    workspace
+        .ancestors()
+        .skip(1)
+        .find(|a| a.join(".wield").symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
 }
 
 pub fn global_config_dir() -> Option<PathBuf> {

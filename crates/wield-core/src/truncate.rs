@@ -93,7 +93,49 @@ const KEEP_BYTES: u64 = 512 << 20;
 /// Saved outputs older than this are removed.
 const KEEP_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
-/// Save text to `$TMPDIR/wield-output-<id>.txt` and return the path. The
+static OUTPUT_DIR: std::sync::RwLock<Option<PathBuf>> = std::sync::RwLock::new(None);
+
+/// Where saved outputs go from now on: a per-project, per-user directory
+/// (the binary uses the workspace's `.wield/outputs`), made on first use
+/// with mode 0700 and a `.gitignore` ignoring everything in it. Unset, or
+/// when it cannot be made: `$TMPDIR`.
+pub fn set_saved_output_dir(dir: PathBuf) {
+    if let Ok(mut slot) = OUTPUT_DIR.write() {
+        *slot = Some(dir);
+    }
+}
+
+/// The directory saved outputs go to (see [`set_saved_output_dir`]).
+fn output_dir() -> PathBuf {
+    let chosen = OUTPUT_DIR.read().ok().and_then(|d| d.clone());
+    match chosen {
+        Some(dir) if ensure_output_dir(&dir).is_ok() => dir,
+        _ => std::env::temp_dir(),
+    }
+}
+
+fn ensure_output_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::write(dir.join(".gitignore"), "*\n")?;
+    }
+    // Only a directory of this user's, closed to others, holds outputs.
+    let meta = std::fs::symlink_metadata(dir)?;
+    let mine = meta.uid() == current_uid();
+    if !meta.is_dir() || !mine || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other("not a private directory of this user"));
+    }
+    Ok(())
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: getuid cannot fail and touches no memory.
+    unsafe { libc::getuid() }
+}
+
+/// Save text to a new `wield-output-<id>.txt` in the saved-output
+/// directory ([`set_saved_output_dir`]) and return the path. The
 /// file is new (never one that was there, nor a link planted in its place)
 /// and readable by its owner alone: it holds what a command printed.
 /// Saved outputs are kept for later calls to read (also by later `wield`
@@ -118,7 +160,7 @@ fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
         nanos,
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    let path = std::env::temp_dir().join(format!("{SAVED_PREFIX}{id}{SAVED_SUFFIX}"));
+    let path = output_dir().join(format!("{SAVED_PREFIX}{id}{SAVED_SUFFIX}"));
     let mut file = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()

@@ -23,6 +23,12 @@ pub fn main() -> ExitCode {
     if let Some(code) = sandbox::exec_helper() {
         return code;
     }
+    wield_sandbox::process::sandbox::declare_helper();
+    // Before anything holds a secret: commands wield runs must not read its
+    // environment or memory through /proc.
+    if !wield_sandbox::process::sandbox::make_non_dumpable() {
+        eprintln!("warning: cannot make wield non-dumpable; commands running as its user may read its memory");
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -31,6 +37,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    // Before any thread starts (it sets TMPDIR); removed when main returns,
+    // after the runtime and what it ran have stopped.
+    let _session_temp = crate::session_temp::SessionTemp::enter();
     init_tracing();
     // `wield mcp serve` over stdio is one session: one thread runs it (with
     // the blocking pool for file work), so nothing hops between workers.

@@ -601,14 +601,29 @@ fn http_requests_that_never_finish_arriving_are_dropped() {
 fn the_end_of_input_stops_calls_at_once() {
     let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$standard\", \"bash\"]\n");
     let mut serve = crate::support::RawServe::initialized(&ws);
-    serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo $$ > long.pid; exec sleep 30"}}}"#);
+    // Found by name on the host: under bubblewrap the command's pids are
+    // its PID namespace's.
+    let name = format!("eoi-sleeper-{}", std::process::id());
+    serve.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"echo started > long.pid; exec -a {name} sleep 30"}}}}}}"#
+    ));
     let pid_file = ws.ws().join("long.pid");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
         assert!(std::time::Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.starts_with(name.as_bytes())))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !running() {
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let started = std::time::Instant::now();
     assert!(serve.finish(Duration::from_secs(10)).success());
     assert!(
@@ -616,12 +631,11 @@ fn the_end_of_input_stops_calls_at_once() {
         "wield took {:?} to end",
         started.elapsed()
     );
-    let proc = std::path::Path::new("/proc").join(pid.trim());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while proc.exists() && std::time::Instant::now() < deadline {
+    while running() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!proc.exists(), "the command {} outlived the session", pid.trim());
+    assert!(!running(), "the command {name} outlived the session");
 }
 
 /// A client that accepts anything (`Accept: */*`) is served, not refused

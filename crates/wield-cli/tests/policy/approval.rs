@@ -60,12 +60,16 @@ fn deny_wins_and_confirm_asks_unless_auto_approved() {
 
 #[test]
 fn argument_patterns_match_command_or_path() {
-    // An absolute directory inside a root (the temp dir is writable), so the
-    // call also passes the path check that follows approval.
+    // An absolute directory inside a root (the temp dir, configured as a
+    // write root: it is one only when configured), so the call also passes
+    // the path check that follows approval.
     let tmp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
     let tmp = tmp.display();
     let e = Env::with_config(&format!(
         r#"
+[sandbox]
+write = ["{tmp}"]
+
 [approval]
 auto_approve = ["debug_echo:git status*", "debug_echo:{tmp}/x/*", "DEBUG_ECHO:src/*"]
 deny = ["debug_echo:rm *"]

@@ -73,7 +73,13 @@ fn add_list_remove_and_their_effect() {
 
 #[test]
 fn approving_for_the_project_or_everywhere_stores_the_derived_pattern() {
-    let e = Env::with_config(STRICT);
+    // The temp dir is a root only when configured: a path outside the
+    // workspace that the path check lets through.
+    let tmp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+    let e = Env::with_config(&format!(
+        "{STRICT}\n[sandbox]\nwrite = [{:?}]\n",
+        tmp.display().to_string()
+    ));
     let echo = |approver: Option<&str>, args: &str| {
         let mut c = e.wield();
         if let Some(a) = approver {

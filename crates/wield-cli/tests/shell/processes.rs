@@ -21,10 +21,15 @@ fn wait_for_lines(mcp: &mut Mcp, id: &str, want: usize) -> String {
     }
 }
 
+/// The pids these tests print are checked on the host: under bubblewrap a
+/// command has its own PID namespace, so they run under Landlock (the
+/// security suite checks bubblewrap's background processes die too).
+const HOST_PIDS: &[&str] = &["--set", "sandbox.backend=\"landlock\""];
+
 #[test]
 fn lifecycle_start_status_output_list_kill() {
     let ws = Ws::new();
-    let mut mcp = Mcp::start(&ws, &[]);
+    let mut mcp = Mcp::start(&ws, HOST_PIDS);
     let (err, text) = mcp.call(
         "process_start",
         json!({"command": "echo started; sleep 100 & echo $!; for i in 1 2 3; do echo line$i; done; wait", "label": "sleeper"}),
@@ -94,7 +99,7 @@ fn a_command_that_fails_at_once_is_reported_at_start() {
 #[test]
 fn every_process_dies_with_the_session() {
     let ws = Ws::new();
-    let mut mcp = Mcp::start(&ws, &[]);
+    let mut mcp = Mcp::start(&ws, HOST_PIDS);
     let mut all = Vec::new();
     for n in 1..=2 {
         let (err, text) = mcp.call(

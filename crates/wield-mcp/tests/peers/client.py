@@ -26,7 +26,7 @@ import anyio
 import mcp_types as types
 
 from bridged_scenarios import bridged_list_changed, bridged_requests, everything_restart
-from fixture import SECRET, Fixture, alive, call, cancel_once_asked, expect, text_of
+from fixture import SECRET, Fixture, alive, call, cancel_once_asked, expect, text_of, wait_for_host_pid
 from http_scenarios import http_delete_mid_call, http_in_flight, http_requests, http_resume, http_security, http_sessions
 
 # --- scenarios ----------------------------------------------------------------
@@ -518,22 +518,20 @@ async def bash_progress(fx: Fixture) -> None:
 
 async def bash_cancel(fx: Fixture) -> None:
     """Cancelling a long bash call kills its processes."""
-    pidfile = fx.ws / "sleep.pid"
+    # Found by name: under bubblewrap the pids a command prints are its
+    # PID namespace's.
+    name = f"wield-cancel-{os.getpid()}-{time.monotonic_ns()}"
     async with fx.session(["--yes"]) as s:
         names = {t.name for t in (await s.list_tools()).tools}
         expect("bash" in names, f"no bash tool in {sorted(names)}")
-        cmd = f"sleep 300 & echo $! > {pidfile}; wait"
+        cmd = f"(exec -a {name} sleep 300) & wait"
 
         async def run():
             await call(s, "bash", {"command": cmd})
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            deadline = time.time() + 15
-            while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() < deadline:
-                await anyio.sleep(0.05)
-            expect(pidfile.exists(), "the command never started")
-            pid = int(pidfile.read_text())
+            pid = await wait_for_host_pid(name)
             expect(alive(pid), "sleep is not running")
             tg.cancel_scope.cancel()
         deadline = time.time() + 10

@@ -178,6 +178,32 @@ def alive(pid: int) -> bool:
         return False
 
 
+def host_pid(name: str) -> int | None:
+    """The pid, as this test sees it, of the process whose argv[0] is `name`
+    (`exec -a NAME` in bash). Under bubblewrap a command has its own PID
+    namespace, so the pids it prints are not the test's."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if argv0 == name.encode():
+            return int(entry)
+    return None
+
+
+async def wait_for_host_pid(name: str, within: float = 15) -> int:
+    """[host_pid], waited for."""
+    deadline = time.time() + within
+    while (pid := host_pid(name)) is None:
+        expect(time.time() < deadline, f"the command never started ({name} not found)")
+        await anyio.sleep(0.05)
+    return pid
+
+
 def describe_process(pid: int) -> str:
     """What a process is (state, parent, group, command) and its parents,
     for a failure report: which one survived, and under whom."""

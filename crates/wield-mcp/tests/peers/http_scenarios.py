@@ -4,6 +4,7 @@ tokens, Host and Origin, sessions."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -16,7 +17,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fixture import AUTH_LINE, Fixture, HttpServer, http_client, alive, call, describe_process, expect, text_of
+from fixture import AUTH_LINE, Fixture, HttpServer, alive, call, describe_process, expect, http_client, text_of, wait_for_host_pid
 
 
 INITIALIZE = {
@@ -75,7 +76,9 @@ def delete_session(url: str, session: str) -> int:
 async def http_delete_mid_call(fx: Fixture) -> None:
     """Ending a session (DELETE) while a call runs kills the call's processes
     and the session's background processes, and frees the session."""
-    fg, bg = fx.ws / "fg.pid", fx.ws / "bg.pid"
+    # Found by name: under bubblewrap the pids a command prints are its
+    # PID namespace's.
+    fg, bg = (f"wield-{kind}-{os.getpid()}-{time.monotonic_ns()}" for kind in ("fg", "bg"))
     with HttpServer(fx, ["--yes"]) as url:
         session = open_and_call(url)
 
@@ -83,16 +86,12 @@ async def http_delete_mid_call(fx: Fixture) -> None:
             body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": {"command": command}}}
             return rpc(url, body, session)
 
-        status, text, _ = call_tool(3, "process_start", f"sleep 301 & echo $! > {bg}; wait")
+        status, text, _ = call_tool(3, "process_start", f"(exec -a {bg} sleep 301) & wait")
         expect(status == 200 and "started p1" in text, f"process_start: {status} {text[:300]}")
-        running = threading.Thread(target=lambda: _ignore(lambda: call_tool(4, "bash", f"sleep 302 & echo $! > {fg}; wait")))
+        running = threading.Thread(target=lambda: _ignore(lambda: call_tool(4, "bash", f"(exec -a {fg} sleep 302) & wait")))
         running.daemon = True
         running.start()
-        deadline = time.time() + 15
-        while not (fg.exists() and fg.read_text().strip() and bg.exists() and bg.read_text().strip()):
-            expect(time.time() < deadline, "the commands never started")
-            await anyio.sleep(0.05)
-        pids = [int(fg.read_text()), int(bg.read_text())]
+        pids = [await wait_for_host_pid(fg), await wait_for_host_pid(bg)]
         expect(all(alive(p) for p in pids), "the commands are not running")
         started = time.time()
         status = delete_session(url, session)

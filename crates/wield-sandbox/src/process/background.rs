@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 
 use super::ProcessError;
-use super::runner::{Exit, Runner, terminate};
+use super::runner::{Exit, Runner, kill_and_wait, terminate};
 use super::tree::{self, ProcessTree};
 
 /// A command running in the background. Its stdout and stderr both go to a
@@ -64,7 +64,7 @@ impl Runner {
         })?;
         Ok(Background {
             pid,
-            tree: ProcessTree::new(pid, marker),
+            tree: self.tree(pid, marker),
             child,
             started: Instant::now(),
             log: log.to_path_buf(),
@@ -127,8 +127,7 @@ impl Background {
         let status = match signal {
             StopSignal::Term => terminate(&self.tree, &mut self.child, grace).await,
             StopSignal::Kill => {
-                self.tree.signal(Signal::KILL);
-                let status = self.child.wait().await;
+                let status = kill_and_wait(&self.tree, &mut self.child).await;
                 self.tree.kill_all(true).await;
                 status
             }
@@ -150,6 +149,8 @@ impl Drop for Background {
         // still be unreaped when wield exits, and its killed children would
         // linger as zombies of PID 1.
         if self.exit.is_none() {
+            // A leader that reaps its tree goes last (see `leader_reaps`).
+            self.tree.kill_now();
             self.tree.signal(Signal::KILL);
             let _ = self.child.start_kill();
             // SIGKILL cannot be refused, only delayed by a loaded machine:
@@ -162,5 +163,6 @@ impl Drop for Background {
             }
         }
         self.tree.kill_now();
+        self.tree.reap_stragglers_later();
     }
 }

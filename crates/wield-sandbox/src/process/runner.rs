@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::ProcessError;
 use super::capture::{self, CaptureLimit, Captured, OutputCallback, OutputStream};
 use super::env::EnvPolicy;
-use super::tree::{self, MARKER_VAR, ProcessTree};
+use super::tree::{self, KILL_ROUND, MARKER_VAR, ProcessTree};
 
 /// The default time between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
@@ -126,6 +126,7 @@ pub struct Runner {
     stderr_limit: CaptureLimit,
     on_output: Option<OutputCallback>,
     scope_signals: bool,
+    leader_reaps: bool,
 }
 
 impl Runner {
@@ -147,7 +148,23 @@ impl Runner {
             stderr_limit: CaptureLimit::default(),
             on_output: None,
             scope_signals: false,
+            leader_reaps: false,
         }
+    }
+
+    /// The program adopts its own tree's orphans and outlives them (the
+    /// Landlock backend's keeper, [`SandboxPlan::leader_reaps`]): it is
+    /// killed only after everything else of its tree.
+    ///
+    /// [`SandboxPlan::leader_reaps`]: super::SandboxPlan::leader_reaps
+    #[must_use]
+    pub fn leader_reaps(mut self, yes: bool) -> Self {
+        self.leader_reaps = yes;
+        self
+    }
+
+    pub(crate) fn tree(&self, pid: u32, marker: String) -> ProcessTree {
+        ProcessTree::new(pid, marker).leader_reaps(self.leader_reaps)
     }
 
     /// Keep the command's signals to itself: it may signal its own
@@ -282,7 +299,7 @@ impl Runner {
             program: self.program(),
             source,
         })?;
-        let tree = ProcessTree::new(pid, marker);
+        let tree = self.tree(pid, marker);
         let guard = KillOnDrop(Some(tree.clone()));
 
         let stop = CancellationToken::new();
@@ -328,6 +345,7 @@ impl Runner {
         }
         .map_err(ProcessError::Wait)?;
         guard.disarm();
+        tree.reap_stragglers_later();
 
         let reader_deadline = tokio::time::sleep(READER_DEADLINE);
         tokio::pin!(reader_deadline);
@@ -386,11 +404,25 @@ pub(crate) async fn terminate(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if status.is_none() {
-        tree.signal(Signal::KILL);
-        status = Some(child.wait().await?);
+        status = Some(kill_and_wait(tree, child).await?);
     }
     tree.kill_all(true).await;
     status.ok_or_else(|| std::io::Error::other("no exit status"))
+}
+
+/// SIGKILL the tree until its leader has exited (a leader that reaps its
+/// tree is spared while the rest lives: see [`ProcessTree::leader_reaps`]).
+pub(crate) async fn kill_and_wait(
+    tree: &ProcessTree,
+    child: &mut tokio::process::Child,
+) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        tree.signal(Signal::KILL);
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        tokio::time::sleep(KILL_ROUND).await;
+    }
 }
 
 /// Kills the tree if a run is abandoned midway (its future dropped).
@@ -406,6 +438,7 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if let Some(tree) = self.0.take() {
             tree.kill_now();
+            tree.reap_stragglers_later();
         }
     }
 }

@@ -3,11 +3,11 @@
 //! Landlock (ABI 6, Linux 6.12) can scope signals: a process in a Landlock
 //! domain may signal only processes in the same domain or below it, never
 //! wield or the user's other programs. The Landlock backend asks for that
-//! in its own ruleset. bubblewrap has no such rule, and wield gives it no
-//! PID namespace (pids must mean the same inside and out), so a command it
-//! runs could `kill` any process of the user's; a domain that scopes
-//! signals and nothing else, entered between `fork` and the `exec` of
-//! `bwrap`, closes that.
+//! in its own ruleset. bubblewrap has no such rule; its PID namespace hides
+//! other processes from `kill(pid)`, but a domain that scopes signals and
+//! nothing else, entered between `fork` and the `exec` of `bwrap`, also
+//! covers what the namespace does not (a process group or session reached
+//! otherwise).
 //!
 //! The ruleset is made before the fork; the child only sets
 //! `no_new_privs` and enters it, two system calls that allocate nothing.

@@ -18,8 +18,10 @@
 //!
 //! The one gap: a descendant that clears its environment, leaves the group
 //! and is orphaned before any walk sees it cannot be told apart from
-//! wield's other children, so it is left alone (only a PID namespace would
-//! close that gap).
+//! wield's other children, so it is left alone. The wield binary's commands
+//! do not have that gap, sandboxed or not: they run under a keeper, a
+//! subreaper of their own that adopts their orphans and outlives them (see
+//! `sandbox::keeper`), inside a PID namespace under bubblewrap.
 //!
 //! Orphans re-parented to wield become wield's zombies when they die; they
 //! are reaped here by PID (never with a wildcard `waitpid`, which would steal
@@ -46,7 +48,7 @@ const MAX_PASSES: usize = 16;
 /// as killed.
 const SETTLED_WALKS: usize = 2;
 /// The pause between two rounds of SIGKILL.
-const KILL_ROUND: Duration = Duration::from_millis(5);
+pub(crate) const KILL_ROUND: Duration = Duration::from_millis(5);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Make this process a child subreaper (once). Returns whether it is one.
@@ -104,6 +106,11 @@ pub struct ProcessTree {
     /// group and died is a zombie whose environment can no longer be read:
     /// this is how it is still recognised, and reaped, as one of ours.
     known: Arc<Mutex<HashMap<i32, u64>>>,
+    /// The leader is a subreaper of its own tree (the Landlock backend's
+    /// keeper): every orphan of the tree is handed to it, so it is SIGKILLed
+    /// only once nothing else of the tree is alive, lest an orphan reach
+    /// wield unrecognised.
+    reaper_leader: bool,
 }
 
 impl ProcessTree {
@@ -113,7 +120,15 @@ impl ProcessTree {
             leader: i32::try_from(leader).unwrap_or(i32::MAX),
             marker,
             known: Arc::default(),
+            reaper_leader: false,
         }
+    }
+
+    /// Whether the leader adopts the tree's orphans (see the field).
+    #[must_use]
+    pub fn leader_reaps(mut self, yes: bool) -> Self {
+        self.reaper_leader = yes;
+        self
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<i32, u64>> {
@@ -150,6 +165,10 @@ impl ProcessTree {
                     continue;
                 }
                 let Some(stat) = Stat::read(child) else { continue };
+                if stat.state == 'Z' && in_child_namespace(child) {
+                    reap(child);
+                    continue;
+                }
                 let seen_before = self.known().get(&child) == Some(&stat.start);
                 if seen_before || stat.pgrp == self.leader || has_marker(child, &self.marker) {
                     queue.push_back(child);
@@ -195,7 +214,10 @@ impl ProcessTree {
     /// is recognised, and reaped, only if a walk saw it alive.
     pub(crate) fn signal(&self, sig: Signal) {
         let members = self.members();
-        self.signal_group(sig);
+        let spare_leader = self.reaper_leader && sig == Signal::KILL && members.iter().any(|m| !m.zombie);
+        if !spare_leader {
+            self.signal_group(sig);
+        }
         for m in members {
             m.signal(sig);
         }
@@ -247,7 +269,14 @@ impl ProcessTree {
     /// reaped: SIGTERM, up to `grace`, then SIGKILL. Returns how many
     /// processes were still running.
     pub(crate) async fn kill_leftovers(&self, grace: Duration) -> usize {
-        let live = self.members().iter().filter(|m| !m.zombie).count();
+        // A process of a PID namespace below (bubblewrap's init, a moment
+        // behind bubblewrap) dies with its namespace: not a leftover of the
+        // command's (the keeper in there reports those).
+        let live = self
+            .members()
+            .iter()
+            .filter(|m| !m.zombie && !in_child_namespace(m.pid))
+            .count();
         if live == 0 && !self.group_has_live_member() {
             self.reap_group();
             return 0;
@@ -280,6 +309,64 @@ impl ProcessTree {
         tracing::warn!("processes of command group {} survived repeated SIGKILL", self.leader);
     }
 
+    /// Reap the members seen alive that are now wield's zombies; returns
+    /// how many members seen are still around otherwise (alive, or dead
+    /// but not yet handed to wield).
+    fn reap_known_zombies(&self) -> usize {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let known: Vec<(i32, u64)> = self.known().iter().map(|(p, s)| (*p, *s)).collect();
+        let mut pending = 0;
+        for (pid, start) in known {
+            match Stat::read(pid) {
+                Some(stat) if stat.start == start => {
+                    if stat.ppid == me && stat.state == 'Z' && reap(pid) {
+                        self.known().remove(&pid);
+                    } else {
+                        pending += 1;
+                    }
+                }
+                // Gone, or the pid is another process's now.
+                _ => {
+                    self.known().remove(&pid);
+                }
+            }
+        }
+        pending
+    }
+
+    /// Once a killed tree's leader has been reaped, a member that outlived
+    /// it for a moment (bubblewrap's PID namespace init, which dies after
+    /// bubblewrap) is handed to wield after the last walk and would stay
+    /// wield's zombie: a thread reaps such members as they come (and any
+    /// zombie adopted from a PID namespace), until the leader is gone and
+    /// no member seen is left, for up to a minute (a dropped run's leader
+    /// is reaped by the runtime whenever it gets to it; only then are its
+    /// children handed to wield).
+    pub fn reap_stragglers_later(&self) {
+        let settled = |tree: &Self| {
+            reap_adopted_namespace_zombies();
+            tree.reap_known_zombies() == 0 && Stat::read(tree.leader).is_none()
+        };
+        if settled(self) {
+            return;
+        }
+        let tree = self.clone();
+        let _ = std::thread::Builder::new().name("wield-reap".into()).spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut pause = Duration::from_millis(10);
+            while Instant::now() < deadline {
+                std::thread::sleep(pause);
+                if settled(&tree) {
+                    // The leader's children are handed over as it goes.
+                    std::thread::sleep(Duration::from_millis(50));
+                    reap_adopted_namespace_zombies();
+                    return;
+                }
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        });
+    }
+
     /// Synchronous last resort (a dropped run): SIGKILL everything and reap
     /// what can be reaped, as [`kill_all`](Self::kill_all) does.
     pub fn kill_now(&self) {
@@ -296,6 +383,42 @@ impl ProcessTree {
             std::thread::sleep(KILL_ROUND);
         }
     }
+}
+
+/// For a process that is the subreaper of its own tree (the sandbox
+/// keeper), once its command has exited: SIGTERM every descendant, wait up
+/// to `grace` for them to go, then SIGKILL until none is left, reaping them
+/// all. Returns how many were still running.
+pub(crate) fn end_descendants(grace: Duration) -> usize {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let tree = ProcessTree::new(me.unsigned_abs(), String::new());
+    let live = tree.members().iter().filter(|m| !m.zombie).count();
+    if live > 0 {
+        for sig in [Signal::TERM, Signal::CONT] {
+            for m in tree.members() {
+                m.signal(sig);
+            }
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && tree.alive(false) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut clean = 0;
+        // A tree forking as fast as it can is still outrun: a killed
+        // process forks no more, and its orphans come here.
+        for _ in 0..4000 {
+            for m in tree.members() {
+                m.signal(Signal::KILL);
+            }
+            clean = if tree.alive(false) { 0 } else { clean + 1 };
+            if clean == SETTLED_WALKS {
+                break;
+            }
+            std::thread::sleep(KILL_ROUND);
+        }
+    }
+    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
+    live
 }
 
 fn reap(pid: i32) -> bool {
@@ -316,6 +439,30 @@ fn children_of(pid: i32) -> Vec<i32> {
         out.extend(text.split_ascii_whitespace().filter_map(|s| s.parse::<i32>().ok()));
     }
     out
+}
+
+/// Reap wield's zombie children that lived in a PID namespace below
+/// wield's: orphans adopted from a sandbox (the init of a bubblewrap
+/// sandbox that outlived bubblewrap), never processes wield started itself,
+/// so reaping them takes no one's exit status.
+fn reap_adopted_namespace_zombies() {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    for child in children_of(me) {
+        if Stat::read(child).is_some_and(|s| s.state == 'Z') && in_child_namespace(child) {
+            reap(child);
+        }
+    }
+}
+
+/// Whether `pid` lives in a PID namespace below wield's (`NSpid` in its
+/// status lists more than one pid).
+fn in_child_namespace(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .is_some_and(|pids| pids.split_whitespace().count() > 1)
+    })
 }
 
 fn has_marker(pid: i32, marker: &str) -> bool {

@@ -34,7 +34,7 @@ impl BashTool {
                  under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
                  with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
                  saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
-                 the sandbox is on, may write only inside the workspace and temp dir and cannot reach the \
+                 the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
                  network. Use process_start for servers and other long-running commands.",
                 json!({
                     "type": "object",
@@ -114,6 +114,7 @@ impl Tool for BashTool {
         let cap = settings.max_output_bytes;
         let mut runner = Runner::new(argv)
             .scope_signals(svc.scope_signals())
+            .leader_reaps(svc.leader_reaps())
             .cwd(&workdir)
             .env(svc.env())
             .timeout(Some(timeout))
@@ -189,10 +190,8 @@ impl Tool for BashTool {
             text.push_str(h);
         }
         if out.leftovers_killed > 0 {
-            text.push_str(&format!(
-                "\n[{} background process(es) still running when the command exited were killed; use process_start for long-running processes]",
-                out.leftovers_killed
-            ));
+            text.push('\n');
+            text.push_str(&wield_sandbox::process::sandbox::leftover_note(out.leftovers_killed));
         }
 
         let mut result = if ok {

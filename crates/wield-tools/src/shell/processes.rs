@@ -300,7 +300,9 @@ impl Tool for ProcessStartTool {
             Err(e) => return ToolResult::error(e),
         };
         let git_before = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
-        let runner = Runner::new(argv).scope_signals(svc.scope_signals());
+        let runner = Runner::new(argv)
+            .scope_signals(svc.scope_signals())
+            .leader_reaps(svc.leader_reaps());
         let mut bg = match runner.cwd(&workdir).env(svc.env()).spawn_background(&log) {
             Ok(b) => b,
             Err(e) => return ToolResult::error(e.to_string()),

@@ -304,6 +304,9 @@ pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSett
             .collect();
         s.protected.extend(super::protected_globs::expand(&globs, workspace)?);
     }
+    if let Some(sockets) = paths("sandbox.allow_unix_sockets")? {
+        s.allow_unix_sockets = sockets;
+    }
     if let Some(dir) = wield_core::config::global_config_dir() {
         s.protected.push(dir);
     }
@@ -367,7 +370,12 @@ impl ShellService {
     /// error (for every command) when the configured backend does not work.
     pub fn plan(&self) -> Result<Option<&SandboxPlan>, String> {
         self.plan
-            .get_or_init(|| self.sandbox.resolve().map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                self.sandbox
+                    .resolve()
+                    .map(|plan| plan.map(|p| p.with_grace(self.settings.grace)))
+                    .map_err(|e| e.to_string())
+            })
             .as_ref()
             .map(Option::as_ref)
             .map_err(Clone::clone)
@@ -382,6 +390,16 @@ impl ShellService {
     /// bubblewrap backend does not scope them itself (Landlock does).
     pub fn scope_signals(&self) -> bool {
         matches!(self.plan(), Ok(Some(plan)) if plan.backend() == wield_sandbox::process::Backend::Bwrap)
+    }
+
+    /// Whether a command's leader adopts and outlives its orphans (the
+    /// sandbox's keeper): see `Runner::leader_reaps`.
+    pub fn leader_reaps(&self) -> bool {
+        match self.plan() {
+            Ok(Some(plan)) => plan.leader_reaps(),
+            Ok(None) => wield_sandbox::process::sandbox::helper_declared(),
+            Err(_) => false,
+        }
     }
 
     /// Whether commands can reach the network: the sandbox is off (or
@@ -401,7 +419,11 @@ impl ShellService {
         let mut argv: Vec<OsString> = self.settings.shell.iter().map(OsString::from).collect();
         argv.push(command.into());
         match self.plan()? {
-            None => Ok((argv, RunGuard::default())),
+            // Unconfined, but kept: no process of the command outlives it.
+            None => Ok((
+                wield_sandbox::process::sandbox::keep_unconfined(&argv, self.settings.grace).unwrap_or(argv),
+                RunGuard::default(),
+            )),
             Some(plan) => {
                 let guard = plan.prepare().map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
                 Ok((plan.wrap(&argv).map_err(|e| e.to_string())?, guard))

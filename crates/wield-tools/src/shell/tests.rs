@@ -115,45 +115,42 @@ async fn an_empty_command_is_refused() {
     assert!(r.error.unwrap().contains("`command` is empty"));
 }
 
+/// The grandchildren are found by name (`exec -a`): under bubblewrap a
+/// command has its own PID namespace, so pids it prints are not the host's.
 #[tokio::test]
 async fn stop_all_kills_every_background_tree_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = wield_core::Context::detached(dir.path());
-    let pid_files: Vec<_> = (1..=2).map(|n| dir.path().join(format!("child{n}.pid"))).collect();
-    for pid_file in &pid_files {
-        let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
+    let names: Vec<String> = (1..=2)
+        .map(|n| format!("stop-all-{}-{n}", std::process::id()))
+        .collect();
+    for name in &names {
+        let command = format!("(exec -a {name} sleep 300) & wait");
         let r = ProcessStartTool::new()
             .execute(json!({ "command": command }), &ctx)
             .await;
         assert!(r.success, "{r:?}");
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let mut children = Vec::new();
-    for pid_file in &pid_files {
-        let child = loop {
-            if let Some(pid) = std::fs::read_to_string(pid_file)
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-            {
-                break pid;
-            }
-            assert!(std::time::Instant::now() < deadline, "the command never started");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        children.push(child);
-    }
-    let running = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|rest| !rest.starts_with('Z')))
+    // Live (not zombie) processes whose command line starts with `name`.
+    let running = |name: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.starts_with(name.as_bytes()))
+                && std::fs::read_to_string(e.path().join("stat"))
+                    .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|rest| !rest.starts_with('Z')))
+        })
     };
-    assert!(children.iter().all(|&c| running(c)));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !names.iter().all(|n| running(n)) {
+        assert!(std::time::Instant::now() < deadline, "the commands never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // The session still holds its processes (it is not dropped): stop_all
     // alone must end them.
     let processes = ctx.session.get_extension::<Processes>().unwrap();
     processes.stop_all().await;
-    for child in children {
-        assert!(!running(child), "the grandchild {child} outlived stop_all");
+    for name in &names {
+        assert!(!running(name), "the grandchild {name} outlived stop_all");
     }
     let listed = ProcessListTool::new().execute(json!({}), &ctx).await;
     assert!(

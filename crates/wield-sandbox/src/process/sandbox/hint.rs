@@ -62,7 +62,10 @@ pub fn denial_hints(stderr: &str, cwd: &Path, plan: &SandboxPlan) -> Vec<String>
         }
         if !plan.network() && !network_hinted && NETWORK_ERRORS.iter().any(|e| line.contains(e)) {
             network_hinted = true;
-            add("network access denied by sandbox: commands cannot reach the network (sandbox.network = false)".into());
+            add(
+                "network access denied by sandbox: commands cannot reach the network, nor connect to Unix sockets (sandbox.network = false; sandbox.allow_unix_sockets opens named sockets)"
+                    .into(),
+            );
         }
     }
     hints

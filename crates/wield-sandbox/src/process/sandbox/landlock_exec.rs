@@ -6,17 +6,14 @@
 //! itself with the command, which inherits the restrictions for good.
 //! Any failure refuses to run the command: it never runs unconfined.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     Scope,
-};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
 };
 
 use super::bwrap::SYSTEM_READ;
@@ -49,6 +46,16 @@ pub struct SandboxExecArgs {
     pub write: Vec<PathBuf>,
     pub protect: Vec<PathBuf>,
     pub network: bool,
+    /// With the network off: the Unix sockets commands may connect to
+    /// (any named one lets `connect` through, see the `sockets` module).
+    pub allow_unix: Vec<PathBuf>,
+    /// Keep the command (see the `keeper` module) with this grace period
+    /// for what it leaves running.
+    pub keep: Option<Duration>,
+    /// Only keep the command, confining nothing but its sockets (with the
+    /// network off): bubblewrap confines it (the helper runs inside), or
+    /// the sandbox is off (then with `network`, so nothing at all).
+    pub keep_only: bool,
     pub argv: Vec<OsString>,
 }
 
@@ -68,14 +75,23 @@ impl SandboxExecArgs {
                 Some("--read") => out.read.get_or_insert_with(Vec::new).push(value("--read")?),
                 Some("--write") => out.write.push(value("--write")?),
                 Some("--protect") => out.protect.push(value("--protect")?),
+                Some("--allow-unix") => out.allow_unix.push(value("--allow-unix")?),
                 Some("--network") => out.network = true,
+                Some("--keep-only") => out.keep_only = true,
+                Some("--keep") => {
+                    let ms = it
+                        .next()
+                        .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
+                        .ok_or("--keep needs the grace period in milliseconds")?;
+                    out.keep = Some(Duration::from_millis(ms));
+                }
                 Some("--") => {
                     out.argv = it.collect();
                     break;
                 }
                 _ => {
                     return Err(format!(
-                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--network] -- CMD [ARGS...]"
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--keep-only] -- CMD [ARGS...]"
                     ));
                 }
             }
@@ -93,6 +109,7 @@ impl SandboxExecArgs {
             ("--read", self.read.as_deref().unwrap_or_default()),
             ("--write", &self.write[..]),
             ("--protect", &self.protect[..]),
+            ("--allow-unix", &self.allow_unix[..]),
         ] {
             for p in paths {
                 out.push(flag.into());
@@ -101,6 +118,13 @@ impl SandboxExecArgs {
         }
         if self.network {
             out.push("--network".into());
+        }
+        if let Some(grace) = self.keep {
+            out.push("--keep".into());
+            out.push(grace.as_millis().to_string().into());
+        }
+        if self.keep_only {
+            out.push("--keep-only".into());
         }
         out.push("--".into());
         out.extend(self.argv.iter().cloned());
@@ -119,7 +143,27 @@ pub fn sandbox_exec_main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 126;
         }
     };
-    if let Err(e) = restrict(&args) {
+    if args.keep_only && args.keep.is_none() {
+        eprintln!("wield sandbox: --keep-only without --keep does nothing; refusing");
+        return 126;
+    }
+    match args.keep {
+        Some(grace) => super::keeper::keep(grace, || confine_and_exec(&args)),
+        None => confine_and_exec(&args),
+    }
+}
+
+/// Confine this process (unless bubblewrap does, or the sandbox is off),
+/// then exec the command; returns only on failure, with the exit status.
+fn confine_and_exec(args: &SandboxExecArgs) -> i32 {
+    // Inside bubblewrap only the socket filter is added: bubblewrap does
+    // the rest.
+    let confined = if args.keep_only {
+        deny_sockets(args)
+    } else {
+        restrict(args)
+    };
+    if let Err(e) = confined {
         eprintln!("wield sandbox: refusing to run the command unconfined: {e}");
         return 126;
     }
@@ -190,10 +234,10 @@ fn restrict(args: &SandboxExecArgs) -> Result<(), String> {
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err("the kernel does not enforce Landlock".into());
     }
-    if !args.network {
-        deny_inet_sockets()?;
-    }
-    Ok(())
+    deny_sockets(args)?;
+    // Last: a command run as root keeps no capability (it could otherwise
+    // read the memory of wield, or of any process of the machine).
+    super::privileges::drop_all()
 }
 
 /// The paths that get write rights for the write roots, leaving out the
@@ -232,37 +276,10 @@ fn grant(dir: &Path, protect: &[PathBuf], out: &mut Vec<PathBuf>) {
     }
 }
 
-/// seccomp: `socket(AF_INET | AF_INET6 | AF_PACKET)` and `io_uring_setup`
-/// (whose operations could open sockets behind the filter) fail with EACCES.
-fn deny_inet_sockets() -> Result<(), String> {
-    let family = |f: i32| -> Result<SeccompRule, String> {
-        let cond = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            u64::try_from(f).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| e.to_string())?;
-        SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
-    };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(
-        libc::SYS_socket,
-        vec![
-            family(libc::AF_INET)?,
-            family(libc::AF_INET6)?,
-            family(libc::AF_PACKET)?,
-        ],
-    );
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    let errno = u32::try_from(libc::EACCES).map_err(|e| e.to_string())?;
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
-        .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+/// With the network off, the seccomp filter of the `sockets` module.
+fn deny_sockets(args: &SandboxExecArgs) -> Result<(), String> {
+    if args.network {
+        return Ok(());
+    }
+    super::sockets::apply_filter(args.allow_unix.is_empty())
 }

@@ -12,7 +12,12 @@
 //!   refuses `socket(AF_INET | AF_INET6 | AF_PACKET)` and io_uring.
 //! - **bubblewrap**: `bwrap --ro-bind / /` with read-write binds for the
 //!   write roots, read-only re-binds for protected paths, a fresh `/dev`,
-//!   `--unshare-net`, `--die-with-parent`, `--new-session`.
+//!   a PID namespace with its own `/proc`, `--unshare-net`,
+//!   `--die-with-parent`, `--new-session`.
+//!
+//! Under both, the command runs under a keeper (the helper again, see
+//! [`keeper`]) that adopts the orphans it leaves and ends them when it
+//! exits, so no process of a command outlives it.
 //!
 //! `auto` prefers bubblewrap when a trial run works here, because it
 //! enforces protected paths inside a writable workspace exactly (see
@@ -45,14 +50,54 @@ use std::str::FromStr;
 
 mod bwrap;
 mod hint;
+mod keeper;
 mod landlock_exec;
 pub mod placeholder;
+mod privileges;
 mod probe;
+mod sockets;
 
 pub use hint::denial_hints;
+pub use keeper::leftover_note;
 pub use landlock_exec::{SANDBOX_EXEC_SUBCOMMAND, SandboxExecArgs, sandbox_exec_main};
 pub use placeholder::RunGuard;
+pub use privileges::{is_dumpable, make_non_dumpable};
 pub use probe::{BwrapStatus, Probe, bwrap_status, bwrap_status_fresh, landlock_abi, probe, seccomp_available};
+
+static CURRENT_EXE_IS_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Declare that this executable runs [`sandbox_exec_main`] for the
+/// `__sandbox-exec` subcommand (the wield binary does, first thing in
+/// `main`), so bubblewrap runs commands under their keeper too.
+pub fn declare_helper() {
+    CURRENT_EXE_IS_HELPER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this executable runs the helper ([`declare_helper`]).
+pub fn helper_declared() -> bool {
+    CURRENT_EXE_IS_HELPER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `argv` under a keeper (see the `keeper` module) without a sandbox, so
+/// that no process of an unconfined command outlives it either: `None`
+/// when this executable is not a declared helper ([`declare_helper`]).
+/// Run it with [`Runner::leader_reaps`](crate::process::Runner::leader_reaps).
+pub fn keep_unconfined(argv: &[OsString], grace: std::time::Duration) -> Option<Vec<OsString>> {
+    if !helper_declared() {
+        return None;
+    }
+    let helper = std::env::current_exe().ok()?;
+    let args = SandboxExecArgs {
+        network: true,
+        keep: Some(grace),
+        keep_only: true,
+        argv: argv.to_vec(),
+        ..SandboxExecArgs::default()
+    };
+    let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
+    out.extend(args.to_args());
+    Some(out)
+}
 
 /// `sandbox.enabled`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -139,14 +184,19 @@ pub struct SandboxSettings {
     pub read: Option<Vec<PathBuf>>,
     /// Never writable, even inside a write root.
     pub protected: Vec<PathBuf>,
+    /// Unix sockets commands may connect to with the network off. Empty
+    /// (the default): no `connect` at all (see the `sockets` module).
+    pub allow_unix_sockets: Vec<PathBuf>,
     /// The workspace, whose `.wield` directory is created before a
     /// bubblewrap run so that it can be mounted read-only.
     pub workspace: Option<PathBuf>,
 }
 
 impl SandboxSettings {
-    /// The defaults for a workspace: write the workspace and the temp dir,
-    /// read everything, no network, `.wield` and `.git` protected.
+    /// The defaults for a workspace: write the workspace and the temp dir
+    /// (`std::env::temp_dir()`: the wield binary makes it a private dir of
+    /// the session's, never the shared `/tmp`), read everything, no
+    /// network, `.wield` and `.git` protected.
     pub fn for_workspace(workspace: &Path) -> Self {
         Self {
             enabled: Enabled::Auto,
@@ -155,6 +205,7 @@ impl SandboxSettings {
             write: vec![workspace.to_path_buf(), std::env::temp_dir()],
             read: None,
             protected: vec![workspace.join(".wield"), workspace.join(".git")],
+            allow_unix_sockets: Vec::new(),
             workspace: Some(workspace.to_path_buf()),
         }
     }
@@ -192,8 +243,10 @@ impl SandboxSettings {
             write: normalize_all(&self.write),
             read: self.read.as_deref().map(normalize_all),
             protected: self.protected.iter().map(|p| normalize(p)).collect(),
+            allow_unix_sockets: normalize_all(&self.allow_unix_sockets),
             workspace: self.workspace.clone(),
             landlock_abi,
+            grace: crate::process::DEFAULT_GRACE,
         };
         if self.enabled == Enabled::No {
             return Ok(None);
@@ -246,8 +299,12 @@ pub struct SandboxPlan {
     write: Vec<PathBuf>,
     read: Option<Vec<PathBuf>>,
     protected: Vec<PathBuf>,
+    allow_unix_sockets: Vec<PathBuf>,
     workspace: Option<PathBuf>,
     landlock_abi: Option<i32>,
+    /// How long what a command leaves running gets between SIGTERM and
+    /// SIGKILL when the command exits (the keeper's grace period).
+    grace: std::time::Duration,
 }
 
 impl SandboxPlan {
@@ -271,6 +328,11 @@ impl SandboxPlan {
         &self.protected
     }
 
+    /// `sandbox.allow_unix_sockets`, normalized.
+    pub fn allowed_unix_sockets(&self) -> &[PathBuf] {
+        &self.allow_unix_sockets
+    }
+
     /// The executable that understands `__sandbox-exec` (default: the
     /// current executable, i.e. the wield binary). Programs embedding the
     /// library either call [`sandbox_exec_main`] from their own `main` or
@@ -279,6 +341,43 @@ impl SandboxPlan {
     pub fn with_helper(mut self, exe: impl Into<PathBuf>) -> Self {
         self.helper = Some(exe.into());
         self
+    }
+
+    /// The grace period the keeper gives what a command leaves running
+    /// (default [`DEFAULT_GRACE`](crate::process::DEFAULT_GRACE)).
+    #[must_use]
+    pub fn with_grace(mut self, grace: std::time::Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Whether the wrapped command's leader is a keeper that adopts the
+    /// command's orphans (the Landlock backend; see the `keeper` module):
+    /// run it with [`Runner::leader_reaps`](crate::process::Runner::leader_reaps).
+    /// Under bubblewrap the keeper runs inside the PID namespace, and
+    /// killing bubblewrap kills the namespace, so no such care is needed.
+    pub fn leader_reaps(&self) -> bool {
+        self.backend == Backend::Landlock
+    }
+
+    /// The helper for bubblewrap's keeper: only one known to understand
+    /// `__sandbox-exec` (set with [`with_helper`](Self::with_helper), or
+    /// this executable after [`declare_helper`]). Without one, bubblewrap
+    /// runs the command directly: its PID namespace still ends everything
+    /// the command left when it exits, at once and without a report.
+    fn bwrap_keeper(&self) -> Option<PathBuf> {
+        match &self.helper {
+            Some(h) => Some(h.clone()),
+            None if helper_declared() => std::env::current_exe().ok(),
+            None => None,
+        }
+    }
+
+    fn helper(&self) -> Result<PathBuf, SandboxError> {
+        match &self.helper {
+            Some(h) => Ok(h.clone()),
+            None => std::env::current_exe().map_err(SandboxError::Helper),
+        }
     }
 
     /// Side effects a run needs first, under bubblewrap, so that the
@@ -309,11 +408,26 @@ impl SandboxPlan {
                 if path.symlink_metadata().is_err() {
                     std::fs::create_dir_all(path)?;
                 }
-            } else if path.file_name().is_some_and(|n| n == ".git") && path.parent().is_some_and(Path::is_dir) {
-                guard.hold(path)?;
+            } else if let Some(root) = self.outermost_write_root(path)
+                && let Some(missing) = topmost_missing(path, root)
+            {
+                // A missing protected path (a `.git`, wield's global config
+                // directory, a `sandbox.protected` entry) gets a stand-in at
+                // its first missing directory, mounted read-only, so a
+                // command cannot create it.
+                guard.hold(&missing)?;
             }
         }
         Ok(guard)
+    }
+
+    /// The outermost write root holding `path` (not `path` itself).
+    pub(crate) fn outermost_write_root(&self, path: &Path) -> Option<&Path> {
+        self.write
+            .iter()
+            .filter(|w| path.starts_with(w) && path != *w)
+            .min_by_key(|w| w.components().count())
+            .map(PathBuf::as_path)
     }
 
     /// The argv that runs `argv` inside this sandbox.
@@ -321,18 +435,31 @@ impl SandboxPlan {
         match self.backend {
             Backend::Bwrap => {
                 let bwrap = self.bwrap.clone().unwrap_or_else(|| PathBuf::from("bwrap"));
-                Ok(bwrap::argv(&bwrap, self, argv))
+                let Some(helper) = self.bwrap_keeper() else {
+                    return Ok(bwrap::argv(&bwrap, None, self, argv));
+                };
+                let keeper = SandboxExecArgs {
+                    network: self.network,
+                    allow_unix: self.allow_unix_sockets.clone(),
+                    keep: Some(self.grace),
+                    keep_only: true,
+                    argv: argv.to_vec(),
+                    ..SandboxExecArgs::default()
+                };
+                let mut inner = vec![helper.clone().into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
+                inner.extend(keeper.to_args());
+                Ok(bwrap::argv(&bwrap, Some(&helper), self, &inner))
             }
             Backend::Landlock => {
-                let helper = match &self.helper {
-                    Some(h) => h.clone(),
-                    None => std::env::current_exe().map_err(SandboxError::Helper)?,
-                };
+                let helper = self.helper()?;
                 let args = SandboxExecArgs {
                     read: self.read.clone(),
                     write: self.write.clone(),
                     protect: self.protected.clone(),
                     network: self.network,
+                    allow_unix: self.allow_unix_sockets.clone(),
+                    keep: Some(self.grace),
+                    keep_only: false,
                     argv: argv.to_vec(),
                 };
                 let mut out = vec![helper.into_os_string(), SANDBOX_EXEC_SUBCOMMAND.into()];
@@ -367,6 +494,21 @@ impl SandboxPlan {
         }
         None
     }
+}
+
+/// The first path from `root` down to `path` that is missing or a
+/// stand-in already (whose parent is a directory): where a stand-in is
+/// held for `path`. `None` when `path` exists.
+fn topmost_missing(path: &Path, root: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        if at.symlink_metadata().is_err() || RunGuard::is_stand_in(&at) {
+            return at.parent().is_some_and(Path::is_dir).then(|| at.clone());
+        }
+    }
+    None
 }
 
 /// Why a write was refused.

@@ -81,6 +81,11 @@ impl RunGuard {
         )))
     }
 
+    /// Whether `path` is a stand-in (made by a run of any wield process).
+    pub(crate) fn is_stand_in(path: &Path) -> bool {
+        path.join(LOCK).symlink_metadata().is_ok_and(|m| m.is_file())
+    }
+
     /// The stand-ins this guard holds.
     pub fn stand_ins(&self) -> Vec<&Path> {
         self.held.iter().map(|(p, _)| p.as_path()).collect()

@@ -183,7 +183,7 @@ fn probe_key(path: &Path) -> Option<String> {
     .map(|f| std::fs::read_to_string(f).unwrap_or_default().trim().to_owned())
     .collect();
     Some(format!(
-        "v1|{}|{}|{mtime}|{}|{}|{}",
+        "v2|{}|{}|{mtime}|{}|{}|{}",
         path.display(),
         meta.len(),
         release.trim(),
@@ -223,6 +223,9 @@ fn trial_run(path: &Path) -> Result<(), String> {
             "--unshare-net",
             "--die-with-parent",
             "--new-session",
+            "--unshare-pid",
+            "--proc",
+            "/proc",
             "--",
             "true",
         ])

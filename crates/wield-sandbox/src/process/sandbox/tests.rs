@@ -110,20 +110,36 @@ fn bwrap_argv_binds_roots_and_protects_existing_paths() {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(ws.join(".git")).unwrap();
-    let plan = plan_for(&ws, BackendChoice::Bwrap);
+    let plan = plan_for(&ws, BackendChoice::Bwrap).with_helper("/usr/bin/wield");
     let argv = strings(&plan.wrap(&["make".into(), "test".into()]).unwrap());
     let text = argv.join(" ");
     let w = ws.display();
+    // A private /tmp, where only the directory holding the workspace shows.
+    let top = if ws.starts_with("/tmp") {
+        let top = ws.iter().take(3).collect::<std::path::PathBuf>();
+        format!("--ro-bind-try {0} {0} ", top.display())
+    } else {
+        String::new()
+    };
     assert!(
-        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-net"),
+        text.starts_with("/usr/bin/bwrap --die-with-parent --new-session --cap-drop ALL --unshare-pid --unshare-net"),
         "{text}"
     );
-    assert!(text.contains("--ro-bind / / --dev /dev --bind"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "--ro-bind / / --tmpfs /tmp {top}--dev /dev --proc /proc --tmpfs /run --bind"
+        )),
+        "{text}"
+    );
     assert!(text.contains(&format!("--bind {w} {w}")), "{text}");
     assert!(text.contains(&format!("--ro-bind {w}/.git {w}/.git")), "{text}");
     // `.wield` does not exist yet: `prepare` creates it so it can be bound.
     assert!(!text.contains(".wield"), "{text}");
-    assert!(text.ends_with("-- make test"), "{text}");
+    // The command runs under its keeper, wield's helper, inside.
+    assert!(
+        text.ends_with("__sandbox-exec --keep 1000 --keep-only -- make test"),
+        "{text}"
+    );
     let _guard = plan.prepare().unwrap();
     let text = strings(&plan.wrap(&["true".into()]).unwrap()).join(" ");
     assert!(text.contains(&format!("--ro-bind {w}/.wield {w}/.wield")), "{text}");
@@ -174,7 +190,8 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     // An existing `.git` is not a stand-in.
     assert!(plan.prepare().unwrap().stand_ins().is_empty());
     std::fs::remove_dir_all(&git).unwrap();
-    // Nor is anything else missing that is protected.
+    // Any other missing protected path gets one too while runs hold it (a
+    // command could create it otherwise); it goes with them.
     let mut settings = SandboxSettings {
         enabled: Enabled::Yes,
         backend: BackendChoice::Bwrap,
@@ -184,8 +201,10 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     settings.protected.push(ws.join(".env"));
     let plan = settings.resolve_with(Some(7), true, &bwrap_ok).unwrap().unwrap();
     let guard = plan.prepare().unwrap();
-    assert!(!ws.join(".env").exists());
+    assert_eq!(guard.stand_ins(), [git.as_path(), ws.join(".env").as_path()]);
+    assert!(ws.join(".env").is_dir());
     drop(guard);
+    assert!(!ws.join(".env").exists());
     // Nothing of the stand-ins' is left behind.
     let left: Vec<String> = std::fs::read_dir(&ws)
         .unwrap()
@@ -195,7 +214,7 @@ fn a_missing_git_directory_has_a_stand_in_while_runs_hold_it() {
     assert!(left.is_empty(), "{left:?}");
     // A `.git` file (a linked worktree) is left alone, and runs go on.
     std::fs::write(&git, "gitdir: /elsewhere/.git/worktrees/x\n").unwrap();
-    assert!(plan.prepare().unwrap().stand_ins().is_empty());
+    assert_eq!(plan.prepare().unwrap().stand_ins(), [ws.join(".env").as_path()]);
     assert_eq!(
         std::fs::read_to_string(&git).unwrap(),
         "gitdir: /elsewhere/.git/worktrees/x\n"
@@ -221,6 +240,18 @@ fn landlock_argv_reexecs_the_helper_and_round_trips() {
     assert!(!parsed.network);
     assert_eq!(parsed.read, None);
     assert_eq!(strings(&parsed.argv), ["echo", "--", "hi"]);
+    // The command runs under its keeper, with the plan's grace period.
+    assert_eq!(parsed.keep, Some(std::time::Duration::from_secs(1)));
+    assert!(!parsed.keep_only && parsed.allow_unix.is_empty());
+    assert!(plan.leader_reaps());
+    let full = SandboxExecArgs {
+        allow_unix: vec!["/run/a.sock".into()],
+        keep: Some(std::time::Duration::from_millis(250)),
+        keep_only: true,
+        argv: vec!["true".into()],
+        ..SandboxExecArgs::default()
+    };
+    assert_eq!(SandboxExecArgs::parse(full.to_args()).unwrap(), full);
 }
 
 #[test]
@@ -231,6 +262,8 @@ fn helper_args_errors_say_what_to_do() {
     assert!(err.contains("usage"), "{err}");
     let err = SandboxExecArgs::parse(["--".into()]).unwrap_err();
     assert!(err.contains("no command"), "{err}");
+    let err = SandboxExecArgs::parse(["--keep".into(), "soon".into()]).unwrap_err();
+    assert!(err.contains("grace period in milliseconds"), "{err}");
 }
 
 #[test]
