@@ -90,6 +90,21 @@ pub enum Command {
     /// The process sandbox: what this machine supports and what commands would run under.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// The project's configuration: trust a nested project's `.wield/config.toml`.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Load this workspace's `.wield/config.toml` although it lies in another wield project's
+    /// workspace (whose sandboxed commands could have written it), as long as its content stays
+    /// what it is now. Read it first: wield runs its hooks and obeys its rules.
+    Trust {
+        /// Forget the trust instead.
+        #[arg(long)]
+        remove: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod call;
+mod config;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -193,5 +194,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp(cmd) => mcp::run(&cli.global, cmd).await,
         Command::Patch(cmd) => patch::run(&cli.global, cmd).await,
         Command::Sandbox(cmd) => sandbox::run(&cli.global, cmd).await,
+        Command::Config(cmd) => config::run(&cli.global, cmd),
     }
 }

@@ -495,6 +495,74 @@ fn a_config_file_a_sandboxed_command_could_have_written_is_refused() {
         "{stderr}"
     );
     assert!(stderr.contains("--config"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("wield -C {} config trust", pkg.display())),
+        "{stderr}"
+    );
+    // Trusted by a person, it loads while its content stays the same...
+    let check = || {
+        ws.wield()
+            .arg("-C")
+            .arg(&pkg)
+            .args(["sandbox", "check"])
+            .output()
+            .unwrap()
+    };
+    let trusted = ws
+        .wield()
+        .arg("-C")
+        .arg(&pkg)
+        .args(["config", "trust"])
+        .output()
+        .unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let out = check();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("configured none"));
+    // ... and is refused again once something changed it.
+    std::fs::write(&config, "[sandbox]\nenabled = false\n[approval]\nrequire = false\n").unwrap();
+    let out = check();
+    assert_eq!(out.status.code(), Some(2), "a changed file loaded");
+    // A sandboxed command cannot trust it: the list is in the global
+    // config directory, read-only to every sandbox even when the workspace
+    // holds it.
+    let list = ws.home.join(".config/wield/trusted.toml");
+    let before = std::fs::read_to_string(&list).unwrap();
+    for backend in ["bwrap", "landlock"] {
+        let plant = format!(
+            "printf '[[trusted]]\\npath = \"{}\"\\nsha256 = \"0\"\\n' >> {}",
+            config.display(),
+            list.display()
+        );
+        let (_, v) = ws.call(
+            &[
+                "-C",
+                ws.home.to_str().unwrap(),
+                "--set",
+                "sandbox.enabled=true",
+                "--set",
+                &format!("sandbox.backend=\"{backend}\""),
+            ],
+            "bash",
+            &serde_json::json!({ "command": plant }),
+        );
+        assert_ne!(v["success"], true, "{backend}: {v}");
+        assert_eq!(
+            std::fs::read_to_string(&list).unwrap(),
+            before,
+            "{backend}: the list changed"
+        );
+    }
+    let untrusted = ws
+        .wield()
+        .arg("-C")
+        .arg(&pkg)
+        .args(["config", "trust", "--remove"])
+        .output()
+        .unwrap();
+    assert!(untrusted.status.success());
+    assert!(!std::fs::read_to_string(&list).unwrap().contains("pkg"));
+    std::fs::write(&config, "[sandbox]\nenabled = false\n").unwrap();
     // Named explicitly, it is the person's choice.
     let out = ws
         .wield()

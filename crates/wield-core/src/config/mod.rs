@@ -12,6 +12,8 @@ use thiserror::Error;
 
 use crate::names::closest;
 
+pub mod trust;
+
 /// A known configuration key, relative to some table. Dotted; a `*` segment
 /// matches any single key (a user-chosen name); a trailing `**` accepts any
 /// content below (free-form tables such as environment maps).
@@ -39,7 +41,7 @@ pub enum ConfigError {
     #[error("invalid value for `{path}`: {message}")]
     Invalid { path: String, message: String },
     #[error(
-        "refusing to load {path}: it lies in the workspace of the wield project {enclosing} (which has .wield/), where that project's sandboxed commands may write, so a command could have put it there. If you wrote it, pass it explicitly with --config {path}; or move its settings to {enclosing}/.wield/config.toml"
+        "refusing to load {path}: it lies in the workspace of the wield project {enclosing} (which has .wield/), where that project's sandboxed commands may write, so a command could have put it there or changed it. If you wrote it, read it, then run `wield -C {dir} config trust` to load it until it changes (or pass it with --config {path} each time)", dir = path.parent().and_then(Path::parent).unwrap_or(path).display()
     )]
     Plantable { path: PathBuf, enclosing: PathBuf },
 }
@@ -469,18 +471,6 @@ impl ConfigLoader {
         let mut merged = toml::Table::new();
         let mut origins = vec!["defaults".to_owned()];
         for (path, required) in &self.files {
-            let explicit = || self.files.iter().any(|(p, req)| *req && p == path);
-            if let Some(enclosing) = &self.nested_in
-                && !required
-                && path.ends_with(Path::new(".wield").join("config.toml"))
-                && path.exists()
-                && !explicit()
-            {
-                return Err(ConfigError::Plantable {
-                    path: path.clone(),
-                    enclosing: enclosing.clone(),
-                });
-            }
             let text = match std::fs::read_to_string(path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
@@ -491,6 +481,19 @@ impl ConfigLoader {
                     });
                 }
             };
+            // The text checked is the text parsed.
+            let explicit = || self.files.iter().any(|(p, req)| *req && p == path);
+            if let Some(enclosing) = &self.nested_in
+                && !required
+                && path.ends_with(Path::new(".wield").join("config.toml"))
+                && !explicit()
+                && !trust::is_trusted(path, text.as_bytes())
+            {
+                return Err(ConfigError::Plantable {
+                    path: path.clone(),
+                    enclosing: enclosing.clone(),
+                });
+            }
             let origin = path.display().to_string();
             let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
                 origin: origin.clone(),
