@@ -6,7 +6,9 @@
 #   `... | cat > /dev/null` as the floor for any process reading the output;
 #   spawn overhead of `wield call bash '{"command":"true"}'` without a sandbox,
 #   with bubblewrap and with Landlock, vs `sh -c true` and vs a call that
-#   spawns nothing (`wield call calculator`).
+#   spawns nothing (`wield call calculator`); and in a project tree of
+#   2,000 directories with 20 nested repositories, with the git watch (the
+#   look for hooks and programs a command sets in them) on and off.
 # Uses hyperfine when installed (else a timed loop). Prints medians of RUNS
 # runs (default 5) after a warm-up.
 #
@@ -77,6 +79,19 @@ for mode in OFF BWRAP LANDLOCK; do
         printf "%-40s %8.3f s %9.1f MB %7.2fx\n", l, wt / 1e6, wm / 1024, wt / rt }'
 done
 
+# A project tree for the git watch (the look at the repositories under the
+# workspace around each call): 2,000 directories, 4 levels, 20 nested
+# repositories. Made once; the same layout every run.
+TREE=$BENCH_DIR/tree
+if [ ! -f "$TREE/.done" ]; then
+    rm -rf "$TREE"
+    for a in $(seq 20); do for b in $(seq 10); do for c in $(seq 9); do
+        mkdir -p "$TREE/a$a/b$b/c$c"
+    done; done; git init -q "$TREE/a$a/b1"; done
+    touch "$TREE/.done"
+fi
+TREE_DIRS=$(find "$TREE" -type d -not -path '*/.git/*' | wc -l)
+
 echo
 echo "spawn overhead (mean of many runs)"
 if command -v hyperfine >/dev/null; then
@@ -86,6 +101,8 @@ if command -v hyperfine >/dev/null; then
         -n 'wield call bash true (no sandbox)' "$WIELD -y --set sandbox.enabled=false call bash '{\"command\":\"true\"}'" \
         -n 'wield call bash true (bwrap)' "$WIELD --set sandbox.backend=\"bwrap\" call bash '{\"command\":\"true\"}'" \
         -n 'wield call bash true (landlock)' "$WIELD --set sandbox.backend=\"landlock\" call bash '{\"command\":\"true\"}'" \
+        -n "bash true (bwrap), $TREE_DIRS-dir tree" "$WIELD -C $TREE --set sandbox.backend=\"bwrap\" call bash '{\"command\":\"true\"}'" \
+        -n "  the same, git watch off" "$WIELD -C $TREE --set sandbox.backend=\"bwrap\" --set bash.git_watch=false call bash '{\"command\":\"true\"}'" \
         > /dev/null
     jq -r '.results[] | [.command, (.mean * 1000), (.stddev * 1000)] | @tsv' "$BENCH_DIR/spawn.json" |
         awk -F'\t' '{ printf "  %-36s %7.2f ms  (± %.2f)\n", $1, $2, $3 }'
@@ -103,4 +120,6 @@ else
     loop 'wield call bash true (no sandbox)' "$WIELD" "${OFF[@]}" call bash '{"command":"true"}'
     loop 'wield call bash true (bwrap)' "$WIELD" "${BWRAP[@]}" call bash '{"command":"true"}'
     loop 'wield call bash true (landlock)' "$WIELD" "${LANDLOCK[@]}" call bash '{"command":"true"}'
+    loop "bash true (bwrap), $TREE_DIRS-dir tree" "$WIELD" -C "$TREE" "${BWRAP[@]}" call bash '{"command":"true"}'
+    loop "  the same, git watch off" "$WIELD" -C "$TREE" "${BWRAP[@]}" --set bash.git_watch=false call bash '{"command":"true"}'
 fi
