@@ -30,8 +30,11 @@ pub(crate) fn state_component(rest: &Path) -> Option<&OsStr> {
 
 /// The first directory from `root` down along `rest` (the root itself
 /// excluded, `rest` included) that git would take for a git directory
-/// whatever its name: one holding `HEAD`, `objects/` and `refs/`. A `.git`
-/// file (`gitdir: ../store`) or a bare repository makes one of any name.
+/// whatever its name: one holding `objects/` and `refs/` (a repository, or
+/// the common directory a linked worktree's `commondir` names, where its
+/// config and hooks are), or `HEAD` and `commondir` (a linked worktree's
+/// own). A `.git` file (`gitdir: ../store`) or a bare repository makes one
+/// of any name.
 pub(crate) fn git_dir_within(root: &Path, rest: &Path) -> Option<PathBuf> {
     let mut dir = root.to_path_buf();
     for c in rest.components() {
@@ -42,8 +45,8 @@ pub(crate) fn git_dir_within(root: &Path, rest: &Path) -> Option<PathBuf> {
         let is = |name: &str, want_dir: bool| {
             std::fs::metadata(dir.join(name)).is_ok_and(|m| if want_dir { m.is_dir() } else { m.is_file() })
         };
-        // `objects` first: the rarest of the three in ordinary trees.
-        if is("objects", true) && is("refs", true) && is("HEAD", false) {
+        // `objects` first: the rarest of these in ordinary trees.
+        if (is("objects", true) && is("refs", true)) || (is("commondir", false) && is("HEAD", false)) {
             return Some(dir);
         }
     }
@@ -224,6 +227,20 @@ mod tests {
         );
         assert_eq!(git_dir_within(root, Path::new("store")), Some(root.join("store")));
         assert_eq!(git_dir_within(root, Path::new("plain/objects/x")), None);
+        // A linked worktree's git directory and the common one it names.
+        for d in ["common/objects", "common/refs", "wt"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("wt/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("wt/commondir"), "../common\n").unwrap();
+        assert_eq!(
+            git_dir_within(root, Path::new("common/config")),
+            Some(root.join("common"))
+        );
+        assert_eq!(
+            git_dir_within(root, Path::new("wt/config.worktree")),
+            Some(root.join("wt"))
+        );
         assert_eq!(git_dir_within(root, Path::new("new/file")), None);
     }
 

@@ -127,6 +127,12 @@ impl Snapshot {
             let Some(listing) = listing else { continue };
             for (path, is_dir) in &listing.git {
                 if let Some(gitdir) = git_dir(path, *is_dir) {
+                    // A linked worktree's config and hooks are those of the
+                    // common directory it names.
+                    if let Some(common) = common_dir(&gitdir) {
+                        let repo = Repo::read(&common);
+                        snap.repos.insert(common, repo);
+                    }
                     snap.repos.insert(gitdir.clone(), Repo::read(&gitdir));
                 }
             }
@@ -249,10 +255,39 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
     })
 }
 
+/// The common directory a linked worktree's git directory names in its
+/// `commondir` file (relative to the git directory, or absolute).
+fn common_dir(gitdir: &Path) -> Option<PathBuf> {
+    let file = gitdir.join("commondir");
+    let meta = std::fs::metadata(&file).ok()?;
+    if !meta.is_file() || meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let target = text.lines().next()?.trim();
+    if target.is_empty() {
+        return None;
+    }
+    // `..` taken out, so the directory is shown (and known) by one name.
+    let mut dir = PathBuf::new();
+    for c in gitdir.join(target).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                dir.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => dir.push(other),
+        }
+    }
+    Some(dir)
+}
+
 impl Repo {
     fn read(gitdir: &Path) -> Self {
         let mut repo = Self::default();
         repo.read_config(&gitdir.join("config"));
+        // Read too when `extensions.worktreeConfig` is set.
+        repo.read_config(&gitdir.join("config.worktree"));
         repo.read_hooks(&gitdir.join("hooks"), "");
         // Hooks in a `core.hooksPath` directory run as well; a relative one
         // is taken from the top of the working tree.
@@ -457,5 +492,24 @@ mod tests {
         std::fs::write(ws.join(".gitconfig"), "[core]\n\tpager = sh -c id\n").unwrap();
         let changes = after.changes(&Snapshot::take(ws), ws);
         assert_eq!(changes, [".gitconfig: core.pager = \"sh -c id\" (git runs this)"]);
+        // A linked worktree: its common directory's config and hooks count.
+        for d in ["common/objects", "common/refs", "common/hooks", "wt", "d"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap();
+        }
+        std::fs::write(ws.join("wt/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join("wt/commondir"), "../common\n").unwrap();
+        std::fs::write(ws.join("d/.git"), "gitdir: ../wt\n").unwrap();
+        let linked = Snapshot::take(ws);
+        std::fs::write(ws.join("common/config"), "[core]\n\tfsmonitor = id\n").unwrap();
+        let hook = ws.join("common/hooks/post-checkout");
+        std::fs::write(&hook, "#!/bin/sh\nid\n").unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let changes = linked.changes(&Snapshot::take(ws), ws);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert!(
+            changes.iter().any(|c| c.starts_with("common: core.fsmonitor = \"id\"")),
+            "{changes:?}"
+        );
+        assert!(changes.iter().any(|c| c.contains("hook post-checkout")), "{changes:?}");
     }
 }

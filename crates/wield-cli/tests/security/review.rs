@@ -1,0 +1,88 @@
+//! Attacks found reviewing the fixes of the other modules: what still got
+//! through them, each through the real binary.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Ws, output};
+
+/// A linked worktree made by hand, as a repository may ship it or a
+/// sandboxed command may make it: `sub/.git` names `store`, whose
+/// `commondir` names `common`. Git takes its config and hooks from
+/// `common`, which holds no `HEAD`.
+fn linked_worktree(ws: &Path) {
+    for d in ["sub", "common/objects", "common/refs", "store"] {
+        std::fs::create_dir_all(ws.join(d)).unwrap();
+    }
+    std::fs::write(ws.join("sub/.git"), "gitdir: ../store\n").unwrap();
+    std::fs::write(ws.join("store/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(ws.join("store/commondir"), "../common\n").unwrap();
+}
+
+/// A file tool wrote the common directory's config (auto-approved by
+/// default), and `git status` in `sub` ran its `core.fsmonitor` unconfined.
+#[test]
+fn file_tools_cannot_write_a_linked_worktrees_common_directory() {
+    let ws = Ws::new();
+    linked_worktree(&ws.ws);
+    let pwned = ws.outside.join("pwned");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
+        pwned.display()
+    );
+    for (tool, args) in [
+        ("write", json!({"path": "common/config", "content": config})),
+        ("write", json!({"path": "store/config.worktree", "content": config})),
+        ("mkdir", json!({"path": "common/hooks"})),
+        (
+            "patch",
+            json!({"patch": "*** Begin Patch\n*** Add File: common/hooks/post-checkout\n+#!/bin/sh\n*** End Patch"}),
+        ),
+    ] {
+        let (code, v) = ws.call(&[], tool, &args);
+        assert_eq!(code, 1, "{tool} {args} must be refused: {v}");
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(err.contains("project state"), "{tool} {args}: {err}");
+    }
+    assert!(!ws.ws.join("common/config").exists());
+    // Git agrees that this is a repository (so the refusal is not moot).
+    let out = Command::new("git")
+        .current_dir(ws.ws.join("sub"))
+        .args(["rev-parse", "--git-common-dir"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", &ws.home)
+        .output()
+        .expect("git is needed for these tests (apt-get install git)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!pwned.exists());
+}
+
+/// A command that sets a program or a hook in a linked worktree's common
+/// directory is reported like one that sets it in a `.git` directory.
+#[test]
+fn commands_setting_git_programs_in_a_common_directory_are_reported() {
+    for backend in ["bwrap", "landlock", "off"] {
+        let ws = Ws::new();
+        if backend != "off" {
+            crate::support::require_backends(&ws);
+        }
+        // Under Landlock the workspace's top directory is not writable.
+        let ws_dir = ws.ws.join("src");
+        linked_worktree(&ws_dir);
+        let (code, v) = ws.bash(
+            backend,
+            "cd src && printf '[core]\\n\\tfsmonitor = id\\n' > common/config && mkdir -p common/hooks && \
+             printf '#!/bin/sh\\nid\\n' > common/hooks/post-checkout && chmod +x common/hooks/post-checkout && \
+             printf '[alias]\\n\\tst = !id\\n' > store/config.worktree && echo done",
+        );
+        assert_eq!(code, 0, "{backend}: {v}");
+        let out = output(&v);
+        for what in ["core.fsmonitor = \"id\"", "hook post-checkout", "alias.st = \"!id\""] {
+            assert!(out.contains(what), "{backend}: {what} not reported: {out}");
+        }
+        let changes: &Value = &v["metadata"]["git_changes"];
+        assert_eq!(changes.as_array().map(Vec::len), Some(3), "{backend}: {v}");
+    }
+}
