@@ -86,3 +86,43 @@ fn commands_setting_git_programs_in_a_common_directory_are_reported() {
         assert_eq!(changes.as_array().map(Vec::len), Some(3), "{backend}: {v}");
     }
 }
+
+/// Lines that ran `rm` past `deny = ["bash:rm *"]` (with `--yes`, the
+/// sandbox off): a line continuation inside the name, an option of `env`
+/// holding the command, a startup script fed from input, and programs git
+/// or a pager variable names.
+#[test]
+fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
+    let ws = Ws::new();
+    let attacks = [
+        "r\\\nm VICTIM",
+        "env -S'rm VICTIM'",
+        "env -vS'rm VICTIM'",
+        "env --split-string='rm VICTIM'",
+        "BASH_ENV=<(echo rm VICTIM) bash -c :",
+        "env BASH_ENV=/dev/stdin bash -c : <<< 'rm VICTIM'",
+        "git -c alias.x='!rm VICTIM' x",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm VICTIM' git x",
+        "git init -q . && git commit -q --allow-empty -m x && GIT_PAGER='rm VICTIM' git -p log",
+    ];
+    let victim = ws.ws.join("VICTIM");
+    let mut ran = Vec::new();
+    for attack in attacks {
+        std::fs::write(&victim, "x").unwrap();
+        let (_, v) = ws.call(
+            &[
+                "--set",
+                "sandbox.enabled=false",
+                "--set",
+                "approval.deny=[\"bash:rm *\"]",
+                "-y",
+            ],
+            "bash",
+            &json!({ "command": format!("export HOME=$PWD GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; {attack}") }),
+        );
+        if !victim.exists() {
+            ran.push(format!("{attack:?}: {v}"));
+        }
+    }
+    assert!(ran.is_empty(), "deny rule bypassed by:\n{}", ran.join("\n"));
+}

@@ -338,7 +338,7 @@ impl Repo {
     }
 }
 
-fn is_watched(key: &str) -> bool {
+pub(crate) fn is_watched(key: &str) -> bool {
     let parts: Vec<&str> = key.split('.').collect();
     WATCHED.iter().any(|w| {
         let wp: Vec<&str> = w.split('.').collect();

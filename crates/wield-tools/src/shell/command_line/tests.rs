@@ -180,6 +180,20 @@ fn rm_rewrites_are_found() {
         "exec >f rm x",
         "exec 2>f rm x y",
         "exec >xargs rm ry=",
+        "r\\\nm x",
+        "env -S'rm x'",
+        "env -vS'rm x'",
+        "env --split-string='rm x'",
+        "BASH_ENV=<(echo rm x) bash -c :",
+        "env BASH_ENV=/dev/stdin bash -c : <<< 'rm x'",
+        "export BASH_ENV=/dev/stdin; bash -c :",
+        "git -c alias.x='!rm x' x",
+        "git -c core.pager='rm x' log",
+        "git -c \"$a\" x",
+        "GIT_PAGER='rm x' git log",
+        "env GIT_SSH_COMMAND='rm x' git fetch",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm x' git x",
+        "PAGER=\"$cmd\" man ls",
     ] {
         assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
     }
@@ -197,6 +211,11 @@ fn plain_commands_are_not_opaque() {
         "ls # a comment",
         "echo '$(not run)'",
         "timeout 5 cargo test",
+        "echo a \\\n  b",
+        "git -c color.ui=never -c core.pager='less -R' log",
+        "EDITOR=vim git commit",
+        "BASH_ENV=.bashrc bash -c :",
+        "env LANG=C sort -u file",
     ] {
         let (cmds, opaque) = runs(text);
         assert!(!opaque, "{text:?}: {:?}", analyse(text).opaque);
