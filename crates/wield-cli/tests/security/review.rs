@@ -126,3 +126,60 @@ fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
     }
     assert!(ran.is_empty(), "deny rule bypassed by:\n{}", ran.join("\n"));
 }
+
+/// `wield mcp serve --http … --token-file FILE`, run to its end (killed
+/// after 10 s): (exit status, stderr, whether it had to be killed).
+fn serve_with_token_file(ws: &Ws, file: &Path) -> (Option<i32>, String, bool) {
+    let mut child = ws
+        .wield()
+        .args(["mcp", "serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut killed = false;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().unwrap();
+            killed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        killed,
+    )
+}
+
+/// A FIFO as the token file hung the server before it served (and SIGTERM
+/// could not stop it); a file another user owns (and so may change) was
+/// taken as the token.
+#[test]
+fn a_token_file_is_a_regular_file_of_the_servers_user() {
+    let ws = Ws::new();
+    let fifo = ws.home.join("fifo");
+    let made = Command::new("mkfifo").args(["-m", "600"]).arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let (code, err, killed) = serve_with_token_file(&ws, &fifo);
+    assert!(!killed, "the server hung on a FIFO token file: {err}");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "this test gives a file to another user, which needs root"
+    );
+    let theirs = ws.home.join("theirs.token");
+    std::fs::write(&theirs, "their-token\n").unwrap();
+    std::fs::set_permissions(&theirs, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let (code, err, killed) = serve_with_token_file(&ws, &theirs);
+    assert!(!killed, "a token file of another user was taken: {err}");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("belongs to another user"), "{err}");
+}
