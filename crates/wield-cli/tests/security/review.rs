@@ -183,3 +183,44 @@ fn a_token_file_is_a_regular_file_of_the_servers_user() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("belongs to another user"), "{err}");
 }
+
+/// Credentials under unremarkable names that `bash.env.inherit = "all"`
+/// let through: connection strings with a password setting, a signed URL,
+/// a private key, a token shape the filter did not know.
+#[test]
+fn credentials_in_connection_strings_and_keys_are_scrubbed() {
+    let ws = Ws::new();
+    let secrets = [
+        ("PG_CONN", "host=db user=app password=hunter2 dbname=x"),
+        ("JDBC", "jdbc:postgresql://db/x?user=app&password=hunter2"),
+        ("MSSQL", "Server=tcp:x;Database=y;User Id=u;Pwd=hunter2;"),
+        ("AZ_STORE", "AccountName=a;AccountKey=hunter2;EndpointSuffix=x"),
+        ("BLOB", "https://x.blob.core.windows.net/c?sv=2020&sig=hunter2"),
+        (
+            "DEPLOY_CERT",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nhunter2\n-----END OPENSSH PRIVATE KEY-----",
+        ),
+        ("HF", "hf_hunter2hunter2hunter2hunter2"),
+    ];
+    let mut cmd = ws.wield();
+    for (name, value) in secrets {
+        cmd.env(name, value);
+    }
+    cmd.env("PG_OPTS", "host=db sslmode=require");
+    cmd.args([
+        "--set",
+        "bash.env.inherit=\"all\"",
+        "--set",
+        "sandbox.enabled=false",
+        "-y",
+        "call",
+        "bash",
+        &json!({"command": "env"}).to_string(),
+        "--json",
+    ]);
+    let (code, v) = crate::support::call_json(cmd);
+    assert_eq!(code, 0, "{v}");
+    let out = output(&v);
+    assert!(!out.contains("hunter2"), "a credential reached the command:\n{out}");
+    assert!(out.contains("PG_OPTS=host=db sslmode=require"), "{out}");
+}
