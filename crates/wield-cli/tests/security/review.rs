@@ -224,3 +224,26 @@ fn credentials_in_connection_strings_and_keys_are_scrubbed() {
     assert!(!out.contains("hunter2"), "a credential reached the command:\n{out}");
     assert!(out.contains("PG_OPTS=host=db sslmode=require"), "{out}");
 }
+
+/// A name holding a Unicode line separator printed as two entries to many
+/// readers, a direction override showed a name reordered, and a name
+/// spelled like a quoted one could not be told from it: each is shown
+/// quoted and escaped by ls and glob.
+#[test]
+fn listings_escape_unicode_separators_overrides_and_quotes() {
+    let ws = Ws::new();
+    for name in ["a\u{2028}secret.env", "b\u{202e}txt.exe", "\"c\\nd\""] {
+        std::fs::write(ws.ws.join("src").join(name), "").unwrap();
+    }
+    for (tool, args) in [("ls", json!({"path": "src"})), ("glob", json!({"pattern": "src/*"}))] {
+        let (code, v) = ws.call(&[], tool, &args);
+        assert_eq!(code, 0, "{v}");
+        let out = output(&v);
+        for raw in ['\u{2028}', '\u{202e}'] {
+            assert!(!out.contains(raw), "{tool}: {raw:?} shown raw: {out:?}");
+        }
+        for shown in [r#"a\u{2028}secret.env""#, r#"b\u{202e}txt.exe""#, r#"\"c\\nd\"""#] {
+            assert!(out.contains(shown), "{tool}: {shown} not in {out:?}");
+        }
+    }
+}
