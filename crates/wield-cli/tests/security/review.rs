@@ -247,3 +247,72 @@ fn listings_escape_unicode_separators_overrides_and_quotes() {
         }
     }
 }
+
+/// In a workspace with no `.git`, file tools (auto-approved by default)
+/// wrote `config` naming a program, `HEAD`, `refs/` and `objects/` at its
+/// top: the workspace became a git directory, which git finds from every
+/// directory below, and the person's next `git status` ran the program.
+#[test]
+fn file_tools_cannot_make_a_directory_a_git_directory() {
+    let ws = Ws::new();
+    let pwned = ws.outside.join("pwned");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch {}; false\"\n",
+        pwned.display()
+    );
+    for dir in ["", "src/"] {
+        let steps = [
+            ("write", json!({"path": format!("{dir}config"), "content": config})),
+            (
+                "write",
+                json!({"path": format!("{dir}HEAD"), "content": "ref: refs/heads/main\n"}),
+            ),
+            ("mkdir", json!({"path": format!("{dir}refs/heads")})),
+            ("mkdir", json!({"path": format!("{dir}objects")})),
+        ];
+        let mut refused = None;
+        for (tool, args) in steps {
+            let (code, v) = ws.call(&[], tool, &args);
+            if code != 0 {
+                refused = Some(v);
+                break;
+            }
+        }
+        let v = refused.unwrap_or_else(|| panic!("{dir:?}: every step was allowed"));
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(err.contains("would become a git directory"), "{dir:?}: {err}");
+    }
+    let out = Command::new("git")
+        .current_dir(ws.ws.join("src"))
+        .args(["status"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", &ws.home)
+        .output()
+        .expect("git is needed for these tests (apt-get install git)");
+    assert!(!out.status.success(), "git found a repository");
+    assert!(!pwned.exists());
+}
+
+/// A command that makes a directory a git directory of another name (here
+/// the workspace itself, under bubblewrap, where its top is writable) with
+/// a program in its config is reported like one that sets it in `.git`.
+#[test]
+fn commands_making_a_bare_git_directory_are_reported() {
+    let ws = Ws::new();
+    crate::support::require_backends(&ws);
+    for (backend, dir) in [("bwrap", "."), ("landlock", "src"), ("off", "src/pkg")] {
+        let (code, v) = ws.bash(
+            backend,
+            &format!(
+                "mkdir -p {dir} && cd {dir} && mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD && \
+                 printf '[core]\\n\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = id-{backend}\\n' > config && echo done"
+            ),
+        );
+        assert_eq!(code, 0, "{backend}: {v}");
+        let out = output(&v);
+        assert!(
+            out.contains(&format!("core.fsmonitor = \"id-{backend}\"")),
+            "{backend}: not reported: {out}"
+        );
+    }
+}

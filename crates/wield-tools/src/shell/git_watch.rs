@@ -125,6 +125,13 @@ impl Snapshot {
                 }
             };
             let Some(listing) = listing else { continue };
+            // A git directory of another name (a bare repository, or the
+            // workspace itself made one), which git finds from the
+            // directories below it.
+            let has = |name: &str| listing.dirs.iter().any(|d| d.file_name() == Some(name.as_ref()));
+            if has("objects") && has("refs") {
+                snap.repos.insert(dir.clone(), Repo::read(&dir));
+            }
             for (path, is_dir) in &listing.git {
                 if let Some(gitdir) = git_dir(path, *is_dir) {
                     // A linked worktree's config and hooks are those of the
