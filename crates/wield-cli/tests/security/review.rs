@@ -316,3 +316,44 @@ fn commands_making_a_bare_git_directory_are_reported() {
         );
     }
 }
+
+/// The workspace's repository runs its hooks from `.githooks`
+/// (`core.hooksPath`): `patch` (auto-approved by default) rewrote an
+/// executable hook there, which kept its mode and ran at the next commit.
+#[test]
+fn the_workspaces_hooks_path_always_asks() {
+    let ws = Ws::new();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(&ws.ws)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &ws.home)
+            .output()
+            .expect("git is needed for these tests (apt-get install git)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", ".githooks"]);
+    let hook = ws.ws.join(".githooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let patch = "*** Begin Patch\n*** Update File: .githooks/pre-commit\n@@\n-exit 0\n+touch PWNED\n*** End Patch";
+    for (tool, args) in [
+        ("patch", json!({ "patch": patch })),
+        (
+            "write",
+            json!({"path": ".githooks/post-commit", "content": "#!/bin/sh\n"}),
+        ),
+    ] {
+        let (code, v) = ws.call(&[], tool, &args);
+        assert_eq!(code, 1, "{tool}: {v}");
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(err.contains("approval required"), "{tool}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\nexit 0\n");
+    // Other files still need no approval.
+    let (code, v) = ws.call(&[], "write", &json!({"path": "src/a.rs", "content": "x"}));
+    assert_eq!(code, 0, "{v}");
+}

@@ -262,6 +262,26 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
     })
 }
 
+/// The workspace's own hooks directory when its repository sets
+/// `core.hooksPath` to one inside it (`.githooks`, as given, relative to
+/// the workspace): git runs the executable files there.
+pub(crate) fn workspace_hooks_path(workspace: &Path) -> Option<PathBuf> {
+    let entry = workspace.join(".git");
+    let meta = std::fs::symlink_metadata(&entry).ok()?;
+    let gitdir = git_dir(&entry, meta.is_dir())?;
+    // The common directory's config first: the worktree's own wins.
+    let mut values = Vec::new();
+    for dir in common_dir(&gitdir).into_iter().chain([gitdir]) {
+        values.extend(Repo::read(&dir).keys.remove("core.hookspath").unwrap_or_default());
+    }
+    let dir = Path::new(values.last()?);
+    match dir.strip_prefix(workspace) {
+        Ok(inside) => Some(inside.to_path_buf()),
+        Err(_) if dir.is_relative() && !dir.starts_with("~") => Some(dir.to_path_buf()),
+        Err(_) => None,
+    }
+}
+
 /// The common directory a linked worktree's git directory names in its
 /// `commondir` file (relative to the git directory, or absolute).
 fn common_dir(gitdir: &Path) -> Option<PathBuf> {
