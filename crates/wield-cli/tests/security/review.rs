@@ -90,7 +90,8 @@ fn commands_setting_git_programs_in_a_common_directory_are_reported() {
 /// Lines that ran `rm` past `deny = ["bash:rm *"]` (with `--yes`, the
 /// sandbox off): a line continuation inside the name, an option of `env`
 /// holding the command, a startup script fed from input, and programs git
-/// or a pager variable names.
+/// runs (from a setting, a pager variable, `rebase --exec`, `difftool
+/// --extcmd`, `bisect run`).
 #[test]
 fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
     let ws = Ws::new();
@@ -104,6 +105,9 @@ fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
         "git -c alias.x='!rm VICTIM' x",
         "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm VICTIM' git x",
         "git init -q . && git commit -q --allow-empty -m x && GIT_PAGER='rm VICTIM' git -p log",
+        "git init -q . && git commit -q --allow-empty -m x && git rebase -q --exec 'rm VICTIM' --root",
+        "git init -q . && git commit -q --allow-empty -m x && git difftool -y --extcmd='rm VICTIM' HEAD",
+        "git init -q . && git bisect start HEAD HEAD && git bisect run rm VICTIM",
     ];
     let victim = ws.ws.join("VICTIM");
     let mut ran = Vec::new();

@@ -106,8 +106,22 @@ const PROGRAM_VARS: &[&str] = &[
 /// Variables naming a script a shell reads as it starts (`bash -c`, `sh`).
 const STARTUP_VARS: &[&str] = &["BASH_ENV", "ENV"];
 
-/// `find` actions whose following words, up to `;` or `+`, are a command.
-const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+/// `find` actions (and `fd` options) whose following words, up to `;` or
+/// `+`, are a command.
+const FIND_EXEC: &[&str] = &[
+    "-exec",
+    "-execdir",
+    "-ok",
+    "-okdir",
+    "-x",
+    "--exec",
+    "-X",
+    "--exec-batch",
+];
+
+/// git options whose value is a command line: `rebase --exec`,
+/// `difftool --extcmd`.
+const GIT_EXEC: &[&str] = &["-x", "--exec", "--extcmd"];
 
 /// Parse `text` and read it both ways (see the module documentation).
 pub fn analyse(text: &str) -> CommandLine {
@@ -618,8 +632,8 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
             found.opaque("`source` of a script that is not a named file");
         }
     } else if name == "git" {
-        git_config(args, open, depth, found);
-    } else if name == "find" {
+        git_commands(args, open, depth, found);
+    } else if matches!(name.as_str(), "find" | "fd" | "fdfind") {
         for (i, w) in args.iter().enumerate() {
             if FIND_EXEC.contains(&w.as_str()) {
                 let rest = &args[i + 1..];
@@ -645,12 +659,35 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
     }
 }
 
-/// `git -c KEY=VALUE`: a key whose value git runs (`alias.x=!rm x`,
-/// `core.pager`, …) is read as a command line.
-fn git_config(args: &[String], open: bool, depth: usize, found: &mut Found) {
+/// git's arguments that are command lines: `-c KEY=VALUE` for a key whose
+/// value git runs (`alias.x=!rm x`, `core.pager`, …), `rebase --exec`,
+/// `difftool --extcmd`, `submodule foreach` and `bisect run`.
+fn git_commands(args: &[String], open: bool, depth: usize, found: &mut Found) {
     let mut i = 0;
     while i < args.len() {
-        if args[i] == "-c" {
+        let a = args[i].as_str();
+        if let Some(at) = ["foreach", "run"].iter().find_map(|w| (a == *w).then_some(i + 1))
+            && i > 0
+            && matches!(args[i - 1].as_str(), "submodule" | "bisect")
+        {
+            let rest: Vec<String> = args[at..].iter().skip_while(|w| w.starts_with("--")).cloned().collect();
+            if args[i - 1] == "submodule" {
+                nested(&rest.join(" "), depth, found, true);
+            } else {
+                run(rest, open, depth + 1, found);
+            }
+            return;
+        }
+        if let Some(value) = ["--exec=", "--extcmd="].iter().find_map(|p| a.strip_prefix(p)) {
+            nested(value, depth, found, true);
+        } else if GIT_EXEC.contains(&a) {
+            match args.get(i + 1) {
+                Some(value) => nested(value, depth, found, true),
+                None if open => found.opaque(format!("`git {a}` of a command that is not literal")),
+                None => {}
+            }
+        }
+        if a == "-c" {
             match args.get(i + 1).and_then(|kv| kv.split_once('=')) {
                 Some((key, value)) if super::git_watch::is_watched(&key.to_ascii_lowercase()) => {
                     nested(value.strip_prefix('!').unwrap_or(value), depth, found, true);

@@ -194,6 +194,13 @@ fn rm_rewrites_are_found() {
         "env GIT_SSH_COMMAND='rm x' git fetch",
         "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm x' git x",
         "PAGER=\"$cmd\" man ls",
+        "fd . -x rm",
+        "fdfind -e txt --exec-batch rm",
+        "git rebase --exec 'rm x' HEAD~1",
+        "git rebase -x 'rm x' HEAD~1",
+        "git difftool --extcmd='rm x'",
+        "git submodule foreach --recursive 'rm x'",
+        "git bisect run rm x",
     ] {
         assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
     }
@@ -216,6 +223,10 @@ fn plain_commands_are_not_opaque() {
         "EDITOR=vim git commit",
         "BASH_ENV=.bashrc bash -c :",
         "env LANG=C sort -u file",
+        "git clean -x -f",
+        "git cherry-pick -x abc123",
+        "git rebase --exec 'cargo test' main",
+        "fd -e rs",
     ] {
         let (cmds, opaque) = runs(text);
         assert!(!opaque, "{text:?}: {:?}", analyse(text).opaque);
