@@ -361,3 +361,30 @@ fn the_workspaces_hooks_path_always_asks() {
     let (code, v) = ws.call(&[], "write", &json!({"path": "src/a.rs", "content": "x"}));
     assert_eq!(code, 0, "{v}");
 }
+
+/// A sandboxed command (auto-approved) wrote `src/pkg/.wield/config.toml`
+/// without a word: wield takes its hooks and settings (the sandbox off)
+/// when the person later uses it in `src/pkg`. It is reported now, like a
+/// git hook.
+#[test]
+fn commands_writing_a_nested_wield_config_are_reported() {
+    for backend in ["bwrap", "landlock", "off"] {
+        let ws = Ws::new();
+        if backend != "off" {
+            crate::support::require_backends(&ws);
+        }
+        let (code, v) = ws.bash(
+            backend,
+            "mkdir -p src/pkg/.wield && printf '[sandbox]\\nenabled = false\\n' > src/pkg/.wield/config.toml && echo done",
+        );
+        assert_eq!(code, 0, "{backend}: {v}");
+        let out = output(&v);
+        assert!(
+            out.contains("[git] src/pkg/.wield/config.toml: a wield config was created or changed"),
+            "{backend}: not reported: {out}"
+        );
+        // Nothing new: nothing reported.
+        let (_, v) = ws.bash(backend, "echo x > src/x.txt");
+        assert!(!output(&v).contains("[git]"), "{backend}: {v}");
+    }
+}

@@ -62,6 +62,9 @@ struct Repo {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Snapshot {
     repos: BTreeMap<PathBuf, Repo>,
+    /// Nested wield configs (`pkg/.wield/config.toml`), whose hooks and
+    /// settings wield takes when used there: (size, change time, inode).
+    wield_configs: BTreeMap<PathBuf, (u64, i128, u64)>,
     /// The search stopped at [`MAX_DIRS`].
     pub(crate) incomplete: bool,
 }
@@ -132,6 +135,13 @@ impl Snapshot {
             if has("objects") && has("refs") {
                 snap.repos.insert(dir.clone(), Repo::read(&dir));
             }
+            if has(".wield") {
+                let config = dir.join(".wield/config.toml");
+                if let Ok(meta) = std::fs::symlink_metadata(&config) {
+                    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+                    snap.wield_configs.insert(config, (meta.len(), ctime, meta.ino()));
+                }
+            }
             for (path, is_dir) in &listing.git {
                 if let Some(gitdir) = git_dir(path, *is_dir) {
                     // A linked worktree's config and hooks are those of the
@@ -174,6 +184,14 @@ impl Snapshot {
                 }
             }
         }
+        for (config, stamp) in &after.wield_configs {
+            if self.wield_configs.get(config) != Some(stamp) {
+                let shown = config.strip_prefix(workspace).unwrap_or(config).display();
+                out.push(format!(
+                    "{shown}: a wield config was created or changed (wield takes its hooks and settings when used there)"
+                ));
+            }
+        }
         out
     }
 }
@@ -209,7 +227,7 @@ pub(crate) fn report(mut result: ToolResult, changes: &[String], after: &Snapsho
         result.output.push('\n');
     }
     result.output.push_str(
-        "[git] a command set what git runs later in a repository under the workspace: check it before using git there",
+        "[git] a command set what git (or wield) runs later in a directory under the workspace: check it before using git (or wield) there",
     );
     result.with_meta("git_changes", changes.to_vec())
 }
