@@ -91,7 +91,8 @@ fn commands_setting_git_programs_in_a_common_directory_are_reported() {
 /// sandbox off): a line continuation inside the name, an option of `env`
 /// holding the command, a startup script fed from input, and programs git
 /// runs (from a setting, a pager variable, `rebase --exec`, `difftool
-/// --extcmd`, `bisect run`).
+/// --extcmd`, `bisect run`), and wrappers the list missed (`setpriv`,
+/// `prlimit`, `bwrap`, `setarch`, `capsh`, `perf`, `gdb`).
 #[test]
 fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
     let ws = Ws::new();
@@ -108,6 +109,13 @@ fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
         "git init -q . && git commit -q --allow-empty -m x && git rebase -q --exec 'rm VICTIM' --root",
         "git init -q . && git commit -q --allow-empty -m x && git difftool -y --extcmd='rm VICTIM' HEAD",
         "git init -q . && git bisect start HEAD HEAD && git bisect run rm VICTIM",
+        "setpriv rm VICTIM",
+        "prlimit --nofile=100 rm VICTIM",
+        "bwrap --bind / / rm VICTIM",
+        "setarch x86_64 rm VICTIM",
+        "capsh -- -c 'rm VICTIM'",
+        "perf stat rm VICTIM",
+        "gdb -batch -ex run --args rm VICTIM",
     ];
     let victim = ws.ws.join("VICTIM");
     let mut ran = Vec::new();

@@ -201,6 +201,13 @@ fn rm_rewrites_are_found() {
         "git difftool --extcmd='rm x'",
         "git submodule foreach --recursive 'rm x'",
         "git bisect run rm x",
+        "setpriv rm x",
+        "prlimit --nofile=100 rm x",
+        "bwrap --bind / / rm x",
+        "setarch x86_64 rm x",
+        "capsh -- -c 'rm x'",
+        "perf stat rm x",
+        "gdb -batch -ex run --args rm x",
     ] {
         assert!(runs_rm(text), "{text:?} hides rm: {:?}", runs(text));
     }
