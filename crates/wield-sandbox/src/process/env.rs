@@ -210,9 +210,14 @@ fn has_secret_setting(v: &str) -> bool {
     v.split(|c: char| c.is_whitespace() || matches!(c, '?' | '&' | ';' | ','))
         .filter_map(|part| part.split_once('='))
         .any(|(key, value)| {
-            let key = key.trim();
+            let (key, value) = (key.trim(), value.trim());
+            // A switch (`StrictHostKeyChecking=no`) is no secret.
+            let switch = ["yes", "no", "true", "false", "on", "off", "ask"]
+                .iter()
+                .any(|w| value.eq_ignore_ascii_case(w));
             !key.is_empty()
-                && !value.trim().is_empty()
+                && !value.is_empty()
+                && !switch
                 && (is_secret_name(OsStr::new(key)) || SECRET_SETTINGS.iter().any(|s| key.eq_ignore_ascii_case(s)))
         })
 }
@@ -326,12 +331,14 @@ mod tests {
             ("LS_COLORS", "rs=0:di=01;34:ln=01;36"),
             ("GOFLAGS", "-mod=mod"),
             ("PG_OPTS", "host=db user=app sslmode=require"),
+            ("GIT_SSH_COMMAND", "ssh -o StrictHostKeyChecking=no"),
         ]);
         let env = EnvPolicy::new(Inherit::All).apply(input);
         assert_eq!(
             names(&env),
             [
                 "GIT_AUTHOR_NAME",
+                "GIT_SSH_COMMAND",
                 "GOFLAGS",
                 "HOME",
                 "HTTP_PROXY",
