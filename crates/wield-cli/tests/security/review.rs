@@ -394,5 +394,16 @@ fn commands_writing_a_nested_wield_config_are_reported() {
         // Nothing new: nothing reported.
         let (_, v) = ws.bash(backend, "echo x > src/x.txt");
         assert!(!output(&v).contains("[git]"), "{backend}: {v}");
+        // A `.wield` that is a link to a directory holding a config.
+        let (code, v) = ws.bash(
+            backend,
+            "mkdir -p src/elsewhere && echo '[sandbox]' > src/elsewhere/config.toml && \
+             mkdir -p src/q && ln -s ../elsewhere src/q/.wield && echo done",
+        );
+        assert_eq!(code, 0, "{backend}: {v}");
+        assert!(
+            output(&v).contains("[git] src/q/.wield/config.toml: a wield config"),
+            "{backend}: not reported: {v}"
+        );
     }
 }

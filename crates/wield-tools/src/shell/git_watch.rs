@@ -135,9 +135,10 @@ impl Snapshot {
             if has("objects") && has("refs") {
                 snap.repos.insert(dir.clone(), Repo::read(&dir));
             }
-            if has(".wield") {
+            if listing.wield {
+                // Followed as wield follows it: a link counts.
                 let config = dir.join(".wield/config.toml");
-                if let Ok(meta) = std::fs::symlink_metadata(&config) {
+                if let Ok(meta) = std::fs::metadata(&config) {
                     let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
                     snap.wield_configs.insert(config, (meta.len(), ctime, meta.ino()));
                 }
@@ -239,6 +240,8 @@ struct Listing {
     dirs: Vec<PathBuf>,
     /// The `.git` entry and whether it is a directory.
     git: Vec<(PathBuf, bool)>,
+    /// Whether there is a `.wield` entry (a directory, or a link to one).
+    wield: bool,
 }
 
 impl Listing {
@@ -248,9 +251,11 @@ impl Listing {
             stamp,
             dirs: Vec::new(),
             git: Vec::new(),
+            wield: false,
         };
         for entry in entries.flatten() {
             let Ok(kind) = entry.file_type() else { continue };
+            l.wield |= entry.file_name() == ".wield";
             if entry.file_name() == ".git" {
                 l.git.push((entry.path(), kind.is_dir()));
             } else if kind.is_dir() {
