@@ -407,3 +407,26 @@ fn commands_writing_a_nested_wield_config_are_reported() {
         );
     }
 }
+
+/// `.git` as a link to a repository outside the workspace (in the temp
+/// dir, which commands may write): git follows it, and what a command set
+/// there went unreported.
+#[test]
+fn a_git_link_to_a_repository_elsewhere_is_watched() {
+    for backend in ["bwrap", "landlock", "off"] {
+        let ws = Ws::new();
+        if backend != "off" {
+            crate::support::require_backends(&ws);
+        }
+        let (code, v) = ws.bash(
+            backend,
+            "export HOME=$PWD; git init -q \"$TMPDIR/store\" && mkdir -p src/sub && \
+             ln -s \"$TMPDIR/store/.git\" src/sub/.git && git -C src/sub config core.fsmonitor id && echo done",
+        );
+        assert_eq!(code, 0, "{backend}: {v}");
+        assert!(
+            output(&v).contains("[git] src/sub/.git: core.fsmonitor = \"id\""),
+            "{backend}: not reported: {v}"
+        );
+    }
+}

@@ -273,6 +273,10 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
         return Some(entry.to_path_buf());
     }
     let meta = std::fs::symlink_metadata(entry).ok()?;
+    // A link to a directory is one to git.
+    if meta.is_symlink() && std::fs::metadata(entry).is_ok_and(|m| m.is_dir()) {
+        return Some(entry.to_path_buf());
+    }
     if !meta.is_file() || meta.len() > 4096 {
         return None;
     }
