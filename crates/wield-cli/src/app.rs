@@ -257,7 +257,7 @@ impl Runtime {
         let config = Arc::clone(&self.config);
         let workspace = self.workspace.clone();
         let sandboxed = self.sandboxed();
-        let ask_paths = wield_tools::fs::ask_path_globs(&self.config)?;
+        let ask_paths = wield_tools::fs::ask_path_globs(&self.config, &self.workspace)?;
         Ok(
             move |approver: Arc<dyn Approver>, mut services: Services, events: wield_core::EventSink| {
                 // The tool set as it is now; `load_tools` reads the policy

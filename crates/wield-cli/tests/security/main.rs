@@ -8,6 +8,7 @@ mod approval;
 mod files;
 mod http;
 mod misc;
+mod review;
 mod sandbox;
 #[allow(dead_code)]
 #[path = "../shell/support.rs"]

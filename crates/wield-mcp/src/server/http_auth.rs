@@ -78,15 +78,31 @@ impl Token {
         Ok(Self(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
-    /// The first line of `path`. The file must not be readable by other
-    /// users: a token anyone can read protects nothing.
+    /// The first line of `path`. The file must be a regular file of this
+    /// user that other users cannot read: a token anyone can read, or
+    /// another user can change, protects nothing. (Opened without waiting,
+    /// so a FIFO or a device is refused rather than hung on.)
     pub fn from_file(path: &Path) -> Result<Self, McpError> {
         let shown = path.display();
-        let file = std::fs::File::open(path)
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
             .map_err(|e| McpError::Config(format!("cannot read the token file {shown}: {e}")))?;
         let meta = file
             .metadata()
             .map_err(|e| McpError::Config(format!("cannot read the token file {shown}: {e}")))?;
+        if !meta.is_file() {
+            return Err(McpError::Config(format!(
+                "the token file {shown} is not a regular file: give a file holding the token"
+            )));
+        }
+        if meta.uid() != rustix::process::geteuid().as_raw() {
+            return Err(McpError::Config(format!(
+                "the token file {shown} belongs to another user (uid {}), who could change it: use a file of your own",
+                meta.uid()
+            )));
+        }
         if meta.mode() & 0o077 != 0 {
             return Err(McpError::Config(format!(
                 "the token file {shown} can be read or written by other users (mode {:o}): run `chmod 600 {shown}`",

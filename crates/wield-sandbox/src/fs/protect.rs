@@ -28,22 +28,37 @@ pub(crate) fn state_component(rest: &Path) -> Option<&OsStr> {
     })
 }
 
-/// The first directory from `root` down along `rest` (the root itself
-/// excluded, `rest` included) that git would take for a git directory
-/// whatever its name: one holding `HEAD`, `objects/` and `refs/`. A `.git`
-/// file (`gitdir: ../store`) or a bare repository makes one of any name.
+/// The first directory from `root` down along `rest` (the root itself and
+/// `rest` included) that git would take for a git directory whatever its
+/// name, or would once `rest` is created: one holding `objects/` and
+/// `refs/` (a repository, or the common directory a linked worktree's
+/// `commondir` names, where its config and hooks are), or `HEAD` and
+/// `commondir` (a linked worktree's own). A `.git` file (`gitdir:
+/// ../store`) or a bare repository makes one of any name, and so would a
+/// directory given its `objects/` last, after a `config` naming a program:
+/// git finds such a directory (the workspace itself, when it has no
+/// `.git`) from every directory below it.
 pub(crate) fn git_dir_within(root: &Path, rest: &Path) -> Option<PathBuf> {
+    let target = root.join(rest);
+    let is_git_dir = |dir: &Path| {
+        let has = |name: &str, want_dir: bool| {
+            let path = dir.join(name);
+            target.starts_with(&path)
+                || std::fs::metadata(&path).is_ok_and(|m| if want_dir { m.is_dir() } else { m.is_file() })
+        };
+        // `objects` first: the rarest of these in ordinary trees.
+        (has("objects", true) && has("refs", true)) || (has("commondir", false) && has("HEAD", false))
+    };
     let mut dir = root.to_path_buf();
+    if is_git_dir(&dir) {
+        return Some(dir);
+    }
     for c in rest.components() {
         match c {
             Component::Normal(name) => dir.push(name),
             _ => return None,
         }
-        let is = |name: &str, want_dir: bool| {
-            std::fs::metadata(dir.join(name)).is_ok_and(|m| if want_dir { m.is_dir() } else { m.is_file() })
-        };
-        // `objects` first: the rarest of the three in ordinary trees.
-        if is("objects", true) && is("refs", true) && is("HEAD", false) {
+        if is_git_dir(&dir) {
             return Some(dir);
         }
     }
@@ -224,7 +239,36 @@ mod tests {
         );
         assert_eq!(git_dir_within(root, Path::new("store")), Some(root.join("store")));
         assert_eq!(git_dir_within(root, Path::new("plain/objects/x")), None);
+        // A linked worktree's git directory and the common one it names.
+        for d in ["common/objects", "common/refs", "wt"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("wt/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("wt/commondir"), "../common\n").unwrap();
+        assert_eq!(
+            git_dir_within(root, Path::new("common/config")),
+            Some(root.join("common"))
+        );
+        assert_eq!(
+            git_dir_within(root, Path::new("wt/config.worktree")),
+            Some(root.join("wt"))
+        );
         assert_eq!(git_dir_within(root, Path::new("new/file")), None);
+        // The piece that would make a directory one, the root included.
+        assert_eq!(git_dir_within(root, Path::new("plain/refs")), Some(root.join("plain")));
+        assert_eq!(
+            git_dir_within(root, Path::new("plain/refs/heads/x")),
+            Some(root.join("plain"))
+        );
+        assert_eq!(
+            git_dir_within(&root.join("plain"), Path::new("refs")),
+            Some(root.join("plain"))
+        );
+        std::fs::create_dir_all(root.join("plain/refs")).unwrap();
+        assert_eq!(
+            git_dir_within(&root.join("plain"), Path::new("config")),
+            Some(root.join("plain"))
+        );
     }
 
     #[test]

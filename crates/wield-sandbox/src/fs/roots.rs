@@ -332,7 +332,7 @@ impl Confinement {
         {
             return Some(ConfineError::ProjectState {
                 path: shown.to_owned(),
-                component: format!("{} is a git directory", self.display_path(&dir)),
+                component: format!("{} is or would become a git directory", self.display_path(&dir)),
             });
         }
         let protected = match self.protected.iter().find(|p| path.starts_with(p)) {

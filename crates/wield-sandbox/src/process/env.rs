@@ -52,7 +52,20 @@ const TOKEN_PREFIXES: &[&str] = &[
     "npm_",
     "pypi-",
     "AIza",
+    "hf_",
+    "shpat_",
+    "dop_v1_",
+    "glrt-",
+    "gsk_",
+    "ya29.",
+    "AGE-SECRET-KEY-",
 ];
+
+/// Keys of `key=value` settings inside a value that hold a credential
+/// whatever the variable is called, besides those [`is_secret_name`] takes
+/// (`password=`, `AccountKey=`, `access_token=`): `pwd=` and `pass=` of
+/// connection strings, `sig=` of a signed (SAS) URL.
+const SECRET_SETTINGS: &[&str] = &["PWD", "PASS", "SIG"];
 
 /// Which variables of wield's own environment a command inherits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,7 +181,11 @@ pub fn is_secret_name(name: &OsStr) -> bool {
 /// (`ghp_…`, `xoxb-…`, `sk-…`, `AKIA…`, a JWT `eyJ….….…`).
 pub fn is_secret_value(value: &OsStr) -> bool {
     let v = value.to_string_lossy();
-    if v.contains("hooks.slack.com/services/") || url_has_credentials(&v) {
+    if v.contains("hooks.slack.com/services/")
+        || v.contains("PRIVATE KEY-----")
+        || url_has_credentials(&v)
+        || has_secret_setting(&v)
+    {
         return true;
     }
     v.split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | ';' | '=' | '"' | '\'' | '/' | '@'))
@@ -184,6 +201,25 @@ fn url_has_credentials(v: &str) -> bool {
             None => false,
         }
     })
+}
+
+/// A `key=value` setting with a secret-looking key and a value, as in a
+/// connection string (`host=db password=…`, `…;Password=…;`,
+/// `jdbc:…?user=u&password=…`, `AccountKey=…`) or a signed URL (`sig=…`).
+fn has_secret_setting(v: &str) -> bool {
+    v.split(|c: char| c.is_whitespace() || matches!(c, '?' | '&' | ';' | ','))
+        .filter_map(|part| part.split_once('='))
+        .any(|(key, value)| {
+            let (key, value) = (key.trim(), value.trim());
+            // A switch (`StrictHostKeyChecking=no`) is no secret.
+            let switch = ["yes", "no", "true", "false", "on", "off", "ask"]
+                .iter()
+                .any(|w| value.eq_ignore_ascii_case(w));
+            !key.is_empty()
+                && !value.is_empty()
+                && !switch
+                && (is_secret_name(OsStr::new(key)) || SECRET_SETTINGS.iter().any(|s| key.eq_ignore_ascii_case(s)))
+        })
 }
 
 fn looks_like_token(word: &str) -> bool {
@@ -282,17 +318,35 @@ mod tests {
             ("LANG", "sk-SK.UTF-8"),
             ("HOME", "/home/ghp_0123456789abcdefghijABCDEFGHIJ0123"),
             ("TOOL_DIR", "/opt/sk-learn/bin"),
+            ("PG_CONN", "host=db user=app password=hunter2 dbname=x"),
+            ("JDBC", "jdbc:postgresql://db/x?user=app&password=hunter2"),
+            ("MSSQL", "Server=tcp:x;Database=y;User Id=u;Pwd=hunter2;"),
+            ("AZ_STORE", "AccountName=a;AccountKey=c2VjcmV0;EndpointSuffix=x"),
+            ("BLOB", "https://x.blob.core.windows.net/c?sv=2020&sig=abcd%2Bxyz"),
+            (
+                "DEPLOY_CERT",
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+            ),
+            ("HF", "hf_abcdefghijklmnopqrstuvwxyz123456"),
+            ("LS_COLORS", "rs=0:di=01;34:ln=01;36"),
+            ("GOFLAGS", "-mod=mod"),
+            ("PG_OPTS", "host=db user=app sslmode=require"),
+            ("GIT_SSH_COMMAND", "ssh -o StrictHostKeyChecking=no"),
         ]);
         let env = EnvPolicy::new(Inherit::All).apply(input);
         assert_eq!(
             names(&env),
             [
                 "GIT_AUTHOR_NAME",
+                "GIT_SSH_COMMAND",
+                "GOFLAGS",
                 "HOME",
                 "HTTP_PROXY",
                 "LANG",
+                "LS_COLORS",
                 "OLDPWD",
                 "PATH",
+                "PG_OPTS",
                 "PWD",
                 "REPO",
                 "TOOL_DIR"

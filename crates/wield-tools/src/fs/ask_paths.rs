@@ -38,8 +38,11 @@ pub const DEFAULT_ASK_PATHS: &[&str] = &[
 pub const PRIORITY_ASK_PATHS: i32 = 110;
 
 /// The globs of [`DEFAULT_ASK_PATHS`] and `approval.ask_paths` (which adds
-/// to them), checked once when the runtime starts.
-pub fn ask_path_globs(config: &Config) -> Result<ProtectedGlobs, SetupError> {
+/// to them), checked once when the runtime starts, and the hooks directory
+/// the workspace's repository names in `core.hooksPath` when it lies in
+/// the workspace (`.githooks`): a hook kept executable there runs at the
+/// next commit.
+pub fn ask_path_globs(config: &Config, workspace: &Path) -> Result<ProtectedGlobs, SetupError> {
     let bad = |found: &dyn std::fmt::Display| {
         SetupError::Invalid(format!(
             "approval.ask_paths must be a list of globs, e.g. [\"deploy/**\"], found {found}"
@@ -54,6 +57,10 @@ pub fn ask_path_globs(config: &Config) -> Result<ProtectedGlobs, SetupError> {
             }
         }
         Some(other) => return Err(bad(other)),
+    }
+    if let Some(hooks) = crate::shell::git_watch::workspace_hooks_path(workspace) {
+        let hooks = hooks.to_string_lossy();
+        globs.push(globset::escape(hooks.trim_start_matches("./").trim_end_matches('/')));
     }
     ProtectedGlobs::new_case_insensitive(&globs).map_err(|e| SetupError::Invalid(format!("approval.ask_paths: {e}")))
 }

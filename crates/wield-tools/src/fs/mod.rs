@@ -268,10 +268,27 @@ pub(crate) fn listing(limits: Limits, text: String, limited: bool) -> ToolResult
 /// A path as one line of a listing (ls, glob, grep): a name holding a
 /// newline or another control character would otherwise print as lines of
 /// its own and pass for other entries, so such a name is shown quoted, with
-/// its control characters escaped (`"a\nb"`). Other names are shown as they
-/// are.
+/// its control characters escaped (`"a\nb"`). So are names holding a
+/// Unicode line or paragraph separator (shown as a line break by many
+/// readers), a direction override (which shows text reordered), or a `"`
+/// or `\` (so that a name cannot pass for a quoted one). Other names are
+/// shown as they are.
 pub(crate) fn listed(path: &str) -> std::borrow::Cow<'_, str> {
-    if path.chars().any(char::is_control) {
+    let shown_escaped = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '"' | '\\'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+                    | '\u{feff}'
+            )
+    };
+    if path.chars().any(shown_escaped) {
         std::borrow::Cow::Owned(format!("{path:?}"))
     } else {
         std::borrow::Cow::Borrowed(path)

@@ -72,6 +72,30 @@ const WRAPPERS: &[&str] = &[
     "trickle",
     "catchsegv",
     "valgrind",
+    "setpriv",
+    "prlimit",
+    "bwrap",
+    "setarch",
+    "linux32",
+    "linux64",
+    "capsh",
+    "pkexec",
+    "perf",
+    "gdb",
+    "rlwrap",
+    "sshpass",
+    "faketime",
+    "dbus-launch",
+    "xvfb-run",
+    "chronic",
+    "sem",
+    "ip",
+    "proot",
+    "fakechroot",
+    "schroot",
+    "start-stop-daemon",
+    "daemonize",
+    "toybox",
 ];
 
 /// Wrappers that append arguments read at run time to the command.
@@ -83,8 +107,45 @@ const SHELLS: &[&str] = &[
     "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh", "tcsh",
 ];
 
-/// `find` actions whose following words, up to `;` or `+`, are a command.
-const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+/// Variables whose value a program runs as a command line (git's pager and
+/// editor, `ssh` for git, `less`'s input filter, bash's prompt command).
+const PROGRAM_VARS: &[&str] = &[
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PROMPT_COMMAND",
+];
+
+/// Variables naming a script a shell reads as it starts (`bash -c`, `sh`).
+const STARTUP_VARS: &[&str] = &["BASH_ENV", "ENV"];
+
+/// `find` actions (and `fd` options) whose following words, up to `;` or
+/// `+`, are a command.
+const FIND_EXEC: &[&str] = &[
+    "-exec",
+    "-execdir",
+    "-ok",
+    "-okdir",
+    "-x",
+    "--exec",
+    "-X",
+    "--exec-batch",
+];
+
+/// git options whose value is a command line: `rebase --exec`,
+/// `difftool --extcmd`.
+const GIT_EXEC: &[&str] = &["-x", "--exec", "--extcmd"];
 
 /// Parse `text` and read it both ways (see the module documentation).
 pub fn analyse(text: &str) -> CommandLine {
@@ -358,6 +419,12 @@ fn collect(root: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
         }
         match node.kind() {
             "command" => command(node, src, depth, found),
+            "variable_assignment" => {
+                let name = node.child_by_field_name("name").map(|n| text_of(n, src));
+                let value = node.child_by_field_name("value");
+                let literal = value.map_or(Some(String::new()), |v| literal_word(v, src));
+                assignment(name.unwrap_or(""), literal.as_deref(), depth, found);
+            }
             "comment" if !comment_starts_a_word(node, src) => {
                 found.opaque("a `#` the grammar read as a comment where bash may not");
             }
@@ -424,6 +491,22 @@ fn nested(script: &str, depth: usize, found: &mut Found, strict: bool) {
     }
 }
 
+/// `name=value` before a command, in `export`, or as a word of `env`:
+/// a value some program later runs as a command line is read as one
+/// (`None` when it is not literal, which makes the line opaque).
+fn assignment(name: &str, value: Option<&str>, depth: usize, found: &mut Found) {
+    if PROGRAM_VARS.contains(&name) || name.starts_with("GIT_CONFIG_VALUE_") {
+        match value {
+            Some(v) => nested(v.strip_prefix('!').unwrap_or(v), depth, found, true),
+            None => found.opaque(format!("`{name}` is given a command line that is not literal")),
+        }
+    } else if name == "GIT_CONFIG_PARAMETERS" || name.starts_with("BASH_FUNC_") {
+        found.opaque(format!("`{name}` may hold commands that a program runs"));
+    } else if STARTUP_VARS.contains(&name) && value.is_none_or(reads_input) {
+        found.opaque(format!("`{name}` names a script that is not a named file"));
+    }
+}
+
 /// One simple command: its literal words (up to the first that is not),
 /// then what it runs.
 fn command(node: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
@@ -449,6 +532,21 @@ fn command(node: Node<'_>, src: &[u8], depth: usize, found: &mut Found) {
                 parts.extend(redirect_extras(r));
             }
         }
+    }
+    // Two words with nothing between them but line continuations are one
+    // word to bash, whatever the grammar made of them (`r\<newline>m` is
+    // `rm`).
+    let word = |n: &Node<'_>| n.is_named() && !n.kind().ends_with("redirect");
+    let joined = |a: &Node<'_>, b: &Node<'_>| {
+        src.get(a.end_byte()..b.start_byte())
+            .is_some_and(|gap| gap.chunks(2).all(|c| c == b"\\\n"))
+    };
+    if parts
+        .windows(2)
+        .any(|w| word(&w[0]) && word(&w[1]) && joined(&w[0], &w[1]))
+    {
+        found.opaque("words the grammar split where bash joins them");
+        return;
     }
     for part in parts {
         match part.kind() {
@@ -504,8 +602,23 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
     // A name with blanks came from a wrapper's quoted argument
     // (`env -S 'rm x'`, `watch 'rm x'`): read it as a script.
     if first.contains([' ', '\t', '\n']) {
+        // An option holding one (`env -S'rm x'`, `--split-string=…`)
+        // cannot be told from the rest of its text.
+        if first.starts_with('-') {
+            found.opaque(format!("the option `{first}` may hold a command line"));
+            return;
+        }
         let script = std::mem::take(first);
         nested(&script, depth, found, true);
+        return;
+    }
+    // `env NAME=value …`: a wrapper's assignment.
+    if let Some((name, value)) = first.split_once('=')
+        && !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        let value = value.to_owned();
+        assignment(name, Some(&value), depth, found);
         return;
     }
     *first = normalise_name(first);
@@ -542,7 +655,9 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
         if from_input {
             found.opaque("`source` of a script that is not a named file");
         }
-    } else if name == "find" {
+    } else if name == "git" {
+        git_commands(args, open, depth, found);
+    } else if matches!(name.as_str(), "find" | "fd" | "fdfind") {
         for (i, w) in args.iter().enumerate() {
             if FIND_EXEC.contains(&w.as_str()) {
                 let rest = &args[i + 1..];
@@ -565,6 +680,51 @@ fn run(mut words: Vec<String>, open: bool, depth: usize, found: &mut Found) {
         if args.is_empty() && open {
             found.opaque(format!("`{name}` runs a command that is not literal"));
         }
+    }
+}
+
+/// git's arguments that are command lines: `-c KEY=VALUE` for a key whose
+/// value git runs (`alias.x=!rm x`, `core.pager`, …), `rebase --exec`,
+/// `difftool --extcmd`, `submodule foreach` and `bisect run`.
+fn git_commands(args: &[String], open: bool, depth: usize, found: &mut Found) {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if let Some(at) = ["foreach", "run"].iter().find_map(|w| (a == *w).then_some(i + 1))
+            && i > 0
+            && matches!(args[i - 1].as_str(), "submodule" | "bisect")
+        {
+            let rest: Vec<String> = args[at..].iter().skip_while(|w| w.starts_with("--")).cloned().collect();
+            if args[i - 1] == "submodule" {
+                nested(&rest.join(" "), depth, found, true);
+            } else {
+                run(rest, open, depth + 1, found);
+            }
+            return;
+        }
+        if let Some(value) = ["--exec=", "--extcmd="].iter().find_map(|p| a.strip_prefix(p)) {
+            nested(value, depth, found, true);
+        } else if GIT_EXEC.contains(&a) {
+            match args.get(i + 1) {
+                Some(value) => nested(value, depth, found, true),
+                None if open => found.opaque(format!("`git {a}` of a command that is not literal")),
+                None => {}
+            }
+        }
+        if a == "-c" {
+            match args.get(i + 1).and_then(|kv| kv.split_once('=')) {
+                Some((key, value)) if super::git_watch::is_watched(&key.to_ascii_lowercase()) => {
+                    nested(value.strip_prefix('!').unwrap_or(value), depth, found, true);
+                }
+                Some(_) => {}
+                None if open && i + 1 == args.len() => {
+                    found.opaque("`git -c` of a setting that is not literal");
+                }
+                None => {}
+            }
+            i += 1;
+        }
+        i += 1;
     }
 }
 

@@ -62,6 +62,9 @@ struct Repo {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Snapshot {
     repos: BTreeMap<PathBuf, Repo>,
+    /// Nested wield configs (`pkg/.wield/config.toml`), whose hooks and
+    /// settings wield takes when used there: (size, change time, inode).
+    wield_configs: BTreeMap<PathBuf, (u64, i128, u64)>,
     /// The search stopped at [`MAX_DIRS`].
     pub(crate) incomplete: bool,
 }
@@ -125,8 +128,29 @@ impl Snapshot {
                 }
             };
             let Some(listing) = listing else { continue };
+            // A git directory of another name (a bare repository, or the
+            // workspace itself made one), which git finds from the
+            // directories below it.
+            let has = |name: &str| listing.dirs.iter().any(|d| d.file_name() == Some(name.as_ref()));
+            if has("objects") && has("refs") {
+                snap.repos.insert(dir.clone(), Repo::read(&dir));
+            }
+            if listing.wield {
+                // Followed as wield follows it: a link counts.
+                let config = dir.join(".wield/config.toml");
+                if let Ok(meta) = std::fs::metadata(&config) {
+                    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+                    snap.wield_configs.insert(config, (meta.len(), ctime, meta.ino()));
+                }
+            }
             for (path, is_dir) in &listing.git {
                 if let Some(gitdir) = git_dir(path, *is_dir) {
+                    // A linked worktree's config and hooks are those of the
+                    // common directory it names.
+                    if let Some(common) = common_dir(&gitdir) {
+                        let repo = Repo::read(&common);
+                        snap.repos.insert(common, repo);
+                    }
                     snap.repos.insert(gitdir.clone(), Repo::read(&gitdir));
                 }
             }
@@ -159,6 +183,14 @@ impl Snapshot {
                     Some(old) if old != stamp => out.push(format!("{shown}: hook {name}: an executable hook changed")),
                     Some(_) => {}
                 }
+            }
+        }
+        for (config, stamp) in &after.wield_configs {
+            if self.wield_configs.get(config) != Some(stamp) {
+                let shown = config.strip_prefix(workspace).unwrap_or(config).display();
+                out.push(format!(
+                    "{shown}: a wield config was created or changed (wield takes its hooks and settings when used there)"
+                ));
             }
         }
         out
@@ -196,7 +228,7 @@ pub(crate) fn report(mut result: ToolResult, changes: &[String], after: &Snapsho
         result.output.push('\n');
     }
     result.output.push_str(
-        "[git] a command set what git runs later in a repository under the workspace: check it before using git there",
+        "[git] a command set what git (or wield) runs later in a directory under the workspace: check it before using git (or wield) there",
     );
     result.with_meta("git_changes", changes.to_vec())
 }
@@ -208,6 +240,8 @@ struct Listing {
     dirs: Vec<PathBuf>,
     /// The `.git` entry and whether it is a directory.
     git: Vec<(PathBuf, bool)>,
+    /// Whether there is a `.wield` entry (a directory, or a link to one).
+    wield: bool,
 }
 
 impl Listing {
@@ -217,9 +251,11 @@ impl Listing {
             stamp,
             dirs: Vec::new(),
             git: Vec::new(),
+            wield: false,
         };
         for entry in entries.flatten() {
             let Ok(kind) = entry.file_type() else { continue };
+            l.wield |= entry.file_name() == ".wield";
             if entry.file_name() == ".git" {
                 l.git.push((entry.path(), kind.is_dir()));
             } else if kind.is_dir() {
@@ -237,6 +273,10 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
         return Some(entry.to_path_buf());
     }
     let meta = std::fs::symlink_metadata(entry).ok()?;
+    // A link to a directory is one to git.
+    if meta.is_symlink() && std::fs::metadata(entry).is_ok_and(|m| m.is_dir()) {
+        return Some(entry.to_path_buf());
+    }
     if !meta.is_file() || meta.len() > 4096 {
         return None;
     }
@@ -249,10 +289,59 @@ fn git_dir(entry: &Path, is_dir: bool) -> Option<PathBuf> {
     })
 }
 
+/// The workspace's own hooks directory when its repository sets
+/// `core.hooksPath` to one inside it (`.githooks`, as given, relative to
+/// the workspace): git runs the executable files there.
+pub(crate) fn workspace_hooks_path(workspace: &Path) -> Option<PathBuf> {
+    let entry = workspace.join(".git");
+    let meta = std::fs::symlink_metadata(&entry).ok()?;
+    let gitdir = git_dir(&entry, meta.is_dir())?;
+    // The common directory's config first: the worktree's own wins.
+    let mut values = Vec::new();
+    for dir in common_dir(&gitdir).into_iter().chain([gitdir]) {
+        values.extend(Repo::read(&dir).keys.remove("core.hookspath").unwrap_or_default());
+    }
+    let dir = Path::new(values.last()?);
+    match dir.strip_prefix(workspace) {
+        Ok(inside) => Some(inside.to_path_buf()),
+        Err(_) if dir.is_relative() && !dir.starts_with("~") => Some(dir.to_path_buf()),
+        Err(_) => None,
+    }
+}
+
+/// The common directory a linked worktree's git directory names in its
+/// `commondir` file (relative to the git directory, or absolute).
+fn common_dir(gitdir: &Path) -> Option<PathBuf> {
+    let file = gitdir.join("commondir");
+    let meta = std::fs::metadata(&file).ok()?;
+    if !meta.is_file() || meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let target = text.lines().next()?.trim();
+    if target.is_empty() {
+        return None;
+    }
+    // `..` taken out, so the directory is shown (and known) by one name.
+    let mut dir = PathBuf::new();
+    for c in gitdir.join(target).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                dir.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => dir.push(other),
+        }
+    }
+    Some(dir)
+}
+
 impl Repo {
     fn read(gitdir: &Path) -> Self {
         let mut repo = Self::default();
         repo.read_config(&gitdir.join("config"));
+        // Read too when `extensions.worktreeConfig` is set.
+        repo.read_config(&gitdir.join("config.worktree"));
         repo.read_hooks(&gitdir.join("hooks"), "");
         // Hooks in a `core.hooksPath` directory run as well; a relative one
         // is taken from the top of the working tree.
@@ -303,7 +392,7 @@ impl Repo {
     }
 }
 
-fn is_watched(key: &str) -> bool {
+pub(crate) fn is_watched(key: &str) -> bool {
     let parts: Vec<&str> = key.split('.').collect();
     WATCHED.iter().any(|w| {
         let wp: Vec<&str> = w.split('.').collect();
@@ -457,5 +546,24 @@ mod tests {
         std::fs::write(ws.join(".gitconfig"), "[core]\n\tpager = sh -c id\n").unwrap();
         let changes = after.changes(&Snapshot::take(ws), ws);
         assert_eq!(changes, [".gitconfig: core.pager = \"sh -c id\" (git runs this)"]);
+        // A linked worktree: its common directory's config and hooks count.
+        for d in ["common/objects", "common/refs", "common/hooks", "wt", "d"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap();
+        }
+        std::fs::write(ws.join("wt/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join("wt/commondir"), "../common\n").unwrap();
+        std::fs::write(ws.join("d/.git"), "gitdir: ../wt\n").unwrap();
+        let linked = Snapshot::take(ws);
+        std::fs::write(ws.join("common/config"), "[core]\n\tfsmonitor = id\n").unwrap();
+        let hook = ws.join("common/hooks/post-checkout");
+        std::fs::write(&hook, "#!/bin/sh\nid\n").unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let changes = linked.changes(&Snapshot::take(ws), ws);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert!(
+            changes.iter().any(|c| c.starts_with("common: core.fsmonitor = \"id\"")),
+            "{changes:?}"
+        );
+        assert!(changes.iter().any(|c| c.contains("hook post-checkout")), "{changes:?}");
     }
 }

@@ -33,7 +33,7 @@ use crate::SetupError;
 
 mod bash;
 mod command_line;
-mod git_watch;
+pub(crate) mod git_watch;
 mod output;
 mod processes;
 mod protected_globs;
