@@ -438,7 +438,7 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if let Some(tree) = self.0.take() {
             tree.kill_now();
-            tree.reap_stragglers_later();
+            tree.reap_abandoned_later();
         }
     }
 }

@@ -339,12 +339,26 @@ impl ProcessTree {
     /// bubblewrap) is handed to wield after the last walk and would stay
     /// wield's zombie: a thread reaps such members as they come (and any
     /// zombie adopted from a PID namespace), until the leader is gone and
-    /// no member seen is left, for up to a minute (a dropped run's leader
-    /// is reaped by the runtime whenever it gets to it; only then are its
-    /// children handed to wield).
+    /// no member seen is left, for up to a minute.
     pub fn reap_stragglers_later(&self) {
-        let settled = |tree: &Self| {
+        self.reap_later(false);
+    }
+
+    /// [`reap_stragglers_later`](Self::reap_stragglers_later) for a run
+    /// whose future was dropped: its leader was never waited for (the
+    /// runtime's handle went with the future), so it is reaped here too
+    /// once it is wield's zombie.
+    pub fn reap_abandoned_later(&self) {
+        self.reap_later(true);
+    }
+
+    fn reap_later(&self, leader_too: bool) {
+        let leader = self.leader;
+        let settled = move |tree: &Self| {
             reap_adopted_namespace_zombies();
+            if leader_too && Stat::read(leader).is_some_and(|s| s.state == 'Z') {
+                reap(leader);
+            }
             tree.reap_known_zombies() == 0 && Stat::read(tree.leader).is_none()
         };
         if settled(self) {
@@ -357,9 +371,13 @@ impl ProcessTree {
             while Instant::now() < deadline {
                 std::thread::sleep(pause);
                 if settled(&tree) {
-                    // The leader's children are handed over as it goes.
-                    std::thread::sleep(Duration::from_millis(50));
-                    reap_adopted_namespace_zombies();
+                    // The leader's children are handed over as it goes, a
+                    // while later on a loaded machine: keep looking for a
+                    // couple of seconds.
+                    for _ in 0..20 {
+                        std::thread::sleep(Duration::from_millis(100));
+                        reap_adopted_namespace_zombies();
+                    }
                     return;
                 }
                 pause = (pause * 2).min(Duration::from_millis(500));
