@@ -97,28 +97,14 @@ impl AskPathsResolver {
         } else {
             ws.join(path)
         };
-        let lexical = normalize(&lexical);
+        // `a/../.envrc` is `.envrc`.
+        let lexical = wield_core::approval::normalize_lexically(&lexical);
         if let Some(g) = self.globs.matching(&lexical, ws) {
             return Some(g.to_owned());
         }
         let real = self.conf.real_path(path, Access::Read).ok()?;
         self.globs.matching(&real, ws).map(str::to_owned)
     }
-}
-
-/// `.` and `..` taken out lexically, so `a/../.envrc` is `.envrc`.
-fn normalize(path: &Path) -> std::path::PathBuf {
-    let mut out = std::path::PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 impl Resolver for AskPathsResolver {

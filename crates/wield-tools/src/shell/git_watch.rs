@@ -323,17 +323,7 @@ fn common_dir(gitdir: &Path) -> Option<PathBuf> {
         return None;
     }
     // `..` taken out, so the directory is shown (and known) by one name.
-    let mut dir = PathBuf::new();
-    for c in gitdir.join(target).components() {
-        match c {
-            std::path::Component::ParentDir => {
-                dir.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => dir.push(other),
-        }
-    }
-    Some(dir)
+    Some(wield_core::approval::normalize_lexically(&gitdir.join(target)))
 }
 
 impl Repo {
