@@ -43,6 +43,21 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
+/// The workspace `-C DIR` names (the current directory by default),
+/// canonical: a usage error when it is missing or no directory.
+pub fn workspace(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    let workspace = match &global.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace =
+        std::fs::canonicalize(&workspace).map_err(|e| usage(format!("workspace {}: {e}", workspace.display())))?;
+    if !workspace.is_dir() {
+        return Err(usage(format!("workspace {} is not a directory", workspace.display())));
+    }
+    Ok(workspace)
+}
+
 /// Everything a command needs, built once per process.
 pub struct Runtime {
     pub global: GlobalArgs,
@@ -116,15 +131,7 @@ impl Runtime {
         front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
         servers: Servers<'_>,
     ) -> anyhow::Result<Self> {
-        let workspace = match &global.dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
-        let workspace =
-            std::fs::canonicalize(&workspace).map_err(|e| usage(format!("workspace {}: {e}", workspace.display())))?;
-        if !workspace.is_dir() {
-            return Err(usage(format!("workspace {} is not a directory", workspace.display())));
-        }
+        let workspace = workspace(global)?;
 
         // Saved full outputs stay with the project (and its own tools' roots),
         // not in a temp dir every project's tools can read.

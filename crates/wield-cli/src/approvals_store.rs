@@ -197,6 +197,17 @@ fn render(set: &BTreeSet<String>) -> String {
 
 /// Read-modify-write under an exclusive lock, with an atomic replace.
 fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> anyhow::Result<bool> {
+    update_file(path, |text| {
+        let mut set = parse(text, path)?;
+        Ok(change(&mut set).then(|| render(&set)))
+    })
+}
+
+/// A read-modify-write of the file `path` (created when missing, with its
+/// directory) under an exclusive lock on it, finished by an atomic replace:
+/// `change` gets its text and returns the new one, or `None` to leave it.
+/// Whether it was replaced. Also keeps the trusted configs' list.
+pub fn update_file(path: &Path, change: impl FnOnce(&str) -> anyhow::Result<Option<String>>) -> anyhow::Result<bool> {
     let dir = path
         .parent()
         .with_context(|| format!("{} has no parent directory", path.display()))?;
@@ -224,14 +235,13 @@ fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> an
         let mut text = String::new();
         file.read_to_string(&mut text)
             .with_context(|| format!("reading {}", path.display()))?;
-        let mut set = parse(&text, path)?;
         let Some(change) = change.take() else {
-            bail!("internal error: approval update ran twice");
+            bail!("internal error: a file update ran twice");
         };
-        if !change(&mut set) {
+        let Some(new) = change(&text)? else {
             return Ok(false);
-        }
-        replace(path, dir, render(&set).as_bytes())?;
+        };
+        replace(path, dir, new.as_bytes())?;
         // Dropping `file` releases the lock, after the new file is in place.
         drop(file);
         return Ok(true);
@@ -240,7 +250,10 @@ fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> an
 
 fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let tmp = dir.join(format!(".{FILE_NAME}.{}.{nanos}.tmp", std::process::id()));
+    let name = path
+        .file_name()
+        .map_or_else(|| FILE_NAME.into(), |n| n.to_string_lossy());
+    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
     let result = (|| -> anyhow::Result<()> {
         let mut f = OpenOptions::new()
             .write(true)

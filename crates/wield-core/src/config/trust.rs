@@ -6,7 +6,8 @@
 //! `.wield/` and `.git/`). wield loads such a file only when a person has
 //! trusted exactly its present content (`wield config trust`), as direnv
 //! does with `direnv allow`: the file `trusted.toml` in wield's global config
-//! directory lists each trusted file with the SHA-256 of its content. Every
+//! directory lists each trusted file with the SHA-256 of its content (the
+//! front-end writes it, under a lock with an atomic replace). Every
 //! sandbox keeps that directory read-only, so no command can trust a file,
 //! and a file changed since it was trusted is refused again.
 
@@ -37,22 +38,16 @@ pub fn digest(content: &[u8]) -> String {
     Sha256::digest(content).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn list_path() -> Option<PathBuf> {
+/// Where the list is: `trusted.toml` in the global config directory.
+pub fn list_path() -> Option<PathBuf> {
     global_config_dir().map(|d| d.join(TRUSTED_FILE))
 }
 
-fn read_list(path: &Path) -> Result<Trusted, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Parse {
-            origin: path.display().to_string(),
-            message: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Trusted::default()),
-        Err(source) => Err(ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+fn parse(text: &str, origin: &Path) -> Result<Trusted, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
+        origin: origin.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// Whether a person trusted `file` with exactly this content. An unreadable
@@ -61,22 +56,17 @@ pub fn is_trusted(file: &Path, content: &[u8]) -> bool {
     let Some(list) = list_path() else {
         return false;
     };
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return false;
+    };
     let sha256 = digest(content);
-    read_list(&list).is_ok_and(|t| t.trusted.iter().any(|e| e.path == file && e.sha256 == sha256))
+    parse(&text, &list).is_ok_and(|t| t.trusted.iter().any(|e| e.path == file && e.sha256 == sha256))
 }
 
-/// Trust `file` with its present content (`Some`), or forget it (`None`):
-/// the list is rewritten atomically. Returns the list's path.
-pub fn set_trusted(file: &Path, content: Option<&[u8]>) -> Result<PathBuf, ConfigError> {
-    let list = list_path().ok_or_else(|| ConfigError::Invalid {
-        path: TRUSTED_FILE.into(),
-        message: "no global config directory: set HOME or XDG_CONFIG_HOME".into(),
-    })?;
-    let io = |source: std::io::Error| ConfigError::Io {
-        path: list.clone(),
-        source,
-    };
-    let mut trusted = read_list(&list)?;
+/// The list `text` (read from `origin`) with `file` trusted with `content`
+/// (`Some`), or forgotten (`None`). The front-end writes it back.
+pub fn with_trust(text: &str, origin: &Path, file: &Path, content: Option<&[u8]>) -> Result<String, ConfigError> {
+    let mut trusted = parse(text, origin)?;
     trusted.trusted.retain(|e| e.path != file);
     if let Some(content) = content {
         trusted.trusted.push(Entry {
@@ -84,25 +74,37 @@ pub fn set_trusted(file: &Path, content: Option<&[u8]>) -> Result<PathBuf, Confi
             sha256: digest(content),
         });
     }
-    let text = toml::to_string(&trusted).map_err(|e| ConfigError::Invalid {
+    toml::to_string(&trusted).map_err(|e| ConfigError::Invalid {
         path: TRUSTED_FILE.into(),
         message: e.to_string(),
-    })?;
-    let dir = list.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let tmp = dir.join(format!(".{TRUSTED_FILE}.{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, &list).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
-    })?;
-    Ok(list)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn trusting_replaces_and_forgetting_removes_the_entry() {
+        let origin = Path::new("trusted.toml");
+        let (a, b) = (
+            Path::new("/p/a/.wield/config.toml"),
+            Path::new("/p/b/.wield/config.toml"),
+        );
+        let text = with_trust("", origin, a, Some(b"one")).unwrap();
+        let text = with_trust(&text, origin, b, Some(b"two")).unwrap();
+        let text = with_trust(&text, origin, a, Some(b"three")).unwrap();
+        let list = parse(&text, origin).unwrap();
+        assert_eq!(list.trusted.len(), 2);
+        assert!(list.trusted.contains(&Entry {
+            path: a.into(),
+            sha256: digest(b"three")
+        }));
+        let text = with_trust(&text, origin, a, None).unwrap();
+        assert_eq!(parse(&text, origin).unwrap().trusted.len(), 1);
+        assert!(with_trust("[[trusted]\n", origin, a, None).is_err());
+    }
 
     #[test]
     fn digests_are_sha256() {
