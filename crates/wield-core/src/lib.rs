@@ -43,6 +43,7 @@ mod executor;
 pub mod hooks;
 pub mod names;
 pub mod policy;
+pub mod private_dir;
 mod registry;
 pub mod schema;
 pub mod testing;

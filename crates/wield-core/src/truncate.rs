@@ -115,23 +115,12 @@ fn output_dir() -> PathBuf {
 }
 
 fn ensure_output_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    if !dir.is_dir() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let new = !dir.is_dir();
+    crate::private_dir::ensure_private_dir(dir)?;
+    if new {
         std::fs::write(dir.join(".gitignore"), "*\n")?;
     }
-    // Only a directory of this user's, closed to others, holds outputs.
-    let meta = std::fs::symlink_metadata(dir)?;
-    let mine = meta.uid() == current_uid();
-    if !meta.is_dir() || !mine || meta.mode() & 0o077 != 0 {
-        return Err(std::io::Error::other("not a private directory of this user"));
-    }
     Ok(())
-}
-
-fn current_uid() -> u32 {
-    // SAFETY: getuid cannot fail and touches no memory.
-    unsafe { libc::getuid() }
 }
 
 /// Save text to a new `wield-output-<id>.txt` in the saved-output

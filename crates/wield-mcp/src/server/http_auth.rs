@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -129,18 +129,7 @@ impl Token {
 /// be closed to others, so no other user can read the file or swap it.
 pub fn write_token_file(dir: &Path, name: &str, token: &Token) -> Result<PathBuf, McpError> {
     let fail = |e: std::io::Error| McpError::Config(format!("cannot write the token file in {}: {e}", dir.display()));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(fail)?;
-    let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
-    if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-        return Err(McpError::Config(format!(
-            "{} is not a private directory of this user (a directory, mode 700): wield will not put a token there",
-            dir.display()
-        )));
-    }
+    wield_core::private_dir::ensure_private_dir(dir).map_err(fail)?;
     let path = dir.join(name);
     // A new file each time: an old one (or anything put there) is removed,
     // and `create_new` refuses a link planted in between.
