@@ -163,13 +163,29 @@ fn move_to_a_new_directory() {
 }
 
 #[test]
-fn move_onto_an_existing_file_is_refused() {
+fn move_onto_an_existing_file_replaces_it_like_an_add() {
+    // `wield patch apply` is a person's command: the destination is replaced,
+    // as an Add over an existing file is.
     let env = Env::new();
+    env.put("old/name.txt", "from\n");
+    env.put("renamed/dir/name.txt", "existing\n");
+    let out = env.ok("*** Begin Patch\n*** Update File: old/name.txt\n*** Move to: renamed/dir/name.txt\n@@\n-from\n+new\n*** End Patch");
+    assert!(out.contains("M old/name.txt -> renamed/dir/name.txt"), "{out}");
+    assert_eq!(env.get("renamed/dir/name.txt"), "new\n");
+    assert!(!env.ws("old/name.txt").exists());
+    // Deleting the destination first in the same patch works too.
     env.put("a.txt", "a\n");
     env.put("b.txt", "b\n");
-    let e = env.refused("*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n-a\n+A\n*** End Patch");
-    assert!(e.contains("b.txt already exists"), "{e}");
-    assert!(e.contains("No files were modified"), "{e}");
+    env.ok(
+        "*** Begin Patch\n*** Delete File: b.txt\n*** Update File: a.txt\n*** Move to: b.txt\n-a\n+A\n*** End Patch",
+    );
+    assert_eq!(env.get("b.txt"), "A\n");
+    assert!(!env.ws("a.txt").exists());
+    // A directory is never a destination.
+    env.put("c.txt", "c\n");
+    env.put("d/x.txt", "x\n");
+    let e = env.refused("*** Begin Patch\n*** Update File: c.txt\n*** Move to: d\n-c\n+C\n*** End Patch");
+    assert!(e.contains("d is a directory"), "{e}");
 }
 
 #[test]
@@ -407,4 +423,142 @@ fn paths_escaping_the_workspace_are_refused_in_every_position() {
     assert!(e.contains("NUL"), "{e}");
     assert_eq!(fs::read_to_string(&outside).unwrap(), SECRET);
     assert_eq!(fs::read_to_string(&evil).unwrap(), SECRET);
+}
+
+/// `wield ARGS` as the unprivileged user `nobody`, who is given the whole
+/// temp tree first (root may write any file, so a permission test needs
+/// another user).
+fn as_nobody(env: &Env, args: &[&str]) -> Run {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "this test runs wield as another user, which needs root"
+    );
+    for (what, args) in [("chown", ["-R", "65534:65534"]), ("chmod", ["-R", "go+rX"])] {
+        let st = std::process::Command::new(what)
+            .args(args)
+            .arg(&env.base)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{what} {args:?} failed");
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("wield"))
+        .current_dir(env.ws(""))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.base.join("home"))
+        .env("TMPDIR", env.base.join("tmp"))
+        .args(args)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `wield patch apply` as `nobody`.
+fn apply_as_nobody(env: &Env, patch: &str) -> Run {
+    let patch_file = env.base.join("p.patch");
+    fs::write(&patch_file, patch).unwrap();
+    as_nobody(env, &["patch", "apply", patch_file.to_str().unwrap()])
+}
+
+#[test]
+fn a_read_only_file_is_not_replaced_but_may_be_deleted() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.put("readonly.txt", "before\n");
+    env.put("other.txt", "other\n");
+    // The parent directory is the user's (a rename there would succeed).
+    fs::set_permissions(env.ws("readonly.txt"), fs::Permissions::from_mode(0o444)).unwrap();
+    for patch in [
+        "*** Begin Patch\n*** Update File: other.txt\n-other\n+OTHER\n*** Update File: readonly.txt\n@@\n-before\n+after\n*** End Patch",
+        "*** Begin Patch\n*** Add File: readonly.txt\n+after\n*** End Patch",
+        "*** Begin Patch\n*** Update File: other.txt\n*** Move to: readonly.txt\n-other\n+OTHER\n*** End Patch",
+    ] {
+        let r = apply_as_nobody(&env, patch);
+        assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("readonly.txt is read-only (mode 0444"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("No files were modified"), "{}", r.stderr);
+        assert_eq!(env.get("readonly.txt"), "before\n");
+        assert_eq!(env.get("other.txt"), "other\n");
+    }
+    // The write and edit tools replace files the same way, and refuse too.
+    for (tool, args) in [
+        ("write", json!({ "path": "readonly.txt", "content": "after" })),
+        (
+            "edit",
+            json!({ "path": "readonly.txt", "old_text": "before", "new_text": "after" }),
+        ),
+    ] {
+        let r = as_nobody(&env, &["call", tool, &args.to_string(), "--json"]);
+        assert!(
+            r.stdout.contains("readonly.txt is read-only"),
+            "{tool}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+        assert_eq!(env.get("readonly.txt"), "before\n");
+    }
+    let mode = fs::metadata(env.ws("readonly.txt")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o444);
+    // Deleting stays allowed, as rm allows it.
+    let r = apply_as_nobody(&env, "*** Begin Patch\n*** Delete File: readonly.txt\n*** End Patch");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!env.ws("readonly.txt").exists());
+}
+
+#[test]
+fn line_endings_lone_cr_and_mixed_files_keep_each_line_s_ending() {
+    let env = Env::new();
+    env.put("cr.txt", "one\rtwo\rthree\r");
+    env.ok("*** Begin Patch\n*** Update File: cr.txt\n@@\n-one\n+uno\n@@\n two\n+\n+between\n three\n*** End Patch");
+    assert_eq!(env.get("cr.txt"), "uno\rtwo\r\rbetween\rthree\r");
+    // A mixed file: the replaced line was CRLF and stays so; the untouched
+    // LF and CR lines keep theirs.
+    env.put("mixed.txt", "one\r\ntwo\rthree\r\nfour\n");
+    env.ok("*** Begin Patch\n*** Update File: mixed.txt\n one\n two\n-three\n+THREE\n four\n*** End Patch");
+    assert_eq!(env.get("mixed.txt"), "one\r\ntwo\rTHREE\r\nfour\n");
+}
+
+#[test]
+fn an_under_indented_chunk_is_re_indented_and_the_result_says_so() {
+    let env = Env::new();
+    env.put(
+        "app.py",
+        "class A:\n    def f(self, x):\n        if x:\n            return 1\n        return 0\n",
+    );
+    // Every line of the chunk lacks one level (4 spaces).
+    let out = env.ok(
+        "*** Begin Patch\n*** Update File: app.py\n@@ def f(self, x):\n     if x:\n-        return 1\n+        y = x + 1\n+        return y\n     return 0\n*** End Patch",
+    );
+    assert_eq!(
+        env.get("app.py"),
+        "class A:\n    def f(self, x):\n        if x:\n            y = x + 1\n            return y\n        return 0\n"
+    );
+    assert!(
+        out.contains("app.py: chunk 1 matched lines 3-5 only when leading and trailing whitespace is ignored"),
+        "{out}"
+    );
+    assert!(out.contains("indented 4 spaces deeper than the patch"), "{out}");
+    // An offset that differs from line to line is refused, not guessed.
+    let e = env.refused(
+        "*** Begin Patch\n*** Update File: app.py\n@@\n def f(self, x):\n if x:\n-y = x + 1\n+y = x + 2\n*** End Patch",
+    );
+    assert!(e.contains("by different amounts on different lines"), "{e}");
+}
+
+#[test]
+fn a_one_line_file_is_one_line_in_messages() {
+    let env = Env::new();
+    env.put("one.txt", "only\n");
+    let e = env.refused("*** Begin Patch\n*** Update File: one.txt\n-other\n+x\n*** End Patch");
+    assert!(e.contains("the file has 1 line;"), "{e}");
 }

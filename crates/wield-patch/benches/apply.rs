@@ -62,7 +62,7 @@ fn bench_chunks(c: &mut Criterion) {
         let chunks = chunks_of(&update_patch(functions, 1000, "    "));
         // Check once that every chunk lands, so the bench measures success.
         let out = apply_chunks(&text, &chunks).unwrap();
-        assert_eq!(out.matches("* 3;").count(), 1000);
+        assert_eq!(out.text.matches("* 3;").count(), 1000);
         group.bench_function(format!("{mb}MB"), |b| {
             b.iter(|| apply_chunks(black_box(&text), &chunks).unwrap())
         });
@@ -73,7 +73,10 @@ fn bench_chunks(c: &mut Criterion) {
     group.sample_size(20);
     let (text, functions) = source(10 << 20);
     let chunks = chunks_of(&update_patch(functions, 1000, ""));
-    assert_eq!(apply_chunks(&text, &chunks).unwrap().matches("* 3;").count(), 1000);
+    // Every chunk matches with its indentation ignored and is re-indented.
+    let out = apply_chunks(&text, &chunks).unwrap();
+    assert_eq!(out.text.matches("    let b_0 = a_0 * 3;").count(), 1);
+    assert_eq!((out.text.matches("* 3;").count(), out.fuzzy.len()), (1000, 1000));
     group.bench_function("10MB", |b| b.iter(|| apply_chunks(black_box(&text), &chunks).unwrap()));
     group.finish();
 }
@@ -98,7 +101,7 @@ fn bench_many_files(c: &mut Criterion) {
         let mut written = 0;
         for (op, file) in parsed.ops.iter().zip(files.iter().chain(std::iter::repeat(&original))) {
             if let Operation::Update { chunks, .. } = op {
-                written += apply_chunks(file, chunks).unwrap().len();
+                written += apply_chunks(file, chunks).unwrap().text.len();
             }
         }
         written

@@ -10,14 +10,28 @@ use std::str::Chars;
 
 /// The matching passes, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Level {
+pub enum Level {
+    /// Lines equal byte for byte.
     Exact,
+    /// Equal once whitespace at the ends of lines is ignored.
     TrimEnd,
+    /// Equal once leading and trailing whitespace is ignored.
     Trim,
+    /// Equal once trimmed and with Unicode punctuation folded to ASCII.
     Fold,
 }
 
 impl Level {
+    /// How lines were compared at this pass, for messages ("matched …").
+    pub fn describe(self) -> &'static str {
+        match self {
+            Level::Exact => "exactly",
+            Level::TrimEnd => "when whitespace at the ends of lines is ignored",
+            Level::Trim => "when leading and trailing whitespace is ignored",
+            Level::Fold => "when leading and trailing whitespace is ignored and Unicode punctuation is folded to ASCII",
+        }
+    }
+
     pub(crate) const ALL: [Level; 4] = [Level::Exact, Level::TrimEnd, Level::Trim, Level::Fold];
 
     /// Whether a file line and a patch line are equal at this pass.

@@ -40,7 +40,8 @@
 //! context. Refused, with the 1-based line number and the list of valid
 //! lines: an unknown header, an Update without chunks, a missing
 //! `*** End Patch`, a patch without operations, a path used by two
-//! operations.
+//! operations (except that a path a Delete removed may be created again
+//! once, by a later Add or `*** Move to`).
 //!
 //! # Matching
 //!
@@ -65,11 +66,19 @@
 //! thousand chunks on a 10 MB file cost about one pass over it.
 //!
 //! Kept lines are copied from the file untouched (a fuzzy match never
-//! rewrites them), each line keeps its own ending, added lines get the
-//! file's dominant ending (CRLF files stay CRLF), and a missing final
-//! newline is added only when a chunk reaches the end of the file. A chunk
-//! that cannot be placed yields a [`MatchError`] naming the chunk, the lines
-//! it expected and the closest region of the file.
+//! rewrites them). When a chunk's lines matched only with leading whitespace
+//! ignored, its added lines are re-indented by the offset between the file
+//! and the patch on the matched lines; an offset that is not the same on
+//! every line is refused rather than guessed. [`Applied::fuzzy`] lists every
+//! chunk that needed a fuzzy pass, and which, for the caller to report.
+//!
+//! Lines end in LF, CRLF or a lone CR. Each kept line keeps its own ending;
+//! an added line takes the ending of the removed line it replaces, and a pure
+//! insertion the ending most of the file's lines have (CRLF files stay CRLF,
+//! a mixed file keeps each line's). A missing final newline is added only
+//! when a chunk reaches the end of the file. A chunk that cannot be placed
+//! yields a [`MatchError`] naming the chunk, the lines it expected and the
+//! closest region of the file.
 //!
 //! ```
 //! let patch = wield_patch::parse(
@@ -77,20 +86,24 @@
 //! )?;
 //! let wield_patch::Operation::Update { path, chunks, .. } = &patch.ops[0] else { unreachable!() };
 //! assert_eq!(path, "greet.txt");
-//! let new = wield_patch::apply_chunks("fn greet\n    hello\n", chunks)?;
-//! assert_eq!(new, "fn greet\n    goodbye\n");
+//! let applied = wield_patch::apply_chunks("fn greet\n    hello\n", chunks)?;
+//! assert_eq!(applied.text, "fn greet\n    goodbye\n");
+//! assert!(applied.fuzzy.is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod apply;
 mod fold;
+mod indent;
 mod lines;
 mod matcher;
 mod mismatch;
 mod parser;
 mod patch;
 
-pub use apply::apply_chunks;
+pub use apply::{Applied, FuzzyMatch, apply_chunks};
+pub use fold::Level;
+pub use indent::Shift;
 pub use mismatch::{MatchError, MismatchKind, Region};
 pub use parser::{ParseError, ParseErrorKind, VALID_HEADERS, parse};
 pub use patch::{Chunk, ChunkLine, Operation, Patch};

@@ -2,33 +2,49 @@
 
 /// Line start offsets into the original text, computed once with `memchr`.
 /// Lines are borrowed slices, so matching never copies the file.
+///
+/// A line ends at LF, at CRLF, or at a CR that no LF follows (old Mac files,
+/// and what Codex treats as a line ending too).
 pub(crate) struct FileLines<'a> {
     text: &'a str,
     /// `starts[i]` is where line `i` begins; the last entry is `text.len()`.
     starts: Vec<usize>,
-    crlf: usize,
-    lf: usize,
+    /// How many lines end in LF, CRLF and a lone CR.
+    counts: [usize; 3],
 }
+
+/// The line endings, in the order of [`FileLines`]' counts.
+const ENDINGS: [&str; 3] = ["\n", "\r\n", "\r"];
 
 impl<'a> FileLines<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
         let bytes = text.as_bytes();
         let mut starts = Vec::with_capacity(bytes.len() / 32 + 2);
         starts.push(0);
-        let (mut crlf, mut lf) = (0, 0);
-        for nl in memchr::memchr_iter(b'\n', bytes) {
-            if nl > 0 && bytes[nl - 1] == b'\r' {
-                crlf += 1;
+        let mut counts = [0; 3];
+        let mut skip_lf = false;
+        for at in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if bytes[at] == b'\n' {
+                if std::mem::take(&mut skip_lf) {
+                    continue;
+                }
+                counts[0] += 1;
+            } else if bytes.get(at + 1) == Some(&b'\n') {
+                // The LF of this CRLF ends the line; its hit comes next.
+                counts[1] += 1;
+                skip_lf = true;
+                starts.push(at + 2);
+                continue;
             } else {
-                lf += 1;
+                counts[2] += 1;
             }
-            starts.push(nl + 1);
+            starts.push(at + 1);
         }
         // A last line without a newline still is a line.
         if starts.last() != Some(&text.len()) {
             starts.push(text.len());
         }
-        FileLines { text, starts, crlf, lf }
+        FileLines { text, starts, counts }
     }
 
     /// Number of lines (a trailing newline does not start another line).
@@ -46,16 +62,21 @@ impl<'a> FileLines<'a> {
     #[inline]
     pub(crate) fn line(&self, i: usize) -> &'a str {
         let full = self.full(i);
-        match full.strip_suffix('\n') {
-            Some(rest) => rest.strip_suffix('\r').unwrap_or(rest),
-            None => full,
-        }
+        &full[..full.len() - ending_len(full)]
     }
 
-    /// Whether line `i` ends with a newline (only the last line may not).
+    /// The ending of line `i`: `"\n"`, `"\r\n"`, `"\r"`, or `""` for a last
+    /// line without one.
+    #[inline]
+    pub(crate) fn ending(&self, i: usize) -> &'a str {
+        let full = self.full(i);
+        &full[full.len() - ending_len(full)..]
+    }
+
+    /// Whether line `i` has a line ending (only the last line may not).
     #[inline]
     pub(crate) fn has_ending(&self, i: usize) -> bool {
-        self.full(i).ends_with('\n')
+        !self.ending(i).is_empty()
     }
 
     /// Lines `from..to` as one slice of the original text, endings included.
@@ -63,9 +84,28 @@ impl<'a> FileLines<'a> {
         &self.text[self.starts[from]..self.starts[to]]
     }
 
-    /// The ending new lines get: CRLF when most lines use it, else LF.
+    /// The ending inserted lines get: the one most lines use (LF on a tie
+    /// with either other, CRLF on a tie with a lone CR; LF in a file of at
+    /// most one line without an ending).
     pub(crate) fn dominant_ending(&self) -> &'static str {
-        if self.crlf > self.lf { "\r\n" } else { "\n" }
+        let [lf, crlf, cr] = self.counts;
+        if crlf > lf && crlf >= cr {
+            ENDINGS[1]
+        } else if cr > lf && cr > crlf {
+            ENDINGS[2]
+        } else {
+            ENDINGS[0]
+        }
+    }
+}
+
+/// The length of the line ending `full` ends with.
+#[inline]
+fn ending_len(full: &str) -> usize {
+    match full.as_bytes() {
+        [.., b'\r', b'\n'] => 2,
+        [.., b'\n' | b'\r'] => 1,
+        _ => 0,
     }
 }
 
@@ -98,5 +138,29 @@ mod tests {
         assert_eq!(FileLines::new("a\r\nb\r\nc\n").dominant_ending(), "\r\n");
         assert_eq!(FileLines::new("a\r\nb\nc\n").dominant_ending(), "\n");
         assert_eq!(FileLines::new("no newline").dominant_ending(), "\n");
+        assert_eq!(FileLines::new("a\rb\rc\n").dominant_ending(), "\r");
+        assert_eq!(FileLines::new("a\rb\r\nc\n").dominant_ending(), "\n");
+        assert_eq!(FileLines::new("a\rb\r\n").dominant_ending(), "\r\n");
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_line() {
+        let f = FileLines::new("one\rtwo\rthree\r");
+        assert_eq!(f.len(), 3);
+        assert_eq!((f.line(1), f.ending(1)), ("two", "\r"));
+        let f = FileLines::new("a\r\r\nb\rc\n\rd");
+        let lines: Vec<_> = (0..f.len()).map(|i| (f.line(i), f.ending(i))).collect();
+        assert_eq!(
+            lines,
+            [
+                ("a", "\r"),
+                ("", "\r\n"),
+                ("b", "\r"),
+                ("c", "\n"),
+                ("", "\r"),
+                ("d", "")
+            ]
+        );
+        assert_eq!(FileLines::new("x\r").len(), 1);
     }
 }

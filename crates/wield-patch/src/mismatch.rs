@@ -48,6 +48,11 @@ pub enum MismatchKind {
     Lines,
     /// `*** End of File`: the file does not end with the chunk's old lines.
     EndOfFile,
+    /// The lines matched only with leading whitespace ignored, and the
+    /// file's indentation differs from the patch's by different amounts on
+    /// different lines (or more than an added line has), so the added lines
+    /// cannot be re-indented safely. `closest` holds the matched lines.
+    Indentation,
 }
 
 /// Consecutive lines of the file.
@@ -70,16 +75,25 @@ impl fmt::Display for MatchError {
             self.chunk, self.chunk_count, self.patch_line
         )?;
         let from = self.searched_from;
-        let n = self.file_lines;
+        let n = match self.file_lines {
+            1 => "1 line".to_owned(),
+            n => format!("{n} lines"),
+        };
         match self.kind {
             MismatchKind::Context => writeln!(
                 f,
-                "the `@@` context line was not found at or after line {from} (the file has {n} lines):"
+                "the `@@` context line was not found at or after line {from} (the file has {n}):"
             )?,
             MismatchKind::Lines => writeln!(
                 f,
-                "these lines were not found at or after line {from} (the file has {n} lines; compared exactly, \
+                "these lines were not found at or after line {from} (the file has {n}; compared exactly, \
                  then ignoring whitespace at the ends of lines, then with Unicode punctuation folded to ASCII):"
+            )?,
+            MismatchKind::Indentation => writeln!(
+                f,
+                "these lines match the file only with leading whitespace ignored, and the file is indented \
+                 differently from the patch by different amounts on different lines (or by more than an added \
+                 line has), so the added lines cannot be re-indented to fit without guessing:"
             )?,
             MismatchKind::EndOfFile => writeln!(
                 f,
@@ -102,6 +116,11 @@ impl fmt::Display for MatchError {
             }
         }
         match &self.closest {
+            Some(region) if self.kind == MismatchKind::Indentation => {
+                let last = region.first_line + region.lines.len().saturating_sub(1);
+                writeln!(f, "The file's lines {}-{last}:", region.first_line)?;
+                write_lines(f, &region.lines, |k| format!("{:>6} ", region.first_line + k))?;
+            }
             Some(region) if self.kind == MismatchKind::Context => {
                 writeln!(f, "Closest line in the file:")?;
                 write_lines(f, &region.lines, |k| format!("{:>6} ", region.first_line + k))?;
@@ -121,7 +140,8 @@ impl fmt::Display for MatchError {
         }
         write!(
             f,
-            "Re-read the file, then send the patch again with its ' ' and '-' lines copied from the file."
+            "Re-read the file, then send the patch again with its ' ' and '-' lines copied from the file, \
+             indentation included."
         )
     }
 }
@@ -145,6 +165,9 @@ pub(crate) struct Failure<'p> {
     pub from: usize,
     pub kind: MismatchKind,
     pub expected: &'p [&'p str],
+    /// 0-based line where the expected lines matched, for
+    /// [`MismatchKind::Indentation`].
+    pub matched_at: Option<usize>,
 }
 
 impl Failure<'_> {
@@ -152,6 +175,7 @@ impl Failure<'_> {
         let found_elsewhere = match self.kind {
             MismatchKind::Context => searcher.find_context(self.expected.first().copied().unwrap_or(""), 0),
             MismatchKind::Lines | MismatchKind::EndOfFile => searcher.find(self.expected, 0).map(|(p, _)| p),
+            MismatchKind::Indentation => None,
         };
         let found_elsewhere = found_elsewhere
             .filter(|&p| self.kind == MismatchKind::EndOfFile || p < self.from)
@@ -159,6 +183,9 @@ impl Failure<'_> {
         let closest = match self.kind {
             MismatchKind::Context => closest_line(file, self.expected.first().copied().unwrap_or(""), self.from),
             MismatchKind::Lines | MismatchKind::EndOfFile => closest_window(file, self.expected, self.from),
+            MismatchKind::Indentation => self
+                .matched_at
+                .map(|at| region(file, at, self.expected.len(), self.expected.len())),
         };
         MatchError {
             chunk: self.chunk,

@@ -70,7 +70,8 @@ pub enum ParseErrorKind {
     #[error("this chunk of `*** Update File: {path}` has an `@@` line but no ' ', '-' or '+' lines")]
     EmptyChunk { path: String },
     #[error(
-        "`{path}` already appears in this patch at line {first_line}; put all changes to one file in one operation"
+        "`{path}` already appears in this patch at line {first_line}; put all changes to one file in one operation \
+         (a file the patch deletes may be created again after the delete)"
     )]
     DuplicatePath { path: String, first_line: usize },
     #[error("the patch contains no operations, so no files were modified")]
@@ -475,24 +476,36 @@ fn heredoc_bounds(lines: &[&str]) -> (usize, usize) {
     (first + 1, end)
 }
 
+/// Each path is used by one operation, except that a path a Delete removed
+/// may be created again by a later Add or `*** Move to`.
 fn check_duplicates(ops: &[Operation]) -> Result<(), ParseError> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    // Path -> (line of its first use, whether that use deleted it).
+    let mut seen: HashMap<&str, (usize, bool)> = HashMap::new();
     for op in ops {
+        let (creates, deletes) = (
+            matches!(op, Operation::Add { .. }),
+            matches!(op, Operation::Delete { .. }),
+        );
         let dest = match op {
             Operation::Update {
                 move_to: Some(dest), ..
-            } => Some(dest.as_str()),
+            } => Some((dest.as_str(), true)),
             _ => None,
         };
-        for path in std::iter::once(op.path()).chain(dest) {
-            if let Some(&first_line) = seen.get(path) {
-                let kind = ParseErrorKind::DuplicatePath {
-                    path: path.to_string(),
-                    first_line,
-                };
-                return Err(ParseError { line: op.line(), kind });
+        for (path, creates) in std::iter::once((op.path(), creates)).chain(dest) {
+            match seen.get_mut(path) {
+                None => {
+                    seen.insert(path, (op.line(), deletes));
+                }
+                Some(entry) if entry.1 && creates => entry.1 = false,
+                Some(&mut (first_line, _)) => {
+                    let kind = ParseErrorKind::DuplicatePath {
+                        path: path.to_string(),
+                        first_line,
+                    };
+                    return Err(ParseError { line: op.line(), kind });
+                }
             }
-            seen.insert(path, op.line());
         }
     }
     Ok(())

@@ -760,3 +760,39 @@ fn approvals_remembered_while_serving_apply_to_the_next_call() {
     ws.wield().args(["approvals", "add", "bash:echo*"]).assert().success();
     assert!(call(&mut serve, "bash", echo).0, "a confirm rule asks every time");
 }
+
+/// A model (an MCP session) may move a file onto an existing one only once
+/// it has read the destination, as with an Add over it.
+#[test]
+fn a_model_moves_a_file_onto_another_only_after_reading_it() {
+    let ws = crate::support::Ws::new("[approval]\nauto_approve = [\"$standard\"]\n");
+    std::fs::write(ws.ws().join("a.txt"), "a\n").unwrap();
+    std::fs::write(ws.ws().join("b.txt"), "b\n").unwrap();
+    let mut serve = crate::support::RawServe::initialized(&ws);
+    let patch = serde_json::json!({
+        "name": "patch",
+        "arguments": { "patch": "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n-a\n+A\n*** End Patch" }
+    });
+    let call = |id: u32, params: &serde_json::Value| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+    };
+    serve.send(&call(1, &patch));
+    let refused = serve.reply(Duration::from_secs(20));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("has not been read in this session"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.ws().join("b.txt")).unwrap(), "b\n");
+    serve.send(&call(
+        2,
+        &serde_json::json!({ "name": "read", "arguments": { "path": "b.txt" } }),
+    ));
+    assert_eq!(serve.reply(Duration::from_secs(20))["result"]["isError"], false);
+    serve.send(&call(3, &patch));
+    let done = serve.reply(Duration::from_secs(20));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(std::fs::read_to_string(ws.ws().join("b.txt")).unwrap(), "A\n");
+    assert!(!ws.ws().join("a.txt").exists());
+    assert!(serve.finish(Duration::from_secs(10)).success());
+}

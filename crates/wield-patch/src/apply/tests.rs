@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::fold::Level;
+use crate::indent::Shift;
 use crate::mismatch::MismatchKind;
 use crate::parser::parse;
 use crate::patch::Operation;
@@ -21,14 +22,14 @@ fn chunks(body: &str) -> Vec<Chunk> {
 
 fn apply(original: &str, body: &str) -> String {
     match apply_chunks(original, &chunks(body)) {
-        Ok(text) => text,
+        Ok(applied) => applied.text,
         Err(e) => panic!("expected the chunks to apply, got:\n{e}"),
     }
 }
 
 fn fail(original: &str, body: &str) -> MatchError {
     match apply_chunks(original, &chunks(body)) {
-        Ok(text) => panic!("expected a mismatch, got {text:?}"),
+        Ok(applied) => panic!("expected a mismatch, got {:?}", applied.text),
         Err(e) => e,
     }
 }
@@ -42,11 +43,9 @@ fn replaces_a_line_in_the_middle() {
 fn each_matching_pass_applies_and_keeps_the_file_text_of_kept_lines() {
     // Trailing whitespace in the file.
     assert_eq!(apply("keep   \nold  \n", " keep\n-old\n+new"), "keep   \nnew\n");
-    // Indentation differs.
-    assert_eq!(
-        apply("    keep\n    old\n", " keep\n-old\n+    new"),
-        "    keep\n    new\n"
-    );
+    // Indentation differs: the kept line keeps the file's, the added line
+    // gets the same offset.
+    assert_eq!(apply("    keep\n    old\n", " keep\n-old\n+new"), "    keep\n    new\n");
     // Unicode punctuation in the file, ASCII in the patch.
     let file = "// a \u{2014} b\nlet s = \u{201C}hi\u{201D};\nlet t = \u{2018}x\u{2019};\u{00A0}\n";
     let out = apply(file, " // a - b\n-let s = \"hi\";\n+let s = \"bye\";\n let t = 'x';");
@@ -226,7 +225,7 @@ fn indexed_search_agrees_with_direct_scan_on_far_chunks() {
         "@@\n-line 12000\n+twelve\n@@\n-line 15000 - x\n+fifteen\n@@\n-line 19999\n+last",
     );
     assert!(out.contains("line 11999\ntwelve\nline 12001\n"));
-    assert!(out.contains("line 14999\nfifteen\nline 15001\n"));
+    assert!(out.contains("line 14999\n  fifteen\nline 15001\n"));
     assert!(out.ends_with("line 19998\nlast\n"));
 }
 
@@ -235,4 +234,108 @@ fn fold_level_is_the_last_resort() {
     let lines = crate::lines::FileLines::new("a \u{2013} b\n");
     let searcher = Searcher::new(&lines);
     assert_eq!(searcher.find(&["a - b"], 0), Some((0, Level::Fold)));
+}
+
+fn applied(original: &str, body: &str) -> Applied {
+    match apply_chunks(original, &chunks(body)) {
+        Ok(applied) => applied,
+        Err(e) => panic!("expected the chunks to apply, got:\n{e}"),
+    }
+}
+
+#[test]
+fn an_under_indented_chunk_is_re_indented_and_reported() {
+    let file = "def f(x):\n    if x:\n        return 1\n    return 0\n";
+    // The model dropped one level on every line of the chunk.
+    let out = applied(
+        file,
+        "@@\n if x:\n-    return 1\n+    y = x * 2\n+    return y\n return 0",
+    );
+    assert_eq!(
+        out.text,
+        "def f(x):\n    if x:\n        y = x * 2\n        return y\n    return 0\n"
+    );
+    let [fuzzy] = out.fuzzy.as_slice() else {
+        panic!("{:?}", out.fuzzy)
+    };
+    assert_eq!((fuzzy.chunk, fuzzy.first_line, fuzzy.line_count), (1, 2, 3));
+    assert_eq!(fuzzy.pass, Level::Trim);
+    assert_eq!(fuzzy.shift, Some(Shift::Deeper("    ".into())));
+    let said = fuzzy.to_string();
+    assert!(
+        said.starts_with("chunk 1 matched lines 2-4 only when leading and trailing whitespace is ignored"),
+        "{said}"
+    );
+    assert!(said.contains("indented 4 spaces deeper than the patch"), "{said}");
+}
+
+#[test]
+fn an_over_indented_chunk_is_shifted_back() {
+    let file = "fn f() {\n\tlet a = 1;\n}\n";
+    let out = applied(
+        file,
+        "@@\n \tfn f() {\n-\t\tlet a = 1;\n+\t\tlet a = 2;\n+\n+\t\tlet b = a;\n \t}",
+    );
+    assert_eq!(out.text, "fn f() {\n\tlet a = 2;\n\n\tlet b = a;\n}\n");
+    assert_eq!(out.fuzzy[0].shift, Some(Shift::Shallower("\t".into())));
+}
+
+#[test]
+fn an_uneven_indentation_offset_is_refused_not_guessed() {
+    let file = "if a:\n    if b:\n        x()\n";
+    // Line 1 matches as is, line 2 is 4 short, line 3 is 8 short.
+    let e = fail(file, "@@\n if a:\n if b:\n-x()\n+y()");
+    assert_eq!(e.kind, MismatchKind::Indentation);
+    let said = e.to_string();
+    assert!(said.contains("by different amounts on different lines"), "{said}");
+    assert!(said.contains("The file's lines 1-3:"), "{said}");
+    assert!(said.contains("indentation included"), "{said}");
+    // An added line indented less than the offset to take away.
+    let e = fail("x = 1\n", "@@\n-    x = 1\n+  x = 2");
+    assert_eq!(e.kind, MismatchKind::Indentation);
+}
+
+#[test]
+fn exact_matches_are_not_reported_and_trailing_whitespace_is_reported_without_a_shift() {
+    assert!(applied("a\nb\n", "-a\n+A").fuzzy.is_empty());
+    let out = applied("a  \nb\n", "-a\n+A");
+    assert_eq!(out.text, "A\nb\n");
+    assert_eq!((out.fuzzy[0].pass, out.fuzzy[0].shift.clone()), (Level::TrimEnd, None));
+    assert_eq!(
+        out.fuzzy[0].to_string(),
+        "chunk 1 matched line 1 only when whitespace at the ends of lines is ignored"
+    );
+}
+
+#[test]
+fn lone_cr_files_are_split_into_lines_and_stay_cr() {
+    let out = apply("one\rtwo\rthree\r", "@@\n-one\n+uno\n@@\n two\n+\n+between\n three");
+    assert_eq!(out, "uno\rtwo\r\rbetween\rthree\r");
+}
+
+#[test]
+fn replacing_lines_keeps_their_endings_and_insertions_take_the_majority() {
+    // Mixed file: the replaced line was CRLF, so its replacement is too.
+    assert_eq!(
+        apply("one\r\ntwo\nthree\r\nfour\n", " two\n-three\n+THREE\n four"),
+        "one\r\ntwo\nTHREE\r\nfour\n"
+    );
+    // Two removed lines with different endings, three added: in order, the
+    // extra one like the last removed.
+    assert_eq!(
+        apply("a\nb\r\nc\nd\n", " a\n-b\n-c\n+B\n+C\n+X\n d"),
+        "a\nB\r\nC\nX\nd\n"
+    );
+    // A pure insertion takes the majority (LF here), whatever its neighbours.
+    assert_eq!(apply("a\r\nb\nc\n", " a\r\n+new\n b"), "a\r\nnew\nb\nc\n");
+    // Replacing a last line that had no ending gives it the majority ending.
+    assert_eq!(apply("a\r\nb\r\nc", "-c\n+C"), "a\r\nb\r\nC\r\n");
+}
+
+#[test]
+fn a_one_line_file_says_one_line() {
+    let e = fail("only\n", "-other\n+x");
+    assert!(e.to_string().contains("(the file has 1 line;"), "{e}");
+    let e = fail("a\nb\n", "-other\n+x");
+    assert!(e.to_string().contains("(the file has 2 lines;"), "{e}");
 }

@@ -375,6 +375,45 @@ fn a_path_in_two_operations_is_refused() {
 }
 
 #[test]
+fn a_deleted_path_may_be_created_again_once() {
+    let ok = |text: &str| match parse(text) {
+        Ok(p) => p.ops.len(),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        ok("*** Begin Patch\n*** Delete File: b\n*** Update File: a\n*** Move to: b\n-x\n*** End Patch"),
+        2
+    );
+    assert_eq!(
+        ok("*** Begin Patch\n*** Delete File: b\n*** Add File: b\n+y\n*** End Patch"),
+        2
+    );
+    // Not twice, not before the delete, and not an update of it.
+    for (text, line) in [
+        (
+            "*** Begin Patch\n*** Delete File: b\n*** Add File: b\n+y\n*** Add File: b\n+z\n*** End Patch",
+            5,
+        ),
+        (
+            "*** Begin Patch\n*** Add File: b\n+y\n*** Delete File: b\n*** End Patch",
+            4,
+        ),
+        (
+            "*** Begin Patch\n*** Delete File: b\n*** Update File: b\n-x\n*** End Patch",
+            3,
+        ),
+        (
+            "*** Begin Patch\n*** Delete File: b\n*** Delete File: b\n*** End Patch",
+            3,
+        ),
+    ] {
+        let e = err(text);
+        assert_eq!(e.line, line, "{text}");
+        assert!(matches!(e.kind, ParseErrorKind::DuplicatePath { .. }), "{text}");
+    }
+}
+
+#[test]
 fn text_after_end_patch_is_refused() {
     let e = err("*** Begin Patch\n*** Delete File: a\n*** End Patch\n*** Begin Patch\n");
     assert_eq!(e.line, 4);

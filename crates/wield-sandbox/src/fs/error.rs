@@ -61,6 +61,14 @@ pub enum ConfineError {
     Changed { path: String },
     #[error("{path}: permission denied")]
     PermissionDenied { path: String },
+    /// An existing file the process may not write. Replacing it through a
+    /// temp file and a rename would succeed (the directory is writable) and
+    /// silently defeat its permissions, so file tools refuse instead.
+    #[error(
+        "{path} is read-only ({reason}): file tools do not replace a file its permissions protect. If it \
+         should change, make it writable first (chmod u+w {path}), or leave it as it is"
+    )]
+    ReadOnly { path: String, reason: String },
     #[error("root {path}: {reason}")]
     BadRoot { path: String, reason: String },
     #[error("{path}: {source}")]

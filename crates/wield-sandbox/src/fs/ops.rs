@@ -228,10 +228,44 @@ impl Confinement {
         self.write_resolved(&r, data)
     }
 
+    /// Refuses an existing regular file this process may not write (its
+    /// mode, or a read-only file system): an atomic write replaces the file
+    /// by a rename in its directory, which its own permissions would not
+    /// stop. Deleting such a file stays allowed, as `rm` allows it.
+    pub fn check_writable(&self, r: &Resolved) -> Result<(), ConfineError> {
+        let (Some(obj), Some(parent)) = (&r.object, &r.parent) else {
+            return Ok(());
+        };
+        if kind_of(&obj.stat) != Kind::File {
+            return Ok(());
+        }
+        let reason = match rustix::fs::accessat(
+            &**parent,
+            r.name.as_os_str(),
+            rustix::fs::Access::WRITE_OK,
+            AtFlags::empty(),
+        ) {
+            Err(Errno::ACCESS | Errno::PERM) => format!(
+                "mode {:04o}, owned by uid {}",
+                obj.stat.st_mode & 0o7777,
+                obj.stat.st_uid
+            ),
+            Err(Errno::ROFS) => "it is on a read-only file system".to_owned(),
+            // Gone or changed since it was resolved: the write will say.
+            _ => return Ok(()),
+        };
+        Err(ConfineError::ReadOnly {
+            path: r.shown.clone(),
+            reason,
+        })
+    }
+
     /// [`Confinement::write_atomic`] on an already resolved location (which
-    /// must have been resolved for writing).
+    /// must have been resolved for writing). An existing file must be
+    /// writable ([`Confinement::check_writable`]).
     pub fn write_resolved(&self, r: &Resolved, data: &[u8]) -> Result<WriteOutcome, ConfineError> {
         self.check_protected(&r.shown, &r.real)?;
+        self.check_writable(r)?;
         let (outcome, mode) = match &r.object {
             None => (WriteOutcome::Created, None),
             Some(obj) => match kind_of(&obj.stat) {

@@ -4,7 +4,8 @@
 //! [`plan`] reads every file the patch touches and computes every new
 //! content without writing anything: any failure there (a path outside the
 //! roots, a missing file, a chunk that does not match, a move onto an
-//! existing file) leaves the workspace untouched. [`commit`] then performs
+//! existing file that may not be replaced, a read-only file) leaves the
+//! workspace untouched. [`commit`] then performs
 //! the writes, each one atomic, keeping an undo log; if one fails, every
 //! change already made is undone from the originals held in memory, in
 //! reverse order, including parent directories the patch created.
@@ -34,6 +35,8 @@ pub(crate) enum Step {
         old: String,
         new: String,
         moved: Option<Destination>,
+        /// Chunks that matched only at a fuzzy pass, said in the result.
+        fuzzy: Vec<String>,
     },
     /// `*** Delete File`.
     Delete { real: PathBuf, shown: String, old: String },
@@ -45,6 +48,8 @@ pub(crate) struct Destination {
     pub real: PathBuf,
     pub shown: String,
     pub new_dirs: Vec<PathBuf>,
+    /// The content of the file the move replaces, if one exists.
+    pub original: Option<String>,
 }
 
 /// Every step of a patch, computed and checked, nothing written yet.
@@ -78,39 +83,24 @@ impl Files for Confinement {
 const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Compute every operation of `patch` against the files as they are now.
-/// `may_replace` says whether an Add may replace an existing file (the
-/// read-before-write rule). Errors are messages for the model; nothing has
-/// been written when one is returned.
+/// `may_replace` says whether an Add or a Move may replace an existing file
+/// (the read-before-write rule). Errors are messages for the model; nothing
+/// has been written when one is returned.
 pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path) -> bool) -> Result<Plan, String> {
     let mut steps = Vec::with_capacity(patch.ops.len());
-    // Two spellings of one file (`a.txt`, `./a.txt`, a link) would make the
-    // second operation work on stale content.
-    let mut claimed: HashMap<PathBuf, String> = HashMap::new();
-    let mut claim = |real: &Path, shown: &str| -> Result<(), String> {
-        if let Some(first) = claimed.insert(real.to_path_buf(), shown.to_owned()) {
-            return Err(format!(
-                "{shown} and {first} are the same file; put all changes to one file in one operation. \
-                 No files were modified."
-            ));
-        }
-        Ok(())
-    };
+    let mut claims = Claims::default();
     for op in &patch.ops {
         let step = match op {
             Operation::Add { path, contents, .. } => {
                 let r = conf.resolve(path, Access::Write).map_err(|e| refused(&e))?;
                 let real = r.real_path().to_path_buf();
                 let shown = conf.display_path(&real);
-                claim(&real, &shown)?;
+                let recreated = claims.claim(&real, &shown, Claim::Create)?;
                 let original = match r.kind() {
+                    // Deleted earlier in this patch: created anew.
+                    _ if recreated => None,
                     None => None,
-                    Some(Kind::File) if may_replace(&real) => Some(read_text(conf, &r, &shown)?),
-                    Some(Kind::File) => {
-                        return Err(format!(
-                            "cannot add {shown}: the file already exists and has not been read in this session. \
-                             Read it first, or change it with `*** Update File: {path}`. No files were modified."
-                        ));
-                    }
+                    Some(Kind::File) => Some(replaced_text(conf, &r, &shown, path, may_replace, "add")?),
                     Some(Kind::Dir) => {
                         return Err(format!(
                             "cannot add {shown}: it is a directory. No files were modified."
@@ -161,7 +151,7 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
                         ));
                     }
                 }
-                claim(&real, &shown)?;
+                claims.claim(&real, &shown, Claim::Delete)?;
                 let old = read_text(conf, &r, &shown)?;
                 Step::Delete { real, shown, old }
             }
@@ -190,40 +180,21 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
                         ));
                     }
                 }
-                claim(&real, &shown)?;
+                claims.claim(&real, &shown, Claim::Change)?;
+                conf.check_writable(&r).map_err(|e| refused(&e))?;
                 let old = read_text(conf, &r, &shown)?;
-                let new = wield_patch::apply_chunks(&old, chunks)
+                let applied = wield_patch::apply_chunks(&old, chunks)
                     .map_err(|e| format!("{shown}: {e}\nNo files were modified."))?;
                 let moved = match move_to {
                     None => None,
-                    Some(dest) => {
-                        let d = conf.resolve_link(dest, Access::Write).map_err(|e| refused(&e))?;
-                        let dreal = d.real_path().to_path_buf();
-                        let dshown = conf.display_path(&dreal);
-                        if dreal == real {
-                            None
-                        } else {
-                            if d.exists() {
-                                return Err(format!(
-                                    "cannot move {shown} to {dshown}: {dshown} already exists. Choose another \
-                                     destination, or delete it in the same patch with a separate path first. \
-                                     No files were modified."
-                                ));
-                            }
-                            claim(&dreal, &dshown)?;
-                            Some(Destination {
-                                new_dirs: missing_dirs(conf, &dreal),
-                                real: dreal,
-                                shown: dshown,
-                            })
-                        }
-                    }
+                    Some(dest) => destination(conf, &mut claims, &real, &shown, dest, may_replace)?,
                 };
                 Step::Update {
+                    fuzzy: applied.fuzzy.iter().map(|f| format!("{shown}: {f}")).collect(),
                     real,
                     shown,
                     old,
-                    new,
+                    new: applied.text,
                     moved,
                 }
             }
@@ -231,6 +202,117 @@ pub(crate) fn plan(conf: &Confinement, patch: &Patch, may_replace: &dyn Fn(&Path
         steps.push(step);
     }
     Ok(Plan { steps })
+}
+
+/// Where `*** Move to` takes an updated file: `None` when it names the file
+/// itself. An existing destination is replaced under the same rule as an Add
+/// over it, or freely when the patch deleted it first.
+fn destination(
+    conf: &Confinement,
+    claims: &mut Claims,
+    real: &Path,
+    shown: &str,
+    dest: &str,
+    may_replace: &dyn Fn(&Path) -> bool,
+) -> Result<Option<Destination>, String> {
+    let d = conf.resolve_link(dest, Access::Write).map_err(|e| refused(&e))?;
+    let dreal = d.real_path().to_path_buf();
+    if dreal == real {
+        return Ok(None);
+    }
+    let dshown = conf.display_path(&dreal);
+    let recreated = claims.claim(&dreal, &dshown, Claim::Create)?;
+    let original = match d.kind() {
+        _ if recreated => None,
+        None => None,
+        Some(Kind::File) => Some(replaced_text(conf, &d, &dshown, dest, may_replace, "move onto")?),
+        Some(Kind::Dir) => {
+            return Err(format!(
+                "cannot move {shown} to {dshown}: {dshown} is a directory; name the file itself \
+                 (`*** Move to: {dest}/NAME`). No files were modified."
+            ));
+        }
+        Some(Kind::Symlink) => {
+            return Err(format!(
+                "cannot move {shown} to {dshown}: {dshown} is a symbolic link, which the patch tool does not \
+                 replace. Choose another destination. No files were modified."
+            ));
+        }
+        Some(Kind::Other(kind)) => {
+            return Err(format!(
+                "cannot move {shown} to {dshown}: {dshown} is a {kind}, not a regular file. No files were modified."
+            ));
+        }
+    };
+    Ok(Some(Destination {
+        new_dirs: missing_dirs(conf, &dreal),
+        real: dreal,
+        shown: dshown,
+        original,
+    }))
+}
+
+/// The content of an existing file an Add or a Move is about to replace,
+/// once the replacement is allowed: the session read it (or a person drives
+/// it), and the file is writable.
+fn replaced_text(
+    conf: &Confinement,
+    r: &Resolved,
+    shown: &str,
+    path: &str,
+    may_replace: &dyn Fn(&Path) -> bool,
+    verb: &str,
+) -> Result<String, String> {
+    if !may_replace(r.real_path()) {
+        return Err(format!(
+            "cannot {verb} {shown}: the file already exists and has not been read in this session. Read it \
+             first, change it with `*** Update File: {path}`, or delete it earlier in the same patch with \
+             `*** Delete File: {path}`. No files were modified."
+        ));
+    }
+    conf.check_writable(r).map_err(|e| refused(&e))?;
+    read_text(conf, r, shown)
+}
+
+/// How an operation uses a path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// Deleted: may be created again later in the patch.
+    Delete,
+    /// Created by an Add or as a Move's destination.
+    Create,
+    /// Updated in place.
+    Change,
+}
+
+/// The files the patch has used so far. Two spellings of one file (`a.txt`,
+/// `./a.txt`, a link) would make the second operation work on stale
+/// content, so each file is used once — except that a file deleted by the
+/// patch may be created again by a later Add or Move.
+#[derive(Default)]
+struct Claims {
+    by_real: HashMap<PathBuf, (String, Claim)>,
+}
+
+impl Claims {
+    /// Records the use; `Ok(true)` when it re-creates a file the patch
+    /// deleted.
+    fn claim(&mut self, real: &Path, shown: &str, how: Claim) -> Result<bool, String> {
+        match self.by_real.get_mut(real) {
+            None => {
+                self.by_real.insert(real.to_path_buf(), (shown.to_owned(), how));
+                Ok(false)
+            }
+            Some(entry) if entry.1 == Claim::Delete && how == Claim::Create => {
+                entry.1 = Claim::Create;
+                Ok(true)
+            }
+            Some((first, _)) => Err(format!(
+                "{shown} and {first} are the same file; put all changes to one file in one operation (a file \
+                 the patch deletes may be created again after the delete). No files were modified."
+            )),
+        }
+    }
 }
 
 fn refused(e: &ConfineError) -> String {
@@ -290,6 +372,8 @@ pub(crate) struct Committed {
     pub lines: Vec<String>,
     /// The files written (not the deleted ones), to count as read.
     pub written: Vec<PathBuf>,
+    /// Chunks that matched only at a fuzzy pass, one line each.
+    pub fuzzy: Vec<String>,
 }
 
 /// Perform every step. On the first failure, undo what was done and return
@@ -299,6 +383,7 @@ pub(crate) fn commit(files: &dyn Files, plan: &Plan) -> Result<Committed, String
     let mut undo: Vec<Undo<'_>> = Vec::new();
     let mut lines = Vec::with_capacity(plan.steps.len());
     let mut written = Vec::new();
+    let mut fuzzy = Vec::new();
     for step in &plan.steps {
         let done = match step {
             Step::Add {
@@ -321,10 +406,12 @@ pub(crate) fn commit(files: &dyn Files, plan: &Plan) -> Result<Committed, String
                 old,
                 new,
                 moved: None,
+                fuzzy: notes,
             } => files.write(real, new.as_bytes()).map(|()| {
                 undo.push(Undo::Restore(real, old));
                 lines.push(format!("M {shown}"));
                 written.push(real.clone());
+                fuzzy.extend(notes.iter().cloned());
             }),
             Step::Update {
                 real,
@@ -332,16 +419,21 @@ pub(crate) fn commit(files: &dyn Files, plan: &Plan) -> Result<Committed, String
                 old,
                 new,
                 moved: Some(dest),
+                fuzzy: notes,
             } => files
                 .write(&dest.real, new.as_bytes())
                 .and_then(|()| {
-                    undo.push(Undo::Remove(&dest.real, &dest.new_dirs));
+                    undo.push(match &dest.original {
+                        Some(original) => Undo::Restore(&dest.real, original),
+                        None => Undo::Remove(&dest.real, &dest.new_dirs),
+                    });
                     files.remove(real)
                 })
                 .map(|()| {
                     undo.push(Undo::Restore(real, old));
                     lines.push(format!("M {shown} -> {}", dest.shown));
                     written.push(dest.real.clone());
+                    fuzzy.extend(notes.iter().cloned());
                 }),
             Step::Delete { real, shown, old } => files.remove(real).map(|()| {
                 undo.push(Undo::Restore(real, old));
@@ -352,7 +444,7 @@ pub(crate) fn commit(files: &dyn Files, plan: &Plan) -> Result<Committed, String
             return Err(rollback(files, undo, &e));
         }
     }
-    Ok(Committed { lines, written })
+    Ok(Committed { lines, written, fuzzy })
 }
 
 fn rollback(files: &dyn Files, undo: Vec<Undo<'_>>, cause: &ConfineError) -> String {

@@ -190,13 +190,24 @@ fn apply(conf: &Confinement, ctx: &Context, text: &str, may_replace: &dyn Fn(&Pa
                 out.push_str(line);
                 out.push('\n');
             }
-            ToolResult::ok(out).with_meta("files", done.lines)
+            if !done.fuzzy.is_empty() {
+                out.push_str("Some chunks did not match the file exactly; check these places:\n");
+                for note in &done.fuzzy {
+                    out.push_str(note);
+                    out.push('\n');
+                }
+            }
+            let mut result = ToolResult::ok(out).with_meta("files", done.lines);
+            if !done.fuzzy.is_empty() {
+                result = result.with_meta("fuzzy", done.fuzzy);
+            }
+            result
         }
         Err(msg) => ToolResult::error(msg),
     }
 }
 
-/// Whether an Add may replace an existing file: when the session read it,
+/// Whether an Add or a Move may replace an existing file: when the session read it,
 /// or when read-before-write does not apply (a person drives the session, or
 /// `read_before.write = false`).
 fn replace_rule(ctx: &Context) -> impl Fn(&Path) -> bool + Send + Sync + 'static {
@@ -238,8 +249,12 @@ fn plan_diff(plan: &engine::Plan) -> String {
                 shown, old, new, moved, ..
             } => {
                 let mut d = String::new();
-                if let Some(dest) = moved {
-                    d.push_str(&format!("rename {shown} -> {}\n", dest.shown));
+                match moved {
+                    Some(dest) if dest.original.is_some() => {
+                        d.push_str(&format!("rename {shown} -> {} (replacing {0})\n", dest.shown));
+                    }
+                    Some(dest) => d.push_str(&format!("rename {shown} -> {}\n", dest.shown)),
+                    None => {}
                 }
                 d.push_str(&diff::unified(shown, old, new, MAX_PREVIEW_DIFF_LINES));
                 d

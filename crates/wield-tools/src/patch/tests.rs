@@ -264,3 +264,147 @@ async fn approval_shows_a_diff_of_every_file() {
     assert_eq!(ws.get("a.txt").as_deref(), Some("one\n"));
     assert_eq!(ws.get("b.txt"), None);
 }
+
+const MOVE_ONTO: &str = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n-a\n+A\n*** End Patch";
+
+#[tokio::test]
+async fn a_move_onto_an_existing_file_follows_the_add_rule() {
+    // A model that has not read the destination is refused, and told how.
+    let ws = Ws::new(true);
+    ws.put("a.txt", "a\n");
+    ws.put("b.txt", "b\n");
+    let tool = PatchTool::new();
+    let r = tool.execute(json!({ "patch": MOVE_ONTO }), &ws.ctx).await;
+    let e = r.error.unwrap();
+    assert!(
+        e.starts_with("cannot move onto b.txt: the file already exists and has not been read"),
+        "{e}"
+    );
+    assert!(e.contains("*** Delete File: b.txt"), "{e}");
+    assert_eq!(
+        (ws.get("a.txt").as_deref(), ws.get("b.txt").as_deref()),
+        (Some("a\n"), Some("b\n"))
+    );
+    // Once read, the move replaces it.
+    ws.ctx.session.mark_read(&ws.root.join("b.txt"));
+    let r = tool.execute(json!({ "patch": MOVE_ONTO }), &ws.ctx).await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!((ws.get("a.txt"), ws.get("b.txt").as_deref()), (None, Some("A\n")));
+
+    // A person may replace it outright.
+    let ws = Ws::new(false);
+    ws.put("a.txt", "a\n");
+    ws.put("b.txt", "b\n");
+    let input = json!({ "patch": MOVE_ONTO });
+    let d = tool.approval_detail(&input, &ws.ctx).await.unwrap();
+    assert!(d.starts_with("rename a.txt -> b.txt (replacing b.txt)"), "{d}");
+    let r = tool.execute(input, &ws.ctx).await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!((ws.get("a.txt"), ws.get("b.txt").as_deref()), (None, Some("A\n")));
+}
+
+#[test]
+fn a_failed_move_onto_an_existing_file_restores_the_destination() {
+    // Writes in order: b.txt (the destination), remove a.txt.
+    for fail_at in 1..=2 {
+        let ws = Ws::new(false);
+        ws.put("a.txt", "a\n");
+        ws.put("b.txt", "b\n");
+        let plan = engine::plan(&ws.conf, &wield_patch::parse(MOVE_ONTO).unwrap(), &|_| true).unwrap();
+        let files = FailingFiles {
+            inner: &ws.conf,
+            calls: Cell::new(0),
+            fail_at,
+        };
+        assert!(engine::commit(&files, &plan).is_err());
+        assert_eq!(
+            (ws.get("a.txt").as_deref(), ws.get("b.txt").as_deref()),
+            (Some("a\n"), Some("b\n"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_file_may_be_recreated_by_a_move_or_an_add_in_the_same_patch() {
+    // Even a model that never read b.txt: deleting it is explicit.
+    let ws = Ws::new(true);
+    ws.put("a.txt", "a\n");
+    ws.put("b.txt", "b\n");
+    ws.put("c.txt", "c\n");
+    let patch = "*** Begin Patch\n*** Delete File: b.txt\n*** Update File: a.txt\n*** Move to: b.txt\n-a\n+A\n\
+                 *** Delete File: c.txt\n*** Add File: c.txt\n+C\n*** End Patch";
+    let r = PatchTool::new().execute(json!({ "patch": patch }), &ws.ctx).await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!(ws.get("a.txt"), None);
+    assert_eq!(
+        (ws.get("b.txt").as_deref(), ws.get("c.txt").as_deref()),
+        (Some("A\n"), Some("C\n"))
+    );
+    assert_eq!(
+        r.metadata["files"],
+        json!(["D b.txt", "M a.txt -> b.txt", "D c.txt", "A c.txt"])
+    );
+
+    // Rolled back at any write, every file is as it was.
+    let plan_text = patch;
+    for fail_at in 1..=5 {
+        let ws = Ws::new(false);
+        ws.put("a.txt", "a\n");
+        ws.put("b.txt", "b\n");
+        ws.put("c.txt", "c\n");
+        let plan = engine::plan(&ws.conf, &wield_patch::parse(plan_text).unwrap(), &|_| true).unwrap();
+        let files = FailingFiles {
+            inner: &ws.conf,
+            calls: Cell::new(0),
+            fail_at,
+        };
+        assert!(engine::commit(&files, &plan).is_err(), "write {fail_at}");
+        let now = (ws.get("a.txt"), ws.get("b.txt"), ws.get("c.txt"));
+        assert_eq!(
+            now,
+            (Some("a\n".into()), Some("b\n".into()), Some("c\n".into())),
+            "write {fail_at}"
+        );
+    }
+
+    // Deleting after using a path, or recreating twice, stays refused.
+    let ws = Ws::new(false);
+    ws.put("b.txt", "b\n");
+    for patch in [
+        "*** Begin Patch\n*** Add File: b.txt\n+x\n*** Delete File: b.txt\n*** End Patch",
+        "*** Begin Patch\n*** Delete File: b.txt\n*** Add File: b.txt\n+x\n*** Add File: ./b.txt\n+y\n*** End Patch",
+    ] {
+        let r = PatchTool::new().execute(json!({ "patch": patch }), &ws.ctx).await;
+        let e = r.error.unwrap();
+        assert!(
+            e.contains("are the same file") || e.contains("already appears in this patch"),
+            "{e}"
+        );
+        assert_eq!(ws.get("b.txt").as_deref(), Some("b\n"));
+    }
+}
+
+#[tokio::test]
+async fn a_fuzzy_match_is_named_in_the_result() {
+    let ws = Ws::new(false);
+    ws.put("f.py", "def f():\n    if x:\n        return 1\n");
+    let patch = "*** Begin Patch\n*** Update File: f.py\n@@\n if x:\n-    return 1\n+    return 2\n*** End Patch";
+    let r = PatchTool::new().execute(json!({ "patch": patch }), &ws.ctx).await;
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!(
+        ws.get("f.py").as_deref(),
+        Some("def f():\n    if x:\n        return 2\n")
+    );
+    let out = r.output.clone();
+    assert!(out.contains("did not match the file exactly"), "{out}");
+    assert!(
+        out.contains("f.py: chunk 1 matched lines 2-3 only when leading and trailing whitespace is ignored"),
+        "{out}"
+    );
+    assert_eq!(r.metadata["fuzzy"].as_array().map(Vec::len), Some(1));
+    // An exact patch says nothing of the kind.
+    let patch = "*** Begin Patch\n*** Update File: f.py\n-        return 2\n+        return 3\n*** End Patch";
+    let r = PatchTool::new().execute(json!({ "patch": patch }), &ws.ctx).await;
+    assert!(r.success && !r.output.contains("exactly"), "{}", r.output);
+    assert!(r.metadata.get("fuzzy").is_none());
+}
