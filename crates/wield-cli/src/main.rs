@@ -1,14 +1,13 @@
 //! The `wield` binary: argument parsing and wiring only.
 
 mod app;
-mod approvals_store;
 mod cli;
 mod commands;
+#[cfg(feature = "test-hooks")]
 mod debug_tools;
 mod session_temp;
-mod shell_hooks;
 mod terminal_approver;
-mod tool_set;
+mod test_hooks;
 
 use std::process::ExitCode;
 

@@ -8,7 +8,6 @@
 //! when stdin and stderr are terminals and `--yes` is not given.
 
 use std::io::Write;
-use std::sync::Mutex;
 
 use async_trait::async_trait;
 use wield_core::approval::Shown;
@@ -26,7 +25,7 @@ const CHOICES: [Choice; 7] = [
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Choice {
+pub(crate) enum Choice {
     Once,
     Session,
     Project,
@@ -118,7 +117,7 @@ pub fn colour_diff(diff: &str, color: bool) -> String {
 
 /// The preview, then the diff or, when the preview leaves something out,
 /// every argument in full.
-fn shown(request: &ApprovalRequest, color: bool) -> String {
+pub(crate) fn shown(request: &ApprovalRequest, color: bool) -> String {
     let mut out = format!("  {}\n", request.shown_preview());
     match request.shown_detail() {
         Some(Shown::Detail(diff)) => out.push_str(&colour_diff(&diff, color)),
@@ -185,7 +184,7 @@ fn offered(request: &ApprovalRequest) -> impl Iterator<Item = Choice> + '_ {
         .filter(|c| !(request.always_asks && matches!(c, Choice::Session | Choice::Project | Choice::Global)))
 }
 
-fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {
+pub(crate) fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {
     match choice {
         Choice::Once => ApprovalAnswer::Allow(Scope::Once),
         Choice::Session => ApprovalAnswer::Allow(Scope::Session),
@@ -193,72 +192,6 @@ fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {
         Choice::Global => ApprovalAnswer::Allow(Scope::Global),
         Choice::Deny | Choice::DenyWithMessage => ApprovalAnswer::Deny(message),
         Choice::Cancel => ApprovalAnswer::CancelBatch,
-    }
-}
-
-/// Answers from a script instead of a person, for tests of everything
-/// around the prompt: `WIELD_TEST_APPROVER="once,deny:not now,cancel"`. Each
-/// request takes the next answer (the last one repeats) and is described on
-/// stderr (`approver asked: TOOL | PREVIEW | PATTERN`, then the detail).
-pub struct ScriptedApprover {
-    answers: Mutex<Vec<ApprovalAnswer>>,
-}
-
-impl ScriptedApprover {
-    /// Parse `once|session|project|global|deny|deny:MESSAGE|cancel`, comma-separated.
-    pub fn parse(script: &str) -> Result<Self, String> {
-        let mut answers = Vec::new();
-        for item in script.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (word, message) = match item.split_once(':') {
-                Some((w, m)) => (w, Some(m.to_owned())),
-                None => (item, None),
-            };
-            let choice = match word {
-                "once" => Choice::Once,
-                "session" => Choice::Session,
-                "project" => Choice::Project,
-                "global" => Choice::Global,
-                "deny" if message.is_some() => Choice::DenyWithMessage,
-                "deny" => Choice::Deny,
-                "cancel" => Choice::Cancel,
-                other => {
-                    return Err(format!(
-                        "WIELD_TEST_APPROVER: unknown answer `{other}`; use once, session, project, global, \
-                         deny, deny:MESSAGE or cancel"
-                    ));
-                }
-            };
-            answers.push(answer_for(choice, message));
-        }
-        answers.reverse();
-        Ok(Self {
-            answers: Mutex::new(answers),
-        })
-    }
-}
-
-#[async_trait]
-impl Approver for ScriptedApprover {
-    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        eprintln!(
-            "approver asked: {} | {} | {}{}",
-            request.tool,
-            request.shown_preview(),
-            wield_core::approval::printable(&request.pattern),
-            if request.always_asks { " | asks every time" } else { "" }
-        );
-        eprint!("{}", shown(request, false));
-        let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let answer = match answers.len() {
-            0 => ApprovalAnswer::Deny(Some("denied: the test approver has no answers".into())),
-            1 => answers[0].clone(),
-            _ => answers.pop().unwrap_or(ApprovalAnswer::Deny(None)),
-        };
-        // As at the terminal, where only "allow once" is offered.
-        match answer {
-            ApprovalAnswer::Allow(_) if request.always_asks => ApprovalAnswer::Allow(Scope::Once),
-            other => other,
-        }
     }
 }
 
@@ -274,11 +207,5 @@ mod tests {
         assert!(d.contains("\x1b[32m+new\x1b[0m"));
         assert!(d.contains("\x1b[36m@@ -1 +1 @@\x1b[0m"));
         assert_eq!(colour_diff("+x", false), "+x\n");
-    }
-
-    #[test]
-    fn scripts_parse() {
-        assert!(ScriptedApprover::parse("once, deny:no thanks,cancel").is_ok());
-        assert!(ScriptedApprover::parse("maybe").is_err());
     }
 }

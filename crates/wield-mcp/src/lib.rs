@@ -29,5 +29,5 @@ pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport}
 pub use error::McpError;
 pub use server::{
     ApprovalMode, DEFAULT_POLL_US, DeferredNote, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer,
-    SessionParts, Token, ToolCatalog, ToolsReady, WeakMcpServer, push_json_string, write_token_file,
+    ServedRuntime, SessionParts, Token, ToolCatalog, ToolsReady, WeakMcpServer, push_json_string, write_token_file,
 };

@@ -1,28 +1,14 @@
 //! `wield approvals list | add PATTERN [--scope project|global] | remove PATTERN [--scope ..]`.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use serde_json::json;
 use wield_core::Scope;
+use wield_runtime::FileApprovalStore;
 
-use crate::app::usage;
-use crate::approvals_store::FileApprovalStore;
+use crate::app::{usage, workspace};
 use crate::cli::{ApprovalsCommand, GlobalArgs};
-
-fn workspace(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    let dir = match &global.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let dir = std::fs::canonicalize(&dir).map_err(|e| usage(format!("workspace {}: {e}", dir.display())))?;
-    if !dir.is_dir() {
-        return Err(usage(format!("workspace {} is not a directory", dir.display())));
-    }
-    Ok(dir)
-}
 
 fn scope(text: &str) -> anyhow::Result<Scope> {
     match text.trim() {
@@ -71,7 +57,7 @@ pub fn run(global: &GlobalArgs, cmd: ApprovalsCommand) -> anyhow::Result<ExitCod
         }
         ApprovalsCommand::Add { pattern, scope: s } => {
             let s = scope(&s)?;
-            crate::approvals_store::check_pattern(&pattern).map_err(|e| usage(e.to_string()))?;
+            wield_runtime::check_pattern(&pattern).map_err(|e| usage(e.to_string()))?;
             let added = store.add(s, &pattern)?;
             let path = store.path(s)?.display();
             let p = pattern.trim();

@@ -2,11 +2,10 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wield_core::{Call, Session};
+use wield_core::Call;
 
 use crate::app::{Runtime, Servers, usage};
 use crate::cli::{CallArgs, GlobalArgs};
@@ -47,7 +46,7 @@ pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: boo
     let rt = Runtime::load_servers(global, Servers::for_tool(&tool)).await?;
     let executor = rt.executor()?;
     // A person drives `wield call`: model-honesty checks (read-before-write) are off.
-    let session = Arc::new(Session::new("call", false));
+    let session = rt.session("call", false);
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {

@@ -7,8 +7,8 @@ use anyhow::Context;
 use wield_core::config::{enclosing_project, trust};
 
 use crate::app::{usage, workspace};
-use crate::approvals_store::update_file;
 use crate::cli::{ConfigCommand, GlobalArgs};
+use wield_runtime::update_file;
 
 pub fn run(global: &GlobalArgs, cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     let ConfigCommand::Trust { remove } = cmd;
@@ -22,7 +22,7 @@ pub fn run(global: &GlobalArgs, cmd: ConfigCommand) -> anyhow::Result<ExitCode> 
     } else {
         Some(std::fs::read(&file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?)
     };
-    update_file(&list, |text| {
+    update_file(&list, |text| -> anyhow::Result<_> {
         Ok(Some(trust::with_trust(text, &list, &file, content.as_deref())?))
     })?;
     let mut out = std::io::stdout().lock();

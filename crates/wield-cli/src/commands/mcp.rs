@@ -6,14 +6,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::json;
-use wield_core::Registered;
 use wield_core::approval::printable;
-use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, McpClients, McpServer, ServerState, SessionParts, Token};
+use wield_mcp::{ApprovalMode, ForwardToClient, HttpOptions, ServerState, Token};
+use wield_runtime::ServeOptions;
 
 /// The environment variable an HTTP server's token can come from.
 const TOKEN_ENV: &str = "WIELD_MCP_TOKEN";
 
-use crate::app::{Runtime, Servers, usage};
+use crate::app::{Runtime, Servers, exit_error, usage};
 use crate::cli::{GlobalArgs, McpCommand};
 
 pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCode> {
@@ -128,90 +128,21 @@ async fn serve(
         None => Arc::new(wield_mcp::client::RouteToCallers::new()),
     };
     let front = Some(front);
-    // Bridged servers start in the background, below: the client gets its
-    // answers at once, and each server's tools when it is up.
-    let rt = Runtime::load_with_front_end(global, front, Servers::None).await?;
-    let make = rt.executor_factory()?;
-    let factory: Arc<wield_mcp::ExecutorFactory> =
-        Arc::new(move |parts: SessionParts| make(parts.approver, parts.services, parts.events));
-
-    // A session lists the policy's visible tools plus the deferred ones it
-    // has loaded with `load_tools`, from the tool set as it is now.
-    let shared = rt.tools.clone();
-    let catalog: Arc<wield_mcp::ToolCatalog> = Arc::new(move |session: &wield_core::Session| {
-        let current = shared.current();
-        let mut tools: Vec<Arc<Registered>> = current.visible();
-        for name in current.policy.deferred() {
-            if session.is_loaded(name)
-                && let Some(r) = current.registry.get(name)
-            {
-                tools.push(Arc::clone(r));
-            }
-        }
-        tools
-    });
-
+    // Bridged servers start in the background, in `mcp_server`: the client
+    // gets its answers at once, and each server's tools when it is up.
+    let rt = Runtime::load_with(global, front, Servers::None).await?;
     let approval = if global.yes {
         ApprovalMode::Yes
     } else {
         ApprovalMode::AskClient
     };
-    // The deferred tools a session has not loaded yet, by name, in the
-    // loader's description (MCP clients send no system prompt of ours).
-    let shared = rt.tools.clone();
-    let note: Arc<wield_mcp::DeferredNote> =
-        Arc::new(move |session: &wield_core::Session| shared.current().policy.deferred_prompt(session));
-    let mut builder = McpServer::builder(factory, catalog).deferred_note(note);
-    // Listing, and calling a tool not there yet, wait for the bridged
-    // servers' first start (each within its own `timeout`).
-    if let Some(mcp) = rt.services.get::<McpClients>() {
-        let mcp = Arc::downgrade(&mcp);
-        builder = builder.tools_ready(Arc::new(move || {
-            let mcp = mcp.upgrade();
-            Box::pin(async move {
-                if let Some(mcp) = mcp {
-                    mcp.started().await;
-                }
-            })
-        }));
-    }
-    if let Some(forward) = forward {
-        builder = builder.forward_to_client(forward);
-    }
-    let server = builder
-        .services(rt.services.clone())
-        .approval(approval)
-        .approval_timeout(approval_timeout)
-        .workspace(&rt.workspace)
-        .build();
-
-    // Bridged servers that change their tools (or start later): a new tool
-    // set, new executors for the sessions' next calls, and list_changed to
-    // every client.
-    if let Some(mcp) = rt.services.get::<McpClients>() {
-        // Weak references: the servers hold this callback, and the MCP
-        // server (its services) and the tool set (its tools) hold the
-        // servers; a cycle would keep their processes alive past wield's
-        // exit.
-        let shared = rt.tools.downgrade();
-        let server = server.downgrade();
-        let clients = Arc::downgrade(&mcp);
-        let handle = tokio::runtime::Handle::current();
-        mcp.watch(move || {
-            let (Some(clients), Some(server), Some(shared)) = (clients.upgrade(), server.upgrade(), shared.upgrade())
-            else {
-                return;
-            };
-            if let Err(e) = shared.rebuild(&clients) {
-                tracing::warn!("cannot update the tool list: {e}");
-                return;
-            }
-            // At once: a call that waited for these tools finds them.
-            server.executors_stale();
-            handle.spawn(async move { server.tools_changed().await });
-        });
-        mcp.start_in_background(|_| true);
-    }
+    let server = rt
+        .mcp_server(ServeOptions {
+            approval,
+            approval_timeout,
+            forward,
+        })
+        .map_err(exit_error)?;
 
     let Some((options, generated)) = http else {
         // SIGINT or SIGTERM ends the session like the end of its input:
@@ -253,7 +184,7 @@ async fn serve(
 
 async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     let rt = Runtime::load(global).await?;
-    let status = rt.services.get::<McpClients>().map(|m| m.status()).unwrap_or_default();
+    let status = rt.mcp().map(|m| m.status()).unwrap_or_default();
     // A health check: 1 when an enabled server could not be started.
     let code = if status.iter().any(|s| s.state == ServerState::Failed) {
         ExitCode::FAILURE

@@ -31,7 +31,7 @@ pub async fn run(global: &GlobalArgs, cmd: SandboxCommand) -> anyhow::Result<Exi
 async fn check(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     let rt = Runtime::load_servers(global, Servers::None).await?;
     let probe = tokio::task::spawn_blocking(probe).await?;
-    let configured = match rt.services.get::<ShellService>() {
+    let configured = match rt.services().get::<ShellService>() {
         Some(svc) => svc.plan().map(|p| p.map(|p| p.backend())),
         None => Err("the command runner is not installed".to_owned()),
     };

@@ -43,7 +43,7 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
             }
         }
         ToolsCommand::Show { name } => {
-            let tools = rt.tools.current();
+            let tools = rt.tools().current();
             let Some(r) = tools.registry.lookup(&name) else {
                 let hint = closest(&name, tools.registry.names())
                     .map(|c| format!(" Did you mean `{c}`?"))

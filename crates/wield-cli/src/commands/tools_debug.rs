@@ -11,7 +11,7 @@ use wield_core::policy::{Stage, Status};
 use crate::app::Runtime;
 
 pub fn print(rt: &Runtime, as_json: bool, out: &mut impl Write) -> anyhow::Result<()> {
-    let tools = rt.tools.current();
+    let tools = rt.tools().current();
     let policy = &tools.policy;
     let layer = |stage: Stage| {
         policy

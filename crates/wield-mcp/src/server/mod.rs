@@ -24,6 +24,7 @@ mod listing;
 mod progress;
 mod result;
 mod roots;
+mod served;
 mod session;
 mod stdio;
 mod strict;
@@ -45,6 +46,7 @@ pub use listing::{annotations, mcp_name, object_schema, title_from_name, to_mcp_
 pub use progress::{MAX_MESSAGE as MAX_PROGRESS_MESSAGE, QUEUE as PROGRESS_QUEUE};
 pub use result::{META_KEY, to_call_tool_result};
 pub use roots::file_uri_path;
+pub use served::ServedRuntime;
 pub use session::SessionHandler;
 pub use stdio::{DEFAULT_POLL_US, StdinPipe, StdoutPipe, stdio_pipes};
 

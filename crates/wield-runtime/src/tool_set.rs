@@ -31,12 +31,10 @@ impl ToolSet {
     }
 }
 
-/// The built-in tools (and the debug tools when `WIELD_DEBUG_TOOLS=1`).
-pub fn local_tools() -> Vec<ToolRef> {
+/// The built-in tools and the front-end's own.
+fn local_tools(extra: &[ToolRef]) -> Vec<ToolRef> {
     let mut tools = wield_tools::builtin_tools();
-    if std::env::var_os("WIELD_DEBUG_TOOLS").is_some_and(|v| v == "1") {
-        tools.extend(crate::debug_tools::tools());
-    }
+    tools.extend(extra.iter().cloned());
     tools
 }
 
@@ -54,6 +52,8 @@ struct Shared {
     current: RwLock<Arc<ToolSet>>,
     config: Arc<Config>,
     options: PolicyOptions,
+    /// The front-end's own tools, registered with the built-in ones.
+    extra: Vec<ToolRef>,
     /// One rebuild at a time, so the last one stored saw every change.
     rebuilding: Mutex<()>,
 }
@@ -65,11 +65,12 @@ impl WeakSharedTools {
 }
 
 impl SharedTools {
-    pub fn new(first: ToolSet, config: Arc<Config>, options: PolicyOptions) -> Self {
+    pub(crate) fn new(first: ToolSet, config: Arc<Config>, options: PolicyOptions, extra: Vec<ToolRef>) -> Self {
         Self(Arc::new(Shared {
             current: RwLock::new(Arc::new(first)),
             config,
             options,
+            extra,
             rebuilding: Mutex::new(()),
         }))
     }
@@ -88,7 +89,7 @@ impl SharedTools {
         let _one = self.0.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
         let mut registry = Registry::new();
         registry
-            .register_many(local_tools())
+            .register_many(local_tools(&self.0.extra))
             .map_err(|e| format!("registering the built-in tools: {e}"))?;
         for (source, tool) in mcp.tools() {
             if let Err(e) = registry.register_from(tool, &source) {
@@ -113,10 +114,17 @@ impl SharedTools {
     }
 }
 
+/// A registry of the local tools, before any source is loaded.
+pub(crate) fn first_registry(extra: &[ToolRef]) -> Result<Registry, wield_core::RegistryError> {
+    let mut registry = Registry::new();
+    registry.register_many(local_tools(extra))?;
+    Ok(registry)
+}
+
 /// Record, with the sources' other warnings, why tools of a bridged
 /// server's listing were left out (`wield tools debug`, unknown-tool
 /// errors).
-pub fn warn_left_out(registry: &mut Registry, mcp: &McpClients) {
+pub(crate) fn warn_left_out(registry: &mut Registry, mcp: &McpClients) {
     for s in mcp.status() {
         for w in s.warnings {
             registry.warn(format!("mcp:{}", s.name), w);

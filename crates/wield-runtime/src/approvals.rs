@@ -17,11 +17,38 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context as _, bail};
 use wield_core::Scope;
 use wield_core::approval::ApprovalStore;
 
 pub const FILE_NAME: &str = "approvals.toml";
+
+/// Why remembered approvals (or another file kept the same way) could not
+/// be read or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalsError {
+    #[error("no global config directory: set HOME or XDG_CONFIG_HOME")]
+    NoGlobalDir,
+    #[error("only project and global approvals are stored in files")]
+    NotStored,
+    /// A pattern that cannot be stored: empty, or more than one line.
+    #[error("{0}")]
+    BadPattern(String),
+    /// The file exists but does not hold what it should.
+    #[error("{0}")]
+    BadFile(String),
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ApprovalsError {
+    let path = path.to_path_buf();
+    move |source| ApprovalsError::Io { what, path, source }
+}
 
 const HEADER: &str = "# Remembered approvals: calls matching these patterns run without asking.\n\
 # Managed by `wield approvals add|remove` and the approval prompt; hand edits are fine.\n";
@@ -75,35 +102,32 @@ impl FileApprovalStore {
     }
 
     /// The file for a scope (`project` or `global`).
-    pub fn path(&self, scope: Scope) -> anyhow::Result<&Path> {
+    pub fn path(&self, scope: Scope) -> Result<&Path, ApprovalsError> {
         match scope {
             Scope::Project => Ok(&self.project),
-            Scope::Global => self
-                .global
-                .as_deref()
-                .context("no global config directory: set HOME or XDG_CONFIG_HOME"),
-            Scope::Once | Scope::Session => bail!("only project and global approvals are stored in files"),
+            Scope::Global => self.global.as_deref().ok_or(ApprovalsError::NoGlobalDir),
+            Scope::Once | Scope::Session => Err(ApprovalsError::NotStored),
         }
     }
 
     /// The patterns of one file (none when it does not exist).
-    pub fn load(&self, scope: Scope) -> anyhow::Result<Vec<String>> {
+    pub fn load(&self, scope: Scope) -> Result<Vec<String>, ApprovalsError> {
         let path = self.path(scope)?;
         match fs::read_to_string(path) {
             Ok(text) => Ok(parse(&text, path)?.into_iter().collect()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) => Err(io("reading", path)(e)),
         }
     }
 
     /// Add a pattern; `false` when it was already there.
-    pub fn add(&self, scope: Scope, pattern: &str) -> anyhow::Result<bool> {
+    pub fn add(&self, scope: Scope, pattern: &str) -> Result<bool, ApprovalsError> {
         let pattern = check_pattern(pattern)?;
         update(self.path(scope)?, |set| set.insert(pattern.clone()))
     }
 
     /// Remove a pattern; `false` when it was not there.
-    pub fn remove(&self, scope: Scope, pattern: &str) -> anyhow::Result<bool> {
+    pub fn remove(&self, scope: Scope, pattern: &str) -> Result<bool, ApprovalsError> {
         let path = self.path(scope)?;
         if !path.exists() {
             return Ok(false);
@@ -114,7 +138,7 @@ impl FileApprovalStore {
 
 impl ApprovalStore for FileApprovalStore {
     fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String> {
-        self.add(scope, pattern).map(|_| ()).map_err(|e| format!("{e:#}"))
+        self.add(scope, pattern).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn patterns(&self) -> Vec<String> {
@@ -132,7 +156,7 @@ impl ApprovalStore for FileApprovalStore {
             match self.load(scope) {
                 Ok(p) => all.extend(p),
                 // An unreadable file must not stop the run; its rules just do not apply.
-                Err(e) => tracing::warn!("ignoring remembered approvals: {e:#}"),
+                Err(e) => tracing::warn!("ignoring remembered approvals: {e}"),
             }
         }
         *read = Some(LastRead {
@@ -144,38 +168,43 @@ impl ApprovalStore for FileApprovalStore {
 }
 
 /// A pattern must be one non-empty line.
-pub fn check_pattern(pattern: &str) -> anyhow::Result<String> {
+pub fn check_pattern(pattern: &str) -> Result<String, ApprovalsError> {
     let p = pattern.trim();
     if p.is_empty() {
-        bail!("an approval pattern must not be empty; e.g. `read`, `bash:git status*`, `write:src/*`");
+        return Err(ApprovalsError::BadPattern(
+            "an approval pattern must not be empty; e.g. `read`, `bash:git status*`, `write:src/*`".into(),
+        ));
     }
     if p.chars().any(char::is_control) {
-        bail!("an approval pattern must be a single line without control characters: {p:?}");
+        return Err(ApprovalsError::BadPattern(format!(
+            "an approval pattern must be a single line without control characters: {p:?}"
+        )));
     }
     Ok(p.to_owned())
 }
 
-fn parse(text: &str, path: &Path) -> anyhow::Result<BTreeSet<String>> {
-    let table: toml::Table =
-        toml::from_str(text).with_context(|| format!("{} is not valid TOML; fix or delete it", path.display()))?;
+fn parse(text: &str, path: &Path) -> Result<BTreeSet<String>, ApprovalsError> {
+    let bad = |msg: String| ApprovalsError::BadFile(msg);
+    let table: toml::Table = toml::from_str(text)
+        .map_err(|e| bad(format!("{} is not valid TOML; fix or delete it: {e}", path.display())))?;
     let mut set = BTreeSet::new();
     for (key, value) in &table {
         if key != "auto" {
-            bail!(
+            return Err(bad(format!(
                 "unknown key `{key}` in {}: the file holds only `auto = [...]`",
                 path.display()
-            );
+            )));
         }
         let toml::Value::Array(items) = value else {
-            bail!("`auto` in {} must be a list of strings", path.display());
+            return Err(bad(format!("`auto` in {} must be a list of strings", path.display())));
         };
         for item in items {
             let Some(s) = item.as_str() else {
-                bail!(
+                return Err(bad(format!(
                     "`auto` in {} must be a list of strings, found {}",
                     path.display(),
                     item.type_str()
-                );
+                )));
             };
             set.insert(s.trim().to_owned());
         }
@@ -196,7 +225,7 @@ fn render(set: &BTreeSet<String>) -> String {
 }
 
 /// Read-modify-write under an exclusive lock, with an atomic replace.
-fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> anyhow::Result<bool> {
+fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> Result<bool, ApprovalsError> {
     update_file(path, |text| {
         let mut set = parse(text, path)?;
         Ok(change(&mut set).then(|| render(&set)))
@@ -206,12 +235,16 @@ fn update(path: &Path, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> an
 /// A read-modify-write of the file `path` (created when missing, with its
 /// directory) under an exclusive lock on it, finished by an atomic replace:
 /// `change` gets its text and returns the new one, or `None` to leave it.
-/// Whether it was replaced. Also keeps the trusted configs' list.
-pub fn update_file(path: &Path, change: impl FnOnce(&str) -> anyhow::Result<Option<String>>) -> anyhow::Result<bool> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent directory", path.display()))?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+/// Whether it was replaced. Also keeps the trusted configs' list. An error
+/// of `change` is returned as it is.
+pub fn update_file<E: From<ApprovalsError>>(
+    path: &Path,
+    change: impl FnOnce(&str) -> Result<Option<String>, E>,
+) -> Result<bool, E> {
+    let Some(dir) = path.parent() else {
+        return Err(ApprovalsError::BadFile(format!("{} has no parent directory", path.display())).into());
+    };
+    fs::create_dir_all(dir).map_err(io("creating", dir))?;
     let mut change = Some(change);
     loop {
         let mut file = OpenOptions::new()
@@ -220,23 +253,22 @@ pub fn update_file(path: &Path, change: impl FnOnce(&str) -> anyhow::Result<Opti
             .create(true)
             .truncate(false)
             .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        file.lock().with_context(|| format!("locking {}", path.display()))?;
+            .map_err(io("opening", path))?;
+        file.lock().map_err(io("locking", path))?;
         // The lock is on an inode. If another writer replaced the file while
         // we waited, we hold the lock of a file nobody reads any more: start
         // again with the current one.
-        let held = file.metadata()?;
+        let held = file.metadata().map_err(io("checking", path))?;
         match fs::metadata(path) {
             Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {}
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).with_context(|| format!("checking {}", path.display())),
+            Err(e) => return Err(io("checking", path)(e).into()),
         }
         let mut text = String::new();
-        file.read_to_string(&mut text)
-            .with_context(|| format!("reading {}", path.display()))?;
+        file.read_to_string(&mut text).map_err(io("reading", path))?;
         let Some(change) = change.take() else {
-            bail!("internal error: a file update ran twice");
+            return Err(ApprovalsError::BadFile(format!("{}: an update ran twice", path.display())).into());
         };
         let Some(new) = change(&text)? else {
             return Ok(false);
@@ -248,21 +280,21 @@ pub fn update_file(path: &Path, change: impl FnOnce(&str) -> anyhow::Result<Opti
     }
 }
 
-fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> Result<(), ApprovalsError> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let name = path
         .file_name()
         .map_or_else(|| FILE_NAME.into(), |n| n.to_string_lossy());
     let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<(), ApprovalsError> {
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+            .map_err(io("creating", &tmp))?;
+        f.write_all(bytes).map_err(io("writing", &tmp))?;
+        f.sync_all().map_err(io("writing", &tmp))?;
+        fs::rename(&tmp, path).map_err(io("replacing", path))?;
         // Make the rename itself durable.
         File::open(dir).and_then(|d| d.sync_all()).ok();
         Ok(())

@@ -58,18 +58,18 @@ pub struct ShellHook {
 }
 
 /// The hooks of a configuration, in name order. Errors name the key.
-pub fn from_config(config: &Config) -> anyhow::Result<Vec<Arc<dyn Hook>>> {
+pub fn from_config(config: &Config) -> Result<Vec<Arc<dyn Hook>>, crate::Error> {
     let table = config.table_at("hooks");
     let mut names: Vec<&String> = table.keys().collect();
     names.sort();
     let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
     for name in names {
         let Some(t) = table.get(name).and_then(toml::Value::as_table) else {
-            return Err(crate::app::usage(format!(
+            return Err(crate::Error::usage(format!(
                 "`hooks.{name}` must be a table with `event` and `command`"
             )));
         };
-        hooks.push(Arc::new(ShellHook::parse(name, t).map_err(crate::app::usage)?));
+        hooks.push(Arc::new(ShellHook::parse(name, t).map_err(crate::Error::Usage)?));
     }
     Ok(hooks)
 }

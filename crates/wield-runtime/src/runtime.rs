@@ -1,0 +1,416 @@
+//! [`Runtime`]: the workspace, the merged configuration, the registry and
+//! its policy, the services, and the executors every front-end builds from
+//! them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use wield_core::events::AuditLog;
+use wield_core::policy::{PolicyBuilder, PolicyOptions};
+use wield_core::{
+    Approver, Config, ConfigLoader, EventSink, Executor, ExecutorBuilder, KeyTree, Registered, Services, Session,
+    ToolRef, approval,
+};
+use wield_mcp::McpClients;
+use wield_mcp::client::FrontEnd;
+
+use crate::approvals::FileApprovalStore;
+use crate::tool_set::{SharedTools, ToolSet};
+use crate::{Error, shell_hooks};
+
+/// Which configured MCP servers [`Runtime::load`] starts (all of them are
+/// still known, for listing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Servers {
+    #[default]
+    All,
+    /// Nothing waits for a slow server: for work that uses no bridged tool,
+    /// or for a front-end that starts them in the background itself.
+    None,
+    /// The one server a call of `mcp__NAME__tool` needs.
+    Only(String),
+}
+
+impl Servers {
+    /// What a call of `tool` needs: its own server for a bridged tool,
+    /// every server for `load_tools` (deferred tools are bridged ones too),
+    /// none for the rest.
+    pub fn for_tool(tool: &str) -> Self {
+        if tool == "load_tools" {
+            return Self::All;
+        }
+        // Server names never contain `__`.
+        match tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, _)) => Self::Only(server.to_owned()),
+            None => Self::None,
+        }
+    }
+
+    fn starts(&self, server: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::None => false,
+            Self::Only(name) => name == server,
+        }
+    }
+}
+
+/// How to build a [`Runtime`]: the layers above the configuration files,
+/// and what the front-end brings.
+#[derive(Default)]
+pub struct RuntimeOptions {
+    /// One more configuration file, above the user's and the project's.
+    pub config_file: Option<PathBuf>,
+    /// The environment `WIELD_*` settings are read from (usually
+    /// `std::env::vars()`; empty for none).
+    pub env: Vec<(String, String)>,
+    /// `KEY=VALUE` settings, the highest layer (`--set`).
+    pub set: Vec<String>,
+    /// Profile, agent, mode, task and tool selections for the policy.
+    pub policy: PolicyOptions,
+    /// Where to append the audit log (else `audit.file` from the
+    /// configuration, else none).
+    pub audit: Option<PathBuf>,
+    /// Which bridged MCP servers to start while loading.
+    pub servers: Servers,
+    /// Who answers the sampling and elicitation requests of bridged MCP
+    /// servers.
+    pub front_end: Option<Arc<dyn FrontEnd>>,
+    /// The front-end's own tools, registered with the built-in ones.
+    pub tools: Vec<ToolRef>,
+    /// Cancelled to stop loading while bridged servers start
+    /// ([`Error::Interrupted`]).
+    pub stop: Option<CancellationToken>,
+}
+
+/// Builds an executor from a runtime for one approver, services and event
+/// sink (one per session of a long-running front-end).
+pub type ExecutorFactory = dyn Fn(Arc<dyn Approver>, Services, EventSink) -> Executor + Send + Sync;
+
+/// Everything a front-end needs to run tool calls, built once. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) workspace: PathBuf,
+    pub(crate) config: Arc<Config>,
+    pub(crate) services: Services,
+    /// The registry and the policy decided over it, as they are now:
+    /// replaced whole when a bridged server changes its tools.
+    pub(crate) tools: SharedTools,
+    audit: Option<PathBuf>,
+}
+
+impl Runtime {
+    /// Loads the configuration layers of `workspace` (built-in defaults,
+    /// the user's file, the project's `.wield/config.toml`, the options'
+    /// file, environment and settings), registers the built-in tools, the
+    /// front-end's and the bridged MCP servers' (those `options.servers`
+    /// names start now, each within its timeout; one that fails is a
+    /// warning), and decides the policy.
+    pub async fn load(workspace: impl AsRef<Path>, options: RuntimeOptions) -> Result<Self, Error> {
+        let workspace = canonical_workspace(workspace.as_ref())?;
+        // Saved full outputs stay with the project (and its own tools'
+        // roots), not in a temp dir every project's tools can read.
+        wield_core::truncate::set_saved_output_dir(workspace.join(".wield").join("outputs"));
+
+        let mut registry = crate::tool_set::first_registry(&options.tools)
+            .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
+        let mut known = KeyTree::core();
+        for r in registry.list() {
+            known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
+        }
+        let mut loader = ConfigLoader::new().standard_files(&workspace);
+        if let Some(file) = &options.config_file {
+            loader = loader.file(file);
+        }
+        loader = loader.env(options.env.iter().cloned());
+        let overrides = overrides_table(&options.set)?;
+        if !overrides.is_empty() {
+            loader = loader.overrides("--set", overrides);
+        }
+        let config = loader.load(&known).map_err(Error::usage)?;
+
+        let mut services = Services::new();
+        wield_tools::install_services(&mut services, &config, &workspace).map_err(Error::usage)?;
+        let mcp = McpClients::with_front_end(
+            wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,
+            options.front_end.clone(),
+        );
+        if !mcp.is_empty() {
+            mcp.add_sources(&mut registry, |name| options.servers.starts(name));
+            let stop = options.stop.clone().unwrap_or_default();
+            // A stop does not wait for slow servers: their starts are
+            // dropped, which stops their processes.
+            let warnings = tokio::select! {
+                warnings = registry.load_sources() => warnings,
+                () = stop.cancelled() => return Err(Error::Interrupted),
+            };
+            for warning in warnings {
+                tracing::warn!("{}", warning.message);
+            }
+            crate::tool_set::warn_left_out(&mut registry, &mcp);
+        }
+        services.insert(mcp);
+        let policy = PolicyBuilder::from_config(&config, &options.policy)
+            .map_err(Error::usage)?
+            .build(&registry);
+        let config = Arc::new(config);
+        let tools = SharedTools::new(
+            ToolSet {
+                registry: Arc::new(registry),
+                policy: Arc::new(policy),
+            },
+            Arc::clone(&config),
+            options.policy,
+            options.tools,
+        );
+        let audit = options.audit.or_else(|| config.audit.file.clone());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                workspace,
+                config,
+                services,
+                tools,
+                audit,
+            }),
+        })
+    }
+
+    /// The workspace, canonical.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.workspace
+    }
+
+    /// The merged configuration.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.inner.config
+    }
+
+    /// The services tools find in their context (file confinement, command
+    /// runner, bridged MCP servers, …).
+    pub fn services(&self) -> &Services {
+        &self.inner.services
+    }
+
+    /// The registry and its policy, as they are now.
+    pub fn tools(&self) -> &SharedTools {
+        &self.inner.tools
+    }
+
+    /// The bridged MCP servers.
+    pub fn mcp(&self) -> Option<Arc<McpClients>> {
+        self.inner.services.get::<McpClients>()
+    }
+
+    /// The tools a model sees with their schemas (the policy's `in` tools;
+    /// deferred ones are listed by name only), in name order.
+    pub fn visible(&self) -> Vec<Arc<Registered>> {
+        self.inner.tools.current().visible()
+    }
+
+    /// Whether commands run in a process sandbox: the command runner's
+    /// resolved `[sandbox]` (a configured backend that does not work here
+    /// means no sandbox, and commands fail saying why).
+    pub fn sandboxed(&self) -> bool {
+        self.inner
+            .services
+            .get::<wield_tools::shell::ShellService>()
+            .is_some_and(|s| s.sandbox_active())
+    }
+
+    /// A new session: `model_driven` when a model chooses the calls (the
+    /// checks that keep a model honest, like read-before-write, apply),
+    /// `false` for a person driving tools directly.
+    pub fn session(&self, id: impl Into<String>, model_driven: bool) -> Arc<Session> {
+        Arc::new(Session::new(id, model_driven))
+    }
+
+    /// An executor with this runtime's services and no event sink, asking
+    /// `approver` when a call needs approval.
+    pub fn executor(&self, approver: Arc<dyn Approver>) -> Result<Executor, Error> {
+        let make = self.executor_factory()?;
+        Ok(make(approver, self.inner.services.clone(), EventSink::default()))
+    }
+
+    /// Builds executors that share this runtime's registry, policy, hooks and
+    /// audit log and differ in approver, services and event sink. The
+    /// approval chain: the configuration's rules, remembered approvals
+    /// (read again whenever their files change, so a pattern added while a
+    /// session runs applies to its next call), the paths that always ask,
+    /// and the sandbox.
+    pub fn executor_factory(&self) -> Result<Arc<ExecutorFactory>, Error> {
+        let inner = &self.inner;
+        let hooks = shell_hooks::from_config(&inner.config)?;
+        let audit = match &inner.audit {
+            Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| Error::Io {
+                what: "opening audit log",
+                path: path.clone(),
+                source,
+            })?)),
+            None => None,
+        };
+        let tools = inner.tools.clone();
+        let config = Arc::clone(&inner.config);
+        let workspace = inner.workspace.clone();
+        let sandboxed = self.sandboxed();
+        let ask_paths = wield_tools::fs::ask_path_globs(&inner.config, &inner.workspace).map_err(Error::usage)?;
+        Ok(Arc::new(
+            move |approver: Arc<dyn Approver>, mut services: Services, events: EventSink| {
+                // The tool set as it is now; `load_tools` reads the policy
+                // from the services.
+                let current = tools.current();
+                let registry = Arc::clone(&current.registry);
+                let policy = Arc::clone(&current.policy);
+                services.insert(Arc::clone(&policy));
+                let store = Arc::new(FileApprovalStore::new(&workspace));
+                let mut chain = approval::standard_chain(&config.approval, Vec::new());
+                chain.add(Arc::new(approval::RulesResolver::from_store(
+                    Arc::clone(&store) as Arc<dyn approval::ApprovalStore>
+                )));
+                // Paths outside the roots are refused before approval is asked.
+                let guard = services.get::<wield_sandbox::fs::Confinement>();
+                if let Some(conf) = &guard {
+                    let below = chain.clone();
+                    chain.add(Arc::new(wield_tools::fs::AskPathsResolver::new(
+                        Arc::clone(&registry),
+                        Arc::clone(conf),
+                        ask_paths.clone(),
+                        below,
+                    )));
+                }
+                let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)
+                    .approver(approver)
+                    .services(services)
+                    .events(events)
+                    .visibility(Arc::clone(&policy) as Arc<dyn wield_core::policy::Visibility>)
+                    .chain(chain)
+                    .store(store)
+                    .sandboxed(sandboxed);
+                if let Some(conf) = guard {
+                    builder = builder.path_guard(Arc::new(wield_tools::fs::ConfinementGuard(conf)));
+                }
+                for hook in &hooks {
+                    builder = builder.hook(Arc::clone(hook));
+                }
+                if let Some(log) = &audit {
+                    builder = builder.audit(Arc::clone(log));
+                }
+                builder.build()
+            },
+        ))
+    }
+}
+
+/// `workspace`, canonical, when it is a directory.
+fn canonical_workspace(workspace: &Path) -> Result<PathBuf, Error> {
+    let canonical = std::fs::canonicalize(workspace)
+        .map_err(|e| Error::usage(format!("workspace {}: {e}", workspace.display())))?;
+    if !canonical.is_dir() {
+        return Err(Error::usage(format!(
+            "workspace {} is not a directory",
+            canonical.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+/// `KEY=VALUE` settings as a configuration layer.
+fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
+    let mut table = toml::Table::new();
+    for s in sets {
+        let Some((key, value)) = s.split_once('=') else {
+            return Err(Error::usage(format!("--set expects KEY=VALUE, got `{s}`")));
+        };
+        wield_core::config::set_path(&mut table, key.trim(), wield_core::config::parse_scalar(value.trim()))
+            .map_err(Error::usage)?;
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_starts_only_the_servers_it_needs() {
+        assert_eq!(Servers::for_tool("read"), Servers::None);
+        assert_eq!(Servers::for_tool("load_tools"), Servers::All);
+        assert_eq!(
+            Servers::for_tool("mcp__everything__echo"),
+            Servers::Only("everything".into())
+        );
+        assert!(Servers::Only("a".into()).starts("a") && !Servers::Only("a".into()).starts("b"));
+    }
+
+    #[tokio::test]
+    async fn mistakes_in_the_options_or_the_configuration_are_usage_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Runtime::load(dir.path().join("nope"), RuntimeOptions::default()).await;
+        assert!(missing.is_err_and(|e| e.is_usage() && e.to_string().contains("nope")));
+
+        let set = RuntimeOptions {
+            set: vec!["approval.auto_approve".into()],
+            ..RuntimeOptions::default()
+        };
+        let bad_set = Runtime::load(dir.path(), set).await;
+        assert!(bad_set.is_err_and(|e| e.is_usage() && e.to_string().contains("KEY=VALUE")));
+
+        std::fs::create_dir_all(dir.path().join(".wield")).unwrap();
+        std::fs::write(
+            dir.path().join(".wield/config.toml"),
+            "[hooks.x]\nevent = \"during\"\ncommand = \"true\"\n",
+        )
+        .unwrap();
+        let rt = Runtime::load(dir.path(), RuntimeOptions::default()).await.unwrap();
+        let hooks = rt.executor(Arc::new(approval::HeadlessApprover));
+        assert!(hooks.is_err_and(|e| e.is_usage() && e.to_string().contains("hooks.x.event")));
+    }
+
+    #[tokio::test]
+    async fn a_front_end_s_own_tools_are_registered_and_visible() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = RuntimeOptions {
+            tools: vec![Arc::new(Shout::new())],
+            ..RuntimeOptions::default()
+        };
+        let rt = Runtime::load(dir.path(), options).await.unwrap();
+        assert!(rt.visible().iter().any(|r| r.tool.spec().name == "shout"));
+        assert_eq!(rt.workspace(), std::fs::canonicalize(dir.path()).unwrap());
+    }
+
+    /// A tool of the front-end's own.
+    struct Shout {
+        spec: wield_core::ToolSpec,
+        traits: wield_core::ToolTraits,
+    }
+
+    impl Shout {
+        fn new() -> Self {
+            Self {
+                spec: wield_core::ToolSpec::new("shout", "Upper-case a text", serde_json::json!({"type": "object"})),
+                traits: wield_core::ToolTraits {
+                    read_only: true,
+                    ..wield_core::ToolTraits::default()
+                },
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl wield_core::Tool for Shout {
+        fn spec(&self) -> &wield_core::ToolSpec {
+            &self.spec
+        }
+        fn traits(&self) -> &wield_core::ToolTraits {
+            &self.traits
+        }
+        async fn execute(&self, _input: serde_json::Value, _ctx: &wield_core::Context) -> wield_core::ToolResult {
+            wield_core::ToolResult::ok("HEY")
+        }
+    }
+}
