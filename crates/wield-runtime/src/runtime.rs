@@ -334,6 +334,7 @@ fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
