@@ -1,0 +1,25 @@
+//! Conversations with language models.
+//!
+//! - [`conversation`]: the one conversation model every provider reads and
+//!   writes (messages of text, images, documents, tool uses and results,
+//!   thinking tagged with the provider and model that made it), and a
+//!   reply with its usage and a normalized stop reason.
+//! - [`event`]: the one streaming event model.
+//! - [`decode`]: a decoder per wire format (Anthropic Messages, OpenAI Chat
+//!   Completions and the servers that speak it, OpenAI Responses, Gemini)
+//!   over a real SSE decoder, feeding a [`Turn`] that keeps tool calls
+//!   apart whatever a server does with indexes and ids, and turns
+//!   arguments that are not JSON into a call the model is told about.
+
+pub mod conversation;
+pub mod decode;
+pub mod error;
+pub mod event;
+mod turn;
+
+pub use conversation::{
+    BadCall, Block, ForeignThinking, Message, Origin, Response, ResultPart, Role, Stop, Thinking, Usage,
+};
+pub use error::{ErrorClass, LlmError};
+pub use event::StreamEvent;
+pub use turn::{Args, Turn};
