@@ -54,3 +54,8 @@ if [ "$missing_node" = 1 ]; then
   }
   npm install --silent --no-audit --no-fund --save-exact --prefix "$deps/node" "${node_pkgs[@]}" >/dev/null
 fi
+
+# The local model server the wield-llm tests talk to (llama.cpp's
+# llama-server and a small model; a few minutes to build the first time,
+# cached under target/test-deps/llm).
+bash scripts/llm-peer.sh "$deps/llm" >/dev/null

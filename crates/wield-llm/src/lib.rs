@@ -10,11 +10,18 @@
 //!   over a real SSE decoder, feeding a [`Turn`] that keeps tool calls
 //!   apart whatever a server does with indexes and ids, and turns
 //!   arguments that are not JSON into a call the model is told about.
+//! - [`request`] and [`encode`]: what is asked, and its body per wire
+//!   format, with every tool use paired with exactly one result.
+//! - [`provider`]: sending it and streaming the reply, with retries while
+//!   nothing has reached the caller, and cancellation.
 
 pub mod conversation;
 pub mod decode;
+pub mod encode;
 pub mod error;
 pub mod event;
+pub mod provider;
+pub mod request;
 mod turn;
 
 pub use conversation::{
@@ -22,4 +29,6 @@ pub use conversation::{
 };
 pub use error::{ErrorClass, LlmError};
 pub use event::StreamEvent;
+pub use provider::{ChatCompletions, Endpoint};
+pub use request::{Request, ToolChoice, ToolDef};
 pub use turn::{Args, Turn};

@@ -1,0 +1,5 @@
+//! Request bodies, one encoder per wire format.
+
+mod chat;
+
+pub use chat::chat_body;
