@@ -29,6 +29,6 @@ pub use conversation::{
 };
 pub use error::{ErrorClass, LlmError};
 pub use event::StreamEvent;
-pub use provider::{ChatCompletions, Endpoint};
+pub use provider::{Endpoint, Kind, Provider, ThinkingLevel};
 pub use request::{Request, ToolChoice, ToolDef};
 pub use turn::{Args, Turn};

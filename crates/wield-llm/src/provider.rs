@@ -17,18 +17,69 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Origin, Response};
-use crate::decode::{Chat, Decoding, Flow, WireDecoder, error_of};
-use crate::encode::chat_body;
+use crate::decode::{Anthropic, Chat, Decoding, Flow, Gemini, Responses, WireDecoder, error_of};
+use crate::encode::{anthropic_body, chat_body, gemini_body, responses_body};
 use crate::error::LlmError;
 use crate::event::StreamEvent;
 use crate::request::Request;
 use crate::turn::Turn;
 
+/// The wire format a provider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions.
+    OpenAi,
+    /// OpenAI Responses.
+    OpenAiResponses,
+    /// Chat Completions as llama.cpp, Ollama, vLLM, LM Studio, OpenRouter
+    /// and the like speak it.
+    OpenAiCompatible,
+    /// Gemini (the Generative Language API, or Vertex).
+    Gemini,
+}
+
+impl Kind {
+    /// Every kind, by its configuration name.
+    pub const ALL: [Kind; 5] = [
+        Kind::Anthropic,
+        Kind::OpenAi,
+        Kind::OpenAiResponses,
+        Kind::OpenAiCompatible,
+        Kind::Gemini,
+    ];
+
+    /// The name `kind = …` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Anthropic => "anthropic",
+            Kind::OpenAi => "openai",
+            Kind::OpenAiResponses => "openai-responses",
+            Kind::OpenAiCompatible => "openai-compatible",
+            Kind::Gemini => "gemini",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// How hard the model may think, mapped to each kind's own setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThinkingLevel {
+    #[default]
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
 /// Where and how to reach one provider.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    /// The provider's kind, as configured (`openai-compatible`, …).
-    pub kind: String,
+    pub kind: Kind,
     pub model: String,
     /// The API root, e.g. `http://127.0.0.1:8080/v1`.
     pub base_url: String,
@@ -40,16 +91,80 @@ pub struct Endpoint {
     /// The longest a request may wait for its first byte, and between two
     /// reads of its stream.
     pub timeout: Duration,
+    pub thinking: ThinkingLevel,
 }
 
-/// A provider speaking Chat Completions (OpenAI and every compatible
-/// server).
-pub struct ChatCompletions {
+impl Endpoint {
+    /// The request's URL and body for this kind.
+    fn request(&self, request: &Request) -> (String, Value) {
+        let base = self.base_url.trim_end_matches('/');
+        let kind = self.kind.name();
+        let model = self.model.as_str();
+        match self.kind {
+            Kind::Anthropic => {
+                let budget = match self.thinking {
+                    ThinkingLevel::Off => None,
+                    ThinkingLevel::Low => Some(2_048),
+                    ThinkingLevel::Medium => Some(8_192),
+                    ThinkingLevel::High => Some(24_576),
+                };
+                (format!("{base}/messages"), anthropic_body(kind, model, request, budget))
+            }
+            Kind::OpenAi | Kind::OpenAiCompatible => (format!("{base}/chat/completions"), chat_body(model, request)),
+            Kind::OpenAiResponses => {
+                let effort = match self.thinking {
+                    ThinkingLevel::Off => None,
+                    ThinkingLevel::Low => Some("low"),
+                    ThinkingLevel::Medium => Some("medium"),
+                    ThinkingLevel::High => Some("high"),
+                };
+                (
+                    format!("{base}/responses"),
+                    responses_body(kind, model, request, effort),
+                )
+            }
+            Kind::Gemini => {
+                let budget = match self.thinking {
+                    ThinkingLevel::Off => None,
+                    ThinkingLevel::Low => Some(1_024),
+                    ThinkingLevel::Medium => Some(8_192),
+                    ThinkingLevel::High => Some(24_576),
+                };
+                (
+                    format!("{base}/models/{model}:streamGenerateContent?alt=sse"),
+                    gemini_body(kind, model, request, budget),
+                )
+            }
+        }
+    }
+
+    /// The headers that carry the key, for this kind.
+    fn auth(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let Some(key) = &self.api_key else { return builder };
+        match self.kind {
+            Kind::Anthropic => builder.header("x-api-key", key),
+            Kind::Gemini => builder.header("x-goog-api-key", key),
+            _ => builder.header("authorization", format!("Bearer {key}")),
+        }
+    }
+
+    fn decoder(&self) -> Box<dyn WireDecoder> {
+        match self.kind {
+            Kind::Anthropic => Box::new(Anthropic::default()),
+            Kind::OpenAi | Kind::OpenAiCompatible => Box::new(Chat),
+            Kind::OpenAiResponses => Box::new(Responses::default()),
+            Kind::Gemini => Box::new(Gemini),
+        }
+    }
+}
+
+/// A model provider: one endpoint and its HTTP client.
+pub struct Provider {
     endpoint: Endpoint,
     client: reqwest::Client,
 }
 
-impl ChatCompletions {
+impl Provider {
     pub fn new(endpoint: Endpoint) -> Result<Self, LlmError> {
         let client = reqwest::Client::builder()
             .connect_timeout(endpoint.timeout)
@@ -67,8 +182,7 @@ impl ChatCompletions {
         cancel: &CancellationToken,
         mut on_event: impl FnMut(&StreamEvent),
     ) -> Result<Response, LlmError> {
-        let body = chat_body(&self.endpoint.model, request);
-        let url = format!("{}/chat/completions", self.endpoint.base_url.trim_end_matches('/'));
+        let (url, body) = self.endpoint.request(request);
         let mut attempt = 0;
         loop {
             let mut delivered = false;
@@ -86,7 +200,7 @@ impl ChatCompletions {
                     let delay = wait.unwrap_or_else(|| backoff(attempt));
                     tracing::debug!(
                         "{} request failed ({error}); trying again in {delay:?}",
-                        self.endpoint.kind
+                        self.endpoint.kind.name()
                     );
                     tokio::select! {
                         () = tokio::time::sleep(delay) => {}
@@ -107,9 +221,10 @@ impl ChatCompletions {
         on_event: &mut dyn FnMut(&StreamEvent),
     ) -> Result<Response, Failure> {
         let mut builder = self.client.post(url).header("content-type", "application/json");
-        if let Some(key) = &self.endpoint.api_key {
-            builder = builder.header("authorization", format!("Bearer {key}"));
+        if self.endpoint.kind == Kind::Anthropic {
+            builder = builder.header("anthropic-version", "2023-06-01");
         }
+        builder = self.endpoint.auth(builder);
         for (name, value) in &self.endpoint.headers {
             builder = builder.header(name, value);
         }
@@ -197,12 +312,14 @@ impl ChatCompletions {
     }
 
     fn decoding(&self) -> Decoding {
-        let decoder: Box<dyn WireDecoder> = Box::new(Chat);
         let origin = Origin {
-            provider: self.endpoint.kind.clone(),
+            provider: self.endpoint.kind.name().to_owned(),
             model: self.endpoint.model.clone(),
         };
-        Decoding::new(decoder, Turn::new(origin, format!("call_{}_", unique())))
+        Decoding::new(
+            self.endpoint.decoder(),
+            Turn::new(origin, format!("call_{}_", unique())),
+        )
     }
 }
 

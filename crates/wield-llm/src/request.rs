@@ -22,7 +22,7 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// What to do with reasoning another provider or model produced.
     #[serde(default)]
     pub foreign_thinking: ForeignThinking,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use wield_llm::{ChatCompletions, Endpoint, LlmError, Message, Request, Role, Stop, StreamEvent};
+use wield_llm::{Endpoint, Kind, LlmError, Message, Provider, Request, Role, Stop, StreamEvent, ThinkingLevel};
 
 /// One scripted answer: the head (status line and headers) and the body's
 /// pieces, each sent after its delay; `hold` keeps the connection open
@@ -41,7 +41,7 @@ fn status(code: u16, headers: &str, body: &str) -> Answer {
 }
 
 /// A server answering each request with the next answer; returns its base
-/// URL and the request bodies it received.
+/// URL and the requests it received (head and body).
 async fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -67,7 +67,7 @@ async fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
                         })
                         .unwrap_or(0);
                     if request.len() >= end + 4 + len {
-                        seen.lock().unwrap().push(text[end + 4..].to_owned());
+                        seen.lock().unwrap().push(text);
                         break;
                     }
                 }
@@ -101,15 +101,24 @@ async fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
     (url, bodies)
 }
 
-fn provider(url: &str, retries: u32) -> ChatCompletions {
-    ChatCompletions::new(Endpoint {
-        kind: "openai-compatible".into(),
-        model: "m".into(),
+fn body_of(request: &str) -> serde_json::Value {
+    serde_json::from_str(request.split_once("\r\n\r\n").unwrap().1).unwrap()
+}
+
+fn provider(url: &str, retries: u32) -> Provider {
+    provider_of(Kind::OpenAiCompatible, url, retries)
+}
+
+fn provider_of(kind: Kind, url: &str, retries: u32) -> Provider {
+    Provider::new(Endpoint {
+        kind,
+        model: "m-1".into(),
         base_url: url.into(),
         api_key: Some("sk-test-secret".into()),
         headers: Vec::new(),
         max_retries: retries,
         timeout: Duration::from_secs(10),
+        thinking: ThinkingLevel::Off,
     })
     .unwrap()
 }
@@ -151,7 +160,7 @@ async fn a_429_is_tried_again_after_the_time_it_asks_for() {
     );
     let bodies = bodies.lock().unwrap();
     assert_eq!(bodies.len(), 2);
-    let body: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    let body = body_of(&bodies[0]);
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
     assert_eq!(
@@ -267,4 +276,72 @@ async fn a_connection_refused_is_tried_again_then_reported() {
         matches!(e, LlmError::Provider { .. }) && e.to_string().contains("cannot reach"),
         "{e}"
     );
+}
+
+/// Each kind sends to its own path with its own key header, and decodes
+/// its own stream (the documented wire formats, as in the decoder tests).
+#[tokio::test]
+async fn every_kind_speaks_its_own_wire_format() {
+    let fixture =
+        |name: &str| std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let cases = [
+        (
+            Kind::Anthropic,
+            "anthropic_text.sse",
+            "POST /v1/messages ",
+            "x-api-key: sk-test-secret",
+            "Hello, wörld ✓",
+        ),
+        (
+            Kind::OpenAi,
+            "chat_text.sse",
+            "POST /v1/chat/completions ",
+            "authorization: Bearer sk-test-secret",
+            "Hi there",
+        ),
+        (
+            Kind::OpenAiResponses,
+            "responses_reasoning_tool.sse",
+            "POST /v1/responses ",
+            "authorization: Bearer sk-test-secret",
+            "Reading it.",
+        ),
+        (
+            Kind::Gemini,
+            "gemini_tools.sse",
+            "POST /v1/models/m-1:streamGenerateContent?alt=sse ",
+            "x-goog-api-key: sk-test-secret",
+            "",
+        ),
+    ];
+    for (kind, fixture_name, line, auth, text) in cases {
+        let body = fixture(fixture_name);
+        // In small pieces, as a socket may deliver them.
+        let pieces: Vec<&str> = body
+            .as_bytes()
+            .chunks(7)
+            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+            .collect();
+        let answer = if pieces.iter().all(|p| !p.is_empty()) {
+            sse(&pieces)
+        } else {
+            sse(&[body.as_str()])
+        };
+        let (url, requests) = serve(vec![answer]).await;
+        let r = provider_of(kind, &url, 0)
+            .stream(&hello(), &CancellationToken::new(), |_| {})
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(r.text(), text, "{kind:?}");
+        let request = requests.lock().unwrap()[0].clone();
+        assert!(request.starts_with(line), "{kind:?}: {request}");
+        assert!(
+            request.to_ascii_lowercase().contains(&auth.to_ascii_lowercase()),
+            "{kind:?}: {request}"
+        );
+        if kind == Kind::Anthropic {
+            assert!(request.contains("anthropic-version: 2023-06-01"), "{request}");
+        }
+        let _ = body_of(&request);
+    }
 }
