@@ -14,6 +14,7 @@
 //!   format, with every tool use paired with exactly one result.
 //! - [`provider`]: sending it and streaming the reply, with retries while
 //!   nothing has reached the caller, and cancellation.
+//! - [`xml`]: the XML tool protocol for models without native tool calls.
 
 pub mod conversation;
 pub mod decode;
@@ -23,6 +24,7 @@ pub mod event;
 pub mod provider;
 pub mod request;
 mod turn;
+pub mod xml;
 
 pub use conversation::{
     BadCall, Block, ForeignThinking, Message, Origin, Response, ResultPart, Role, Stop, Thinking, Usage,
