@@ -15,6 +15,8 @@
 //! - [`provider`]: sending it and streaming the reply, with retries while
 //!   nothing has reached the caller, and cancellation.
 //! - [`xml`]: the XML tool protocol for models without native tool calls.
+//! - [`settings`]: providers as configured (`[providers.NAME]`), or from
+//!   the official SDKs' environment variables.
 
 pub mod conversation;
 pub mod decode;
@@ -23,6 +25,7 @@ pub mod error;
 pub mod event;
 pub mod provider;
 pub mod request;
+pub mod settings;
 mod turn;
 pub mod xml;
 

@@ -76,8 +76,8 @@ pub enum ThinkingLevel {
     High,
 }
 
-/// Where and how to reach one provider.
-#[derive(Clone, Debug)]
+/// Where and how to reach one provider. Its `Debug` form hides the key.
+#[derive(Clone)]
 pub struct Endpoint {
     pub kind: Kind,
     pub model: String,
@@ -92,6 +92,21 @@ pub struct Endpoint {
     /// reads of its stream.
     pub timeout: Duration,
     pub thinking: ThinkingLevel,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<hidden>"))
+            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("max_retries", &self.max_retries)
+            .field("timeout", &self.timeout)
+            .field("thinking", &self.thinking)
+            .finish()
+    }
 }
 
 impl Endpoint {
