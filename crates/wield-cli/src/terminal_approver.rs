@@ -264,7 +264,6 @@ impl Approver for ScriptedApprover {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

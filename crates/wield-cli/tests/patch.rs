@@ -2,7 +2,8 @@
 //! `wield call patch`) on real files: every operation, every accepted
 //! variation of the format, every refusal — and after every refusal, the
 //! whole workspace exactly as it was.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::fs;

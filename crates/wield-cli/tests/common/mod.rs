@@ -1,4 +1,6 @@
 //! The temp-dir layout the file-tool and patch tests attack and defend.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::fs;
 use std::path::PathBuf;

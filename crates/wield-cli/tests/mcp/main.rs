@@ -9,7 +9,6 @@
 //! The peers are installed by `scripts/test-deps.sh` under
 //! `target/test-deps` (or `$WIELD_TEST_DEPS`). A missing peer fails the
 //! test with the command that installs it; nothing is skipped.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod client;
 mod conformance;

@@ -1,4 +1,6 @@
 //! Where the peers are, and running them with a deadline.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

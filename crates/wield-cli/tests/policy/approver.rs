@@ -11,6 +11,7 @@ use crate::support::{Env, error_of};
 const STRICT: &str = "[approval]\nauto_approve = []\n";
 const WRITE: &str = r#"{"path":"src/a.rs","content":"new line"}"#;
 
+#[allow(clippy::unwrap_used)]
 fn scripted(e: &Env, answers: &str) -> (i32, Value, String) {
     let out = e
         .wield()
@@ -125,6 +126,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 const DOWN: &str = "\x1b[B";
 
 /// (exit code, the JSON result line, everything the terminal showed).
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 fn on_pty(e: &Env, plan: &[(&str, String)]) -> (i32, Value, String) {
     let driver = e.home.path().join("pty_driver.py");
     std::fs::write(&driver, PTY_DRIVER).unwrap();

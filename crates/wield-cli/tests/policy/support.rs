@@ -1,4 +1,6 @@
 //! A temporary workspace and home for each test, so no user config leaks in.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 

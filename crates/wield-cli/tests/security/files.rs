@@ -1,4 +1,6 @@
 //! File tools and nested project state: `.git`, `.wield`, protected globs, paths run automatically later.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -2,8 +2,6 @@
 //! sandboxes: what a prompt-injected model choosing every argument, or
 //! another local user, tried, and must fail to do.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod approval;
 mod files;
 mod http;

@@ -1,4 +1,6 @@
 //! The process sandbox: Unix sockets, the private temp dir, protected paths against renames, wield's own memory, the kill-tree.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

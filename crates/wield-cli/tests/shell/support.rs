@@ -1,5 +1,7 @@
 //! A workspace laid out so that the sandbox's roots are known exactly, and
 //! ways to run the real binary in it.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;

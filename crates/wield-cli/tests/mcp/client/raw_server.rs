@@ -150,6 +150,7 @@ if os.environ.get("ON_EOF", "exit") == "ignore":
 "#;
 
 /// A workspace with the server as each of `servers` (name, TOML env table).
+#[allow(clippy::unwrap_used)]
 fn workspace(servers: &[(&str, &str)]) -> Ws {
     let mut config = String::from("[approval]\nauto_approve = [\"$standard\", \"mcp__*\"]\n");
     for (name, env) in servers {
@@ -163,6 +164,7 @@ fn workspace(servers: &[(&str, &str)]) -> Ws {
     ws
 }
 
+#[allow(clippy::unwrap_used)]
 fn call(ws: &Ws, tool: &str, args: &str) -> (Value, Duration) {
     let start = Instant::now();
     let out = ws.wield().args(["call", "--json", tool, args]).output().unwrap();
