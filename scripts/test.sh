@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
 
 if command -v cargo-nextest >/dev/null 2>&1; then
+  # .config/nextest.toml: slow-test timeouts and the process-heavy suites' groups.
   cargo nextest run --workspace --no-fail-fast
   # nextest does not run doctests.
   cargo test --workspace --doc
