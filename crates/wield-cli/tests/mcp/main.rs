@@ -15,3 +15,5 @@ mod conformance;
 mod server;
 mod server_processes;
 mod support;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

@@ -9,3 +9,5 @@ mod hooks;
 mod remembered;
 mod support;
 mod visibility;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

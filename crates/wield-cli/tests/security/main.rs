@@ -11,3 +11,5 @@ mod sandbox;
 #[allow(dead_code)]
 #[path = "../shell/support.rs"]
 mod support;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

@@ -35,18 +35,8 @@ fn wield_as_nobody(ws: &Ws) -> Command {
         .status()
         .unwrap();
     assert!(status.success(), "cannot hand {} to nobody", base.display());
-    let template = ws.wield();
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(template.get_program())
-        .current_dir(&ws.ws)
-        .env_clear()
-        .stdin(std::process::Stdio::null());
-    for (k, v) in template.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
+    let mut cmd = ws.wield_env().command_as_nobody();
+    cmd.stdin(std::process::Stdio::null());
     cmd
 }
 

@@ -5,3 +5,5 @@ mod bash;
 mod processes;
 mod sandbox;
 mod support;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;
