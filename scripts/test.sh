@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
 
 if command -v cargo-nextest >/dev/null 2>&1; then
+  # .config/nextest.toml: slow-test timeouts and the process-heavy suites' groups.
   cargo nextest run --workspace --no-fail-fast --features wield-cli/test-hooks
   # nextest does not run doctests.
   cargo test --workspace --doc

@@ -197,7 +197,6 @@ pub(crate) fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAns
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

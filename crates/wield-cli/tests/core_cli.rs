@@ -9,6 +9,11 @@ use predicates::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
 
+#[path = "support/wield_cmd.rs"]
+mod wield_cmd;
+
+use wield_cmd::WieldEnv;
+
 struct Env {
     home: TempDir,
     ws: TempDir,
@@ -23,15 +28,7 @@ impl Env {
     }
 
     fn wield(&self) -> Command {
-        let mut c = Command::cargo_bin("wield").unwrap();
-        c.current_dir(self.ws.path())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
-            .env_remove("WIELD_INCLUDE_TOOLS")
-            .env_remove("WIELD_EXCLUDE_TOOLS")
-            .env_remove("WIELD_PROFILE")
-            .env("RUST_BACKTRACE", "0");
-        c
+        Command::from_std(WieldEnv::new(self.ws.path(), self.home.path()).command())
     }
 
     fn project_config(&self, text: &str) {
@@ -43,6 +40,28 @@ impl Env {
 
 fn json_out(out: &[u8]) -> Value {
     serde_json::from_slice(out).expect("stdout is one JSON object")
+}
+
+/// The test helper every `wield` of these tests is started through passes
+/// nothing from the test run's environment (cargo's and nextest's
+/// variables, a developer's `WIELD_*` settings) but its allow-list.
+#[test]
+fn wield_starts_with_only_the_allowed_variables() {
+    let e = Env::new();
+    let env = WieldEnv::new(e.ws.path(), e.home.path()).with_tmp(e.home.path());
+    let out = env.running("env").output().unwrap();
+    assert!(out.status.success());
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["HOME", "LANG", "PATH", "RUST_BACKTRACE", "TMPDIR", "XDG_CONFIG_HOME"],
+        "{names:?}"
+    );
 }
 
 #[test]

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 mod common;
+#[path = "support/wield_cmd.rs"]
+mod wield_cmd;
 
 use common::{Env, SECRET};
 

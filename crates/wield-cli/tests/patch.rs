@@ -2,7 +2,8 @@
 //! `wield call patch`) on real files: every operation, every accepted
 //! variation of the format, every refusal — and after every refusal, the
 //! whole workspace exactly as it was.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 mod common;
+#[path = "support/wield_cmd.rs"]
+mod wield_cmd;
 
 use common::{Env, SECRET};
 
@@ -441,17 +444,7 @@ fn as_nobody(env: &Env, args: &[&str]) -> Run {
             .unwrap();
         assert!(st.success(), "{what} {args:?} failed");
     }
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(assert_cmd::cargo::cargo_bin("wield"))
-        .current_dir(env.ws(""))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.base.join("home"))
-        .env("TMPDIR", env.base.join("tmp"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = env.wield_env().command_as_nobody().args(args).output().unwrap();
     Run {
         code: out.status.code().unwrap(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -272,7 +272,6 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::testing::StaticTool;
     use serde_json::json;

@@ -333,7 +333,6 @@ pub fn export_tools<'a>(tools: impl IntoIterator<Item = (&'a ToolSpec, &'a str)>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

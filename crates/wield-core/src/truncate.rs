@@ -402,7 +402,6 @@ fn finish(mut kept: String, first: usize, last: usize, total: usize, max_bytes: 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// Regression: saved outputs were readable by every user (0644) in a

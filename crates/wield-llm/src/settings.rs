@@ -381,7 +381,6 @@ fn duration(text: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use serde_json::json;
 

@@ -3,7 +3,8 @@
 //! completion and for the user's input, and gets the front-end's answers.
 //! Without a front-end it gets "not supported" (tested through the `wield`
 //! binary in wield-cli).
-#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used, deprecated)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,6 @@
 //! The server and the client of this crate talking to each other over an
 //! in-memory pipe: progress from a tool's output, cancellation reaching the
 //! tool, denials as results, and the client's result mapping.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,6 +75,7 @@ impl ClientHandler for Client {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("test", "1"))
     }
 
+    #[allow(clippy::unwrap_used)]
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
         self.progress.lock().unwrap().push(params);
     }
@@ -85,6 +85,7 @@ fn object() -> Value {
     json!({"type": "object", "properties": {}})
 }
 
+#[allow(clippy::unwrap_used)]
 async fn connect(cancelled: Arc<AtomicBool>) -> (rmcp::service::RunningService<RoleClient, Client>, Client) {
     let mut registry = Registry::new();
     registry

@@ -95,7 +95,6 @@ pub(crate) fn uniform_shift<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a st
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
 

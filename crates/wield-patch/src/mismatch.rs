@@ -284,7 +284,6 @@ fn region(file: &FileLines<'_>, start: usize, len: usize, similar: usize) -> Reg
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
 

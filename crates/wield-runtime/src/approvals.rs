@@ -307,7 +307,6 @@ fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> Result<(), ApprovalsError> 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -334,7 +334,6 @@ fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -2,8 +2,6 @@
 //! timeouts and cancellation that leave no process behind, environments,
 //! background processes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +30,7 @@ fn assert_gone(pids: &[i32]) {
     }
 }
 
+#[allow(clippy::unwrap_used)]
 fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();

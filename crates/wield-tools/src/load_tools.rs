@@ -123,7 +123,6 @@ impl Tool for LoadTools {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use std::sync::Arc;
 
     use wield_core::policy::{PolicyBuilder, RuleList};

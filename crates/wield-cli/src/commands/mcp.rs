@@ -248,7 +248,6 @@ async fn list(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

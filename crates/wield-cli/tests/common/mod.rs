@@ -1,10 +1,14 @@
 //! The temp-dir layout the file-tool and patch tests attack and defend.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::fs;
 use std::path::PathBuf;
 
 use assert_cmd::Command;
 use tempfile::TempDir;
+
+use crate::wield_cmd::WieldEnv;
 
 pub const SECRET: &str = "TOP-SECRET-CONTENT";
 
@@ -40,19 +44,14 @@ impl Env {
         fs::write(p, text).unwrap();
     }
 
+    /// Where `wield` runs: the workspace, base/home and base/tmp.
+    pub fn wield_env(&self) -> WieldEnv {
+        WieldEnv::new(&self.ws(""), &self.base.join("home")).with_tmp(&self.base.join("tmp"))
+    }
+
     /// `wield` in the workspace, with no user configuration or tool
     /// selection leaking in from the environment.
     pub fn wield(&self) -> Command {
-        let mut c = Command::cargo_bin("wield").unwrap();
-        c.current_dir(self.ws(""))
-            .env("HOME", self.base.join("home"))
-            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
-            .env("TMPDIR", self.base.join("tmp"))
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("WIELD_INCLUDE_TOOLS")
-            .env_remove("WIELD_EXCLUDE_TOOLS")
-            .env_remove("WIELD_PROFILE")
-            .env_remove("WIELD_TEST_APPROVER");
-        c
+        Command::from_std(self.wield_env().command())
     }
 }

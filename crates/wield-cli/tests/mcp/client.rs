@@ -306,6 +306,7 @@ fn commands_start_only_the_servers_they_need() {
 }
 
 /// A built-in tool runs in `ws`, whatever its servers do.
+#[allow(clippy::unwrap_used)]
 fn calculator_runs(ws: &Ws) {
     let out = ws
         .wield()

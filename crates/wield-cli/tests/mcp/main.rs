@@ -9,10 +9,11 @@
 //! The peers are installed by `scripts/test-deps.sh` under
 //! `target/test-deps` (or `$WIELD_TEST_DEPS`). A missing peer fails the
 //! test with the command that installs it; nothing is skipped.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod client;
 mod conformance;
 mod server;
 mod server_processes;
 mod support;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

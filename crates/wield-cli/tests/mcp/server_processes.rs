@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::support::{RawServe, Ws};
 
 /// The zombie children of process `pid`, by their stat lines.
+#[allow(clippy::unwrap_used)]
 fn zombie_children(pid: u32) -> Vec<String> {
     let mut out = Vec::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {

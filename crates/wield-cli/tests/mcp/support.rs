@@ -1,4 +1,6 @@
 //! Where the peers are, and running them with a deadline.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -6,6 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::wield_cmd::{WieldEnv, wield_bin};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -46,10 +50,6 @@ pub fn everything() -> PathBuf {
 
 pub fn conformance() -> PathBuf {
     peer("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
-}
-
-pub fn wield_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("wield")
 }
 
 /// Run `cmd` to completion within `limit`; returns (success, stdout+stderr).
@@ -142,22 +142,15 @@ impl Ws {
         assert_cmd::Command::from_std(self.command())
     }
 
+    /// Where `wield` runs: the workspace, with this home and temp dir.
+    pub fn wield_env(&self) -> WieldEnv {
+        WieldEnv::new(&self.ws(), &self.dir.path().join("home")).with_tmp(&self.dir.path().join("tmp"))
+    }
+
     /// `wield` with this home and a clean environment, to spawn with pipes
     /// of the test's own (a server).
     pub fn command(&self) -> Command {
-        let mut c = Command::new(wield_bin());
-        c.current_dir(self.ws())
-            .env("HOME", self.dir.path().join("home"))
-            .env("XDG_CONFIG_HOME", self.dir.path().join("home/.config"))
-            .env("TMPDIR", self.dir.path().join("tmp"))
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("WIELD_INCLUDE_TOOLS")
-            .env_remove("WIELD_EXCLUDE_TOOLS")
-            .env_remove("WIELD_PROFILE")
-            .env_remove("WIELD_TEST_APPROVER")
-            .env_remove("WIELD_LOG")
-            .env_remove("WIELD_MCP_TOKEN");
-        c
+        self.wield_env().command()
     }
 }
 

@@ -2,7 +2,6 @@
 //! dialog through a real pseudo-terminal, and the headless refusal.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -11,6 +10,7 @@ use crate::support::{Env, error_of};
 const STRICT: &str = "[approval]\nauto_approve = []\n";
 const WRITE: &str = r#"{"path":"src/a.rs","content":"new line"}"#;
 
+#[allow(clippy::unwrap_used)]
 fn scripted(e: &Env, answers: &str) -> (i32, Value, String) {
     let out = e
         .wield()
@@ -125,14 +125,14 @@ sys.exit(os.waitstatus_to_exitcode(status))
 const DOWN: &str = "\x1b[B";
 
 /// (exit code, the JSON result line, everything the terminal showed).
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 fn on_pty(e: &Env, plan: &[(&str, String)]) -> (i32, Value, String) {
     let driver = e.home.path().join("pty_driver.py");
     std::fs::write(&driver, PTY_DRIVER).unwrap();
     let plan: Vec<(&str, &str)> = plan.iter().map(|(w, k)| (*w, k.as_str())).collect();
-    let bin = assert_cmd::cargo::cargo_bin("wield");
-    let mut c = Command::new("python3");
-    e.prepare(&mut c);
-    let out = c
+    let bin = crate::wield_cmd::wield_bin();
+    let out = e
+        .running("python3")
         .env("PTY_PLAN", serde_json::to_string(&plan).unwrap())
         .env("TERM", "xterm-256color")
         .arg(&driver)

@@ -2,7 +2,6 @@
 //! its explanations, approval rules and presets, remembered approvals (also
 //! under concurrency), user hooks, and the approvers (scripted and through a
 //! pseudo-terminal).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approval;
 mod approver;
@@ -10,3 +9,5 @@ mod hooks;
 mod remembered;
 mod support;
 mod visibility;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

@@ -131,17 +131,15 @@ fn concurrent_adds_never_lose_a_rule() {
     const PROCESSES: usize = 8;
     const EACH: usize = 100;
     let e = Env::new();
-    let bin = assert_cmd::cargo::cargo_bin("wield");
     let started = Instant::now();
     std::thread::scope(|s| {
         for p in 0..PROCESSES {
-            let (e, bin) = (&e, &bin);
+            let e = &e;
             s.spawn(move || {
                 for i in 0..EACH {
-                    let mut c = std::process::Command::new(bin);
-                    e.prepare(&mut c);
                     let scope = if i % 4 == 0 { "global" } else { "project" };
-                    let out = c
+                    let out = e
+                        .running(crate::wield_cmd::wield_bin())
                         .args(["approvals", "add", &format!("tool_{p}_{i}:arg*"), "--scope", scope])
                         .output()
                         .unwrap();

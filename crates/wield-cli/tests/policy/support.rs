@@ -1,10 +1,15 @@
 //! A temporary workspace and home for each test, so no user config leaks in.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
+
+use crate::wield_cmd::{WieldEnv, wield_bin};
 
 pub struct Env {
     pub home: TempDir,
@@ -27,28 +32,15 @@ impl Env {
     }
 
     pub fn wield(&self) -> Command {
-        let mut c = Command::cargo_bin("wield").unwrap();
-        self.prepare(&mut c);
-        c
+        Command::from_std(self.running(wield_bin()))
     }
 
-    /// The same environment for a plain `std::process::Command`.
-    pub fn prepare<C: EnvCommand>(&self, c: &mut C) {
-        c.dir(self.ws.path());
-        c.set("HOME", self.home.path());
-        c.set("XDG_CONFIG_HOME", &self.config_home());
-        c.set("WIELD_DEBUG_TOOLS", Path::new("1"));
-        c.set("RUST_BACKTRACE", Path::new("0"));
-        c.set("NO_COLOR", Path::new("1"));
-        for var in [
-            "WIELD_INCLUDE_TOOLS",
-            "WIELD_EXCLUDE_TOOLS",
-            "WIELD_PROFILE",
-            "WIELD_TEST_APPROVER",
-            "WIELD_LOG",
-        ] {
-            c.unset(var);
-        }
+    /// `program` (wield, or a program that starts it) in the environment
+    /// `wield` gets: the debug tool on, no colours.
+    pub fn running(&self, program: impl AsRef<OsStr>) -> std::process::Command {
+        let mut c = WieldEnv::new(self.ws.path(), self.home.path()).running(program);
+        c.env("WIELD_DEBUG_TOOLS", "1").env("NO_COLOR", "1");
+        c
     }
 
     pub fn config_home(&self) -> PathBuf {
@@ -119,35 +111,4 @@ pub fn decision(debug: &Value, tool: &str) -> (String, String, String) {
 
 pub fn error_of(result: &Value) -> String {
     result["error"].as_str().unwrap_or_default().to_owned()
-}
-
-/// What both `assert_cmd::Command` and `std::process::Command` can do.
-pub trait EnvCommand {
-    fn dir(&mut self, dir: &Path);
-    fn set(&mut self, key: &str, value: &Path);
-    fn unset(&mut self, key: &str);
-}
-
-impl EnvCommand for Command {
-    fn dir(&mut self, dir: &Path) {
-        self.current_dir(dir);
-    }
-    fn set(&mut self, key: &str, value: &Path) {
-        self.env(key, value);
-    }
-    fn unset(&mut self, key: &str) {
-        self.env_remove(key);
-    }
-}
-
-impl EnvCommand for std::process::Command {
-    fn dir(&mut self, dir: &Path) {
-        self.current_dir(dir);
-    }
-    fn set(&mut self, key: &str, value: &Path) {
-        self.env(key, value);
-    }
-    fn unset(&mut self, key: &str) {
-        self.env_remove(key);
-    }
 }

@@ -209,6 +209,7 @@ fn deny_rules_refuse_what_cannot_be_analysed_and_nothing_else() {
     assert_eq!(code, 0, "{v}");
 }
 
+#[allow(clippy::unwrap_used)]
 fn link(target: &str, at: &Path) {
     std::fs::create_dir_all(at.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(target, at).unwrap();

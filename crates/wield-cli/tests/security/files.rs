@@ -1,4 +1,6 @@
 //! File tools and nested project state: `.git`, `.wield`, protected globs, paths run automatically later.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -228,27 +230,17 @@ fn bash_as_nobody(ws: &Ws, backend: &str, command: &str) -> (i32, Value) {
         let st = Command::new(what).args(&args).arg(base).status().unwrap();
         assert!(st.success(), "{what} {args:?} failed");
     }
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(assert_cmd::cargo::cargo_bin("wield"))
-        .current_dir(&ws.ws)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &ws.home)
-        .env("XDG_CONFIG_HOME", ws.home.join(".config"))
-        .env("TMPDIR", &ws.tmp)
-        .env("LANG", "C.UTF-8")
-        .stdin(std::process::Stdio::null())
-        .args([
-            "--set",
-            "sandbox.enabled=true",
-            "--set",
-            &format!("sandbox.backend=\"{backend}\""),
-            "call",
-            "bash",
-            &json!({ "command": command }).to_string(),
-            "--json",
-        ]);
+    let mut cmd = ws.wield_env().command_as_nobody();
+    cmd.stdin(std::process::Stdio::null()).args([
+        "--set",
+        "sandbox.enabled=true",
+        "--set",
+        &format!("sandbox.backend=\"{backend}\""),
+        "call",
+        "bash",
+        &json!({ "command": command }).to_string(),
+        "--json",
+    ]);
     crate::support::call_json(cmd)
 }
 

@@ -2,8 +2,6 @@
 //! sandboxes: what a prompt-injected model choosing every argument, or
 //! another local user, tried, and must fail to do.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod approval;
 mod files;
 mod http;
@@ -13,3 +11,5 @@ mod sandbox;
 #[allow(dead_code)]
 #[path = "../shell/support.rs"]
 mod support;
+#[path = "../support/wield_cmd.rs"]
+mod wield_cmd;

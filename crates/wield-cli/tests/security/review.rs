@@ -12,6 +12,7 @@ use crate::support::{Ws, output};
 /// sandboxed command may make it: `sub/.git` names `store`, whose
 /// `commondir` names `common`. Git takes its config and hooks from
 /// `common`, which holds no `HEAD`.
+#[allow(clippy::unwrap_used)]
 fn linked_worktree(ws: &Path) {
     for d in ["sub", "common/objects", "common/refs", "store"] {
         std::fs::create_dir_all(ws.join(d)).unwrap();
@@ -141,6 +142,7 @@ fn deny_rules_see_rm_behind_continuations_env_options_and_git_programs() {
 
 /// `wield mcp serve --http … --token-file FILE`, run to its end (killed
 /// after 10 s): (exit status, stderr, whether it had to be killed).
+#[allow(clippy::unwrap_used)]
 fn serve_with_token_file(ws: &Ws, file: &Path) -> (Option<i32>, String, bool) {
     let mut child = ws
         .wield()

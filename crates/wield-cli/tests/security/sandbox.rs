@@ -1,4 +1,6 @@
 //! The process sandbox: Unix sockets, the private temp dir, protected paths against renames, wield's own memory, the kill-tree.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,18 +35,8 @@ fn wield_as_nobody(ws: &Ws) -> Command {
         .status()
         .unwrap();
     assert!(status.success(), "cannot hand {} to nobody", base.display());
-    let template = ws.wield();
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(template.get_program())
-        .current_dir(&ws.ws)
-        .env_clear()
-        .stdin(std::process::Stdio::null());
-    for (k, v) in template.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
+    let mut cmd = ws.wield_env().command_as_nobody();
+    cmd.stdin(std::process::Stdio::null());
     cmd
 }
 

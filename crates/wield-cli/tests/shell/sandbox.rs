@@ -203,6 +203,7 @@ fn a_command_cannot_make_a_git_repository_where_there_is_none() {
 }
 
 /// Accept connections in the background; the count of accepted ones.
+#[allow(clippy::unwrap_used)]
 fn listener() -> (u16, std::sync::mpsc::Receiver<String>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();

@@ -1,5 +1,7 @@
 //! A workspace laid out so that the sandbox's roots are known exactly, and
 //! ways to run the real binary in it.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -8,6 +10,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use tempfile::TempDir;
+
+use crate::wield_cmd::WieldEnv;
 
 /// `base/ws` is the workspace, `base/tmp` wield's temp dir (a write root),
 /// `base/home` its HOME, `base/outside` a directory in no root. `base`
@@ -38,17 +42,15 @@ impl Ws {
         }
     }
 
+    /// Where `wield` runs: the workspace, with this home and temp dir.
+    pub fn wield_env(&self) -> WieldEnv {
+        WieldEnv::new(&self.ws, &self.home).with_tmp(&self.tmp)
+    }
+
     /// The binary with a clean environment (PATH only, plus the layout).
     pub fn wield(&self) -> Command {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("wield"));
-        cmd.current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("TMPDIR", &self.tmp)
-            .env("LANG", "C.UTF-8")
-            .stdin(Stdio::null());
+        let mut cmd = self.wield_env().command();
+        cmd.stdin(Stdio::null());
         cmd
     }
 

@@ -208,7 +208,6 @@ fn needs_escape(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use serde_json::json;
 
     use super::*;

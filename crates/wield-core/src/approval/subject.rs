@@ -271,7 +271,6 @@ fn glob_may_match_after(glob: &str, prefix: &str) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -597,7 +597,6 @@ fn env_layer(vars: &[(String, String)]) -> Result<toml::Table, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

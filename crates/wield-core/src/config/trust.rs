@@ -82,7 +82,6 @@ pub fn with_trust(text: &str, origin: &Path, file: &Path, content: Option<&[u8]>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -492,7 +492,6 @@ impl Visibility for ToolPolicy {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use std::sync::Arc;
 
     use serde_json::json;

@@ -166,7 +166,6 @@ impl FromStr for Profile {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn t(read_only: bool, groups: &[&str]) -> ToolTraits {

@@ -195,7 +195,6 @@ impl Layer {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn traits(groups: &[&str]) -> ToolTraits {

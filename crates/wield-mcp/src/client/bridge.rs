@@ -473,7 +473,6 @@ enum Failure {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

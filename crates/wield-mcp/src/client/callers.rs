@@ -143,7 +143,6 @@ impl FrontEnd for RouteToCallers {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     struct Front;

@@ -416,7 +416,6 @@ fn expand_env(s: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn parse(text: &str) -> Result<ServerConfig, McpError> {

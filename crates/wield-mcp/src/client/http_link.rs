@@ -335,7 +335,6 @@ impl StreamableHttpClient for NotingClient {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

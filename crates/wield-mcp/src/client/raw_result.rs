@@ -71,7 +71,6 @@ fn clip(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use serde_json::json;
 
     use super::*;

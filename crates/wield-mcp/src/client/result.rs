@@ -129,7 +129,6 @@ fn link_line(link: &Resource) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn result(v: Value) -> CallToolResult {

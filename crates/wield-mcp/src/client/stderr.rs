@@ -140,7 +140,6 @@ impl Tail {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// Regression: stderr was read a line at a time, so a server writing

@@ -190,7 +190,6 @@ const HEAD: usize = 256;
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use rmcp::model::{NumberOrString, ServerResult};
 

@@ -236,7 +236,6 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn request() -> ApprovalRequest {

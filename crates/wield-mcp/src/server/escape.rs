@@ -143,7 +143,6 @@ fn escape_block(out: &mut Vec<u8>, bytes: &[u8], mut at: usize, end: usize) -> u
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn escaped(s: &str) -> Vec<u8> {

@@ -514,7 +514,6 @@ fn big_strings(item: &mut TxJsonRpcMessage<RoleServer>) -> impl Iterator<Item = 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::server::incoming::MAX_IN_FLIGHT;
     use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};

@@ -407,7 +407,6 @@ impl Stream for Tail {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use futures::StreamExt;
     use rmcp::model::ServerJsonRpcMessage;
 

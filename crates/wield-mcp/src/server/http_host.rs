@@ -176,7 +176,6 @@ pub(super) async fn host_guard(State(guard): State<Arc<HostGuard>>, request: Req
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -378,7 +378,6 @@ pub(crate) fn spawn_reaper(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -118,7 +118,6 @@ pub fn title_from_name(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

@@ -78,7 +78,6 @@ fn attachment(index: usize, a: &Value) -> Option<ContentBlock> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

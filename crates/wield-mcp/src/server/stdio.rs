@@ -177,7 +177,6 @@ impl AsyncWrite for StdoutPipe {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::task::{Wake, Waker};

@@ -126,7 +126,6 @@ pub fn duplicate_member(line: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

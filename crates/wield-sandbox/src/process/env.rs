@@ -258,7 +258,6 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {

@@ -540,7 +540,6 @@ pub(crate) fn io_pid(pid: Option<u32>) -> io::Result<u32> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

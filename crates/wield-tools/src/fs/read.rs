@@ -431,7 +431,6 @@ fn not_found(conf: &Confinement, path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -1,6 +1,5 @@
 //! The file tools through `Tool::execute` (and the executor, for
 //! read-before-write) on real temp dirs, with a model-driven session.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

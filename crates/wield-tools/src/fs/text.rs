@@ -407,7 +407,6 @@ fn short_label(number: u64) -> Option<[u8; 8]> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

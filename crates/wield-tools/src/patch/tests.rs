@@ -1,7 +1,6 @@
 //! The patch tool on real temp dirs: rollback when a write fails halfway
 //! (with a file layer that fails on purpose), read-before-write for adds
 //! over existing files, and what a success records in the session.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::cell::Cell;
 use std::fs;

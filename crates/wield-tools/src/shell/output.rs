@@ -186,7 +186,6 @@ fn decode(bytes: &[u8], last: bool) -> (String, &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

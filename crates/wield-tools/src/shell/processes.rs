@@ -662,7 +662,6 @@ fn read_lines(path: &Path, offset: u64, limit: u64, max_bytes: usize) -> std::io
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// Regression: the logs' directory was readable by every user.

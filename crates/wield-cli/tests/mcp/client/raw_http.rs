@@ -1,6 +1,8 @@
 //! wield's MCP client against a hand-written streamable HTTP server that
 //! fails on purpose: a proxy's 504 after the server took the call, a
 //! response stream that ends without the result.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
 
 use std::io::BufRead;
 use std::path::PathBuf;

@@ -5,12 +5,12 @@
 //! without end.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Ws, python, wield_bin};
+use crate::support::{Ws, python};
+use crate::wield_cmd::wield_bin;
 
 /// The server: standard library only. Its tools: `ok`; `crash` (starts a
 /// `sleep` that keeps its stdout, writes its pid to `grandchild.pid`, exits
@@ -150,6 +150,7 @@ if os.environ.get("ON_EOF", "exit") == "ignore":
 "#;
 
 /// A workspace with the server as each of `servers` (name, TOML env table).
+#[allow(clippy::unwrap_used)]
 fn workspace(servers: &[(&str, &str)]) -> Ws {
     let mut config = String::from("[approval]\nauto_approve = [\"$standard\", \"mcp__*\"]\n");
     for (name, env) in servers {
@@ -163,6 +164,7 @@ fn workspace(servers: &[(&str, &str)]) -> Ws {
     ws
 }
 
+#[allow(clippy::unwrap_used)]
 fn call(ws: &Ws, tool: &str, args: &str) -> (Value, Duration) {
     let start = Instant::now();
     let out = ws.wield().args(["call", "--json", tool, args]).output().unwrap();
@@ -222,14 +224,13 @@ fn a_server_flooding_stderr_without_newlines_costs_bounded_memory() {
     let peak = "import resource, subprocess, sys\n\
                 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
                 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
-    let out = Command::new(python())
+    let out = ws
+        .wield_env()
+        .running(python())
         .arg("-c")
         .arg(peak)
         .arg(wield_bin())
         .args(["mcp", "list", "--json"])
-        .current_dir(ws.ws())
-        .env("HOME", ws.dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
         .output()
         .unwrap();
     let kib: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
@@ -248,14 +249,13 @@ fn a_server_that_does_not_read_its_answers_costs_bounded_memory() {
     let peak = "import resource, subprocess, sys\n\
                 done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n\
                 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.stdout.strip())";
-    let out = Command::new(python())
+    let out = ws
+        .wield_env()
+        .running(python())
         .arg("-c")
         .arg(peak)
         .arg(wield_bin())
         .args(["call", "mcp__raw__flood", r#"{"n": 100000}"#])
-        .current_dir(ws.ws())
-        .env("HOME", ws.dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", ws.dir.path().join("home/.config"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,6 +1,5 @@
 //! The reader and the parse against the SDK's.
 
-#![allow(clippy::unwrap_used)]
 use super::*;
 
 /// The message as the SDK parses it, in a form that shows everything

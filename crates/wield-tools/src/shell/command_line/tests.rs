@@ -1,5 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 
 fn literal(text: &str) -> Option<Vec<String>> {
