@@ -103,6 +103,8 @@ impl Runtime {
             servers,
             front_end: front,
             tools: crate::test_hooks::debug_tools(),
+            // Model providers are configured in the same files.
+            config_keys: wield_llm::settings::CONFIG_KEYS.to_vec(),
             stop: Some(stop),
         };
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;

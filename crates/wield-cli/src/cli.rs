@@ -93,6 +93,54 @@ pub enum Command {
     /// The project's configuration: trust a nested project's `.wield/config.toml`.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Send one user message to a model and stream its reply; executes nothing.
+    ///
+    /// The reply's text goes to stdout as it comes; tool calls the model asks for are listed,
+    /// not run. Exit status: 0 answered, 1 the provider failed (its message on stderr), 2 usage
+    /// error.
+    Complete(CompleteArgs),
+    /// The configured model providers: list them, check one.
+    #[command(subcommand)]
+    Providers(ProvidersCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The message, or `-` to read it from stdin.
+    pub prompt: Option<String>,
+    /// A whole conversation as JSON (`{"system": …, "messages": [ … ]}` in wield's
+    /// conversation model) instead of PROMPT.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    pub input: Option<PathBuf>,
+    /// The provider to use (a `[providers.NAME]`; default: `default_provider`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The model, instead of the provider's.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// A system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Offer the visible tools to the model (their calls are shown, not run).
+    #[arg(long)]
+    pub tools: bool,
+    /// Print one JSON object: provider, model, content, tool_calls, usage, stop.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// The configured providers, and whether their key is set.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a one-token request and report the model, the latency, and whether tool calling works.
+    Check {
+        /// The provider (default: `default_provider`).
+        name: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -19,6 +19,28 @@ use serde_json::Value;
 use crate::provider::{Endpoint, Kind, ThinkingLevel};
 use crate::request::ToolChoice;
 
+/// The configuration keys this crate reads, for the configuration's check of
+/// unknown keys (`*` is any provider name; `headers` is free-form).
+pub const CONFIG_KEYS: &[&str] = &[
+    "default_provider",
+    "providers.*.kind",
+    "providers.*.model",
+    "providers.*.base_url",
+    "providers.*.api_key_env",
+    "providers.*.headers.**",
+    "providers.*.max_tokens",
+    "providers.*.temperature",
+    "providers.*.thinking",
+    "providers.*.thinking_budget",
+    "providers.*.reasoning_effort",
+    "providers.*.context_window",
+    "providers.*.tool_protocol",
+    "providers.*.tool_choice",
+    "providers.*.timeout",
+    "providers.*.max_retries",
+    "providers.*.foreign_thinking",
+];
+
 /// The keys a `[providers.NAME]` table takes.
 pub const KEYS: [&str; 16] = [
     "kind",

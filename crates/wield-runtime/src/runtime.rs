@@ -79,6 +79,10 @@ pub struct RuntimeOptions {
     pub front_end: Option<Arc<dyn FrontEnd>>,
     /// The front-end's own tools, registered with the built-in ones.
     pub tools: Vec<ToolRef>,
+    /// Configuration keys the front-end reads itself (dotted paths; `*` is
+    /// any name, a trailing `**` any content), so that they are not refused
+    /// as unknown.
+    pub config_keys: Vec<&'static str>,
     /// Cancelled to stop loading while bridged servers start
     /// ([`Error::Interrupted`]).
     pub stop: Option<CancellationToken>,
@@ -123,6 +127,9 @@ impl Runtime {
         let mut known = KeyTree::core();
         for r in registry.list() {
             known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
+        }
+        for key in &options.config_keys {
+            known.insert(key);
         }
         let mut loader = ConfigLoader::new().standard_files(&workspace);
         if let Some(file) = &options.config_file {

@@ -2,9 +2,11 @@
 
 mod approvals;
 mod call;
+mod complete;
 mod config;
 mod mcp;
 mod patch;
+mod providers;
 mod sandbox;
 mod tools;
 mod tools_debug;
@@ -195,5 +197,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Patch(cmd) => patch::run(&cli.global, cmd).await,
         Command::Sandbox(cmd) => sandbox::run(&cli.global, cmd).await,
         Command::Config(cmd) => config::run(&cli.global, cmd),
+        Command::Complete(args) => complete::run(&cli.global, args).await,
+        Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
     }
 }
