@@ -2,6 +2,8 @@
 //! a local server replaying a provider's documented stream, and against a
 //! real OpenAI-compatible server (llama.cpp's `llama-server` with a 135M
 //! model, installed by `scripts/test-deps.sh`).
+// The replay server and the local model's start are helpers outside #[test] fns.
+#![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
