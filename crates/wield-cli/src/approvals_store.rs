@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
-use wield_core::Scope;
 use wield_core::approval::ApprovalStore;
+use wield_core::{Scope, StoreError};
 
 pub const FILE_NAME: &str = "approvals.toml";
 
@@ -113,8 +113,11 @@ impl FileApprovalStore {
 }
 
 impl ApprovalStore for FileApprovalStore {
-    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String> {
-        self.add(scope, pattern).map(|_| ()).map_err(|e| format!("{e:#}"))
+    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), StoreError> {
+        self.add(scope, pattern).map(|_| ()).map_err(|e| StoreError::Failed {
+            what: format!("could not remember `{pattern}`"),
+            source: e.into(),
+        })
     }
 
     fn patterns(&self) -> Vec<String> {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::approval::Subject;
 use crate::config::ConfigKey;
 use crate::context::Context;
+use crate::refusal::Refusal;
 
 /// Capability: approve the tool automatically while a process sandbox is active.
 pub const AUTO_APPROVE_IF_SANDBOXED: &str = "auto_approve_if_sandboxed";
@@ -131,6 +132,21 @@ impl ToolTraits {
     }
 }
 
+/// What every tool carries: its [`ToolSpec`] and [`ToolTraits`]. A tool holds
+/// one and returns it from [`Tool::base`], which is all `spec()` and
+/// `traits()` read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolBase {
+    pub spec: ToolSpec,
+    pub traits: ToolTraits,
+}
+
+impl ToolBase {
+    pub fn new(spec: ToolSpec, traits: ToolTraits) -> Self {
+        Self { spec, traits }
+    }
+}
+
 /// Whether a tool reads or writes a path it declares through [`Tool::paths`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -204,9 +220,18 @@ impl ToolResult {
 /// One tool. Object-safe: the registry holds `Arc<dyn Tool>`.
 #[async_trait]
 pub trait Tool: Send + Sync {
-    fn spec(&self) -> &ToolSpec;
+    /// The tool's spec and traits.
+    fn base(&self) -> &ToolBase;
 
-    fn traits(&self) -> &ToolTraits;
+    /// What the model sees.
+    fn spec(&self) -> &ToolSpec {
+        &self.base().spec
+    }
+
+    /// What the runtime needs.
+    fn traits(&self) -> &ToolTraits {
+        &self.base().traits
+    }
 
     /// One line for approval prompts and logs.
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -234,8 +259,9 @@ pub trait Tool: Send + Sync {
     }
 
     /// Pre-flight check before approval (e.g. read-before-write). An `Err`
-    /// refuses the call with that message.
-    async fn pre(&self, _input: &Value, _ctx: &Context) -> Result<(), String> {
+    /// refuses the call: [`Refusal::ToModel`] with its message,
+    /// [`Refusal::Failed`] saying the check failed (the cause is logged).
+    async fn pre(&self, _input: &Value, _ctx: &Context) -> Result<(), Refusal> {
         Ok(())
     }
 

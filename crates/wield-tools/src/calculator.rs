@@ -7,11 +7,10 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 pub struct Calculator {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for Calculator {
@@ -23,7 +22,8 @@ impl Default for Calculator {
 impl Calculator {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
+            base: ToolBase::new(
+                ToolSpec::new(
                 "calculator",
                 "Evaluate an arithmetic expression. Operators: + - * / % ^ (power), parentheses, unary minus. \
                  Functions: sqrt, abs, floor, ceil, round, min(a, b, ...), max(a, b, ...), ln, log (base 10), \
@@ -39,23 +39,20 @@ impl Calculator {
             )
             .strict(true)
             .title("Calculator"),
-            traits: ToolTraits {
+                ToolTraits {
                 read_only: true,
                 groups: vec!["math".into()],
                 ..ToolTraits::default()
             },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for Calculator {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -11,11 +11,10 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::policy::{LOADS_DEFERRED, ToolPolicy};
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 pub struct LoadTools {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for LoadTools {
@@ -27,52 +26,50 @@ impl Default for LoadTools {
 impl LoadTools {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "load_tools",
-                "Load deferred tools so they can be called. Deferred tools are listed by name in \
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "load_tools",
+                    "Load deferred tools so they can be called. Deferred tools are listed by name in \
                  <available-deferred-tools>; pass their names (or globs such as \"mcp__docs__*\") in `tools`, \
                  or an MCP server name in `server` to load all of its deferred tools. Loaded tools stay \
                  available for the rest of the session.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "tools": {
-                            "type": ["array", "null"],
-                            "items": {"type": "string"},
-                            "description": "Tool names or globs (`*` only) of deferred tools to load."
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "tools": {
+                                "type": ["array", "null"],
+                                "items": {"type": "string"},
+                                "description": "Tool names or globs (`*` only) of deferred tools to load."
+                            },
+                            "server": {
+                                "type": ["string", "null"],
+                                "description": "An MCP server name: load every deferred tool it provides."
+                            }
                         },
-                        "server": {
-                            "type": ["string", "null"],
-                            "description": "An MCP server name: load every deferred tool it provides."
-                        }
-                    },
-                    "required": ["tools", "server"],
-                    "additionalProperties": false
-                }),
-            )
-            .title("Load deferred tools")
-            .strict(true),
-            // Changes only what this session may see: read-only as far as
-            // approval is concerned. Sequential, because it changes the tool
-            // set later calls are checked against.
-            traits: ToolTraits {
-                parallel: false,
-                read_only: true,
-                capabilities: vec![LOADS_DEFERRED.into()],
-                ..ToolTraits::default()
-            },
+                        "required": ["tools", "server"],
+                        "additionalProperties": false
+                    }),
+                )
+                .title("Load deferred tools")
+                .strict(true),
+                // Changes only what this session may see: read-only as far as
+                // approval is concerned. Sequential, because it changes the tool
+                // set later calls are checked against.
+                ToolTraits {
+                    parallel: false,
+                    read_only: true,
+                    capabilities: vec![LOADS_DEFERRED.into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for LoadTools {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {

@@ -335,7 +335,7 @@ impl Resolver for Panicky {
     fn priority(&self) -> i32 {
         200
     }
-    fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         panic!("boom")
     }
 }
@@ -344,7 +344,9 @@ impl Resolver for Panicky {
 fn failing_resolvers_are_skipped() {
     let mut chain = standard_chain(&ApprovalConfig::default(), vec![]);
     chain.add(Arc::new(Panicky));
-    chain.add(FnResolver::arc("erroring", 150, |_| Err("broken".into())));
+    chain.add(FnResolver::arc("erroring", 150, |_| {
+        Err(ResolveError::Undecided("broken".into()))
+    }));
     let v = Case::new(true).run(&chain, "read", json!({}));
     assert_eq!((v.decision, v.resolver.as_str()), (Decision::Approve, "config"));
 }

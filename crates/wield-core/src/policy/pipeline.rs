@@ -13,7 +13,7 @@ use crate::registry::Registry;
 use crate::tool::{ToolRef, ToolSpec, ToolTraits};
 
 use super::rules::{Entry, Layer, LayerOutcome, RuleList};
-use super::{LOADS_DEFERRED, PolicyError, Profile, Stage, Status, Visibility};
+use super::{LOADS_DEFERRED, NotCallable, PolicyError, Profile, Stage, Status, Visibility};
 
 /// What the command line (or another front-end) selects on top of the
 /// configuration. `None` falls back to the config's `profile`, `agent`,
@@ -471,21 +471,23 @@ fn list_or_none(names: &[&str]) -> String {
 }
 
 impl Visibility for ToolPolicy {
-    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), String> {
+    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), NotCallable> {
         let Some(d) = self.get(tool) else {
-            return Err("it was registered after the tool policy was computed".into());
+            return Err(NotCallable(
+                "it was registered after the tool policy was computed".into(),
+            ));
         };
         match d.status {
             Status::In => Ok(()),
-            Status::Out => Err(format!(
+            Status::Out => Err(NotCallable(format!(
                 "hidden by the {} stage of the tool policy ({})",
                 d.stage, d.rule
-            )),
+            ))),
             Status::Deferred if !session.model_driven() || session.is_loaded(tool) => Ok(()),
-            Status::Deferred => Err(format!(
+            Status::Deferred => Err(NotCallable(format!(
                 "it is deferred ({}); load it first with load_tools {{\"tools\": [\"{tool}\"]}}",
                 d.rule
-            )),
+            ))),
         }
     }
 }
@@ -622,7 +624,12 @@ mod tests {
         assert!(p.check_callable("mcp__ctx__docs", &Session::new("p", false)).is_ok());
         let err = p.select_deferred(&["read".into()], None).unwrap_err();
         assert!(err.contains("already available"), "{err}");
-        assert!(p.check_callable("web_fetch", &model).unwrap_err().contains("opt_in"));
+        assert!(
+            p.check_callable("web_fetch", &model)
+                .unwrap_err()
+                .to_string()
+                .contains("opt_in")
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use rmcp::ServiceError;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
 use wield_core::schema::InputValidator;
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::ServerEntry;
 use super::process::{EXIT_AFTER_CLOSE, MAX_MESSAGE};
@@ -176,8 +176,7 @@ pub struct McpTool {
     server: Arc<ServerEntry>,
     /// The name the server knows the tool by.
     remote: String,
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
     retry_safe: bool,
     /// The check of the output schema the tool declares, when it declares
     /// one wield can use.
@@ -232,8 +231,7 @@ impl McpTool {
         Self {
             server,
             remote: tool.name.into_owned(),
-            spec,
-            traits,
+            base: ToolBase::new(spec, traits),
             retry_safe,
             output,
         }
@@ -266,12 +264,8 @@ impl McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     /// The server's `timeout`, unless the tool's own config sets one.

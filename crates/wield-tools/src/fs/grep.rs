@@ -20,7 +20,7 @@ use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wield_core::truncate::Limits;
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::Confinement;
 
 use super::walk::{Filters, builder, start};
@@ -32,8 +32,7 @@ const MAX_LINE_BYTES: usize = 2000;
 const MAX_CONTEXT: usize = 20;
 
 pub struct GrepTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for GrepTool {
@@ -64,7 +63,8 @@ struct Input {
 impl GrepTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
+            base: ToolBase::new(
+                ToolSpec::new(
                 "grep",
                 "Search file contents with a regular expression (ripgrep syntax), in the workspace or under \
                  `path`. Output is like `rg -n`: `path:line:text`, sorted by path. Hidden files, files \
@@ -88,23 +88,20 @@ impl GrepTool {
             )
             .strict(true)
             .title("Search file contents"),
-            traits: ToolTraits {
+                ToolTraits {
                 read_only: true,
                 groups: vec!["fs".into()],
                 ..ToolTraits::default()
             },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for GrepTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

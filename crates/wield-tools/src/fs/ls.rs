@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::walk::{Filters, builder, start};
 use super::{blocking, confinement, human_size, listed, listing, parse, path_use};
@@ -13,8 +13,7 @@ const MAX_DEPTH: usize = 10;
 const DEFAULT_LIMIT: usize = 500;
 
 pub struct LsTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for LsTool {
@@ -34,7 +33,8 @@ struct Input {
 impl LsTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
+            base: ToolBase::new(
+                ToolSpec::new(
                 "ls",
                 "List a directory (default: the workspace): one entry per line marked [dir], [file] (with \
                  its size) or [link] (with its target), paths relative to the listed directory. depth \
@@ -54,23 +54,20 @@ impl LsTool {
             )
             .strict(true)
             .title("List directory"),
-            traits: ToolTraits {
+                ToolTraits {
                 read_only: true,
                 groups: vec!["fs".into()],
                 ..ToolTraits::default()
             },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for LsTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wield_core::truncate::Limits;
-use wield_core::{Access as CoreAccess, Config, Context, PathGuard, PathUse, Services, ToolRef, ToolResult};
+use wield_core::{Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, ToolRef, ToolResult};
 use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
@@ -153,13 +153,13 @@ fn expand_home(s: &str) -> PathBuf {
 pub struct ConfinementGuard(pub Arc<Confinement>);
 
 impl PathGuard for ConfinementGuard {
-    fn check(&self, path: &str, access: CoreAccess, ctx: &Context) -> Result<(), String> {
+    fn check(&self, path: &str, access: CoreAccess, ctx: &Context) -> Result<(), Refusal> {
         let access = match access {
             CoreAccess::Read => Access::Read,
             CoreAccess::Write => Access::Write,
         };
         match self.0.resolve(path, access) {
-            Err(e) if e.is_refusal() => Err(e.to_string()),
+            Err(e) if e.is_refusal() => Err(Refusal::to_model(e.to_string())),
             Ok(resolved) if resolved.exists() => {
                 // The tool resolves the same path next: it takes this one.
                 ctx.scratch.put(Checked {
@@ -361,11 +361,16 @@ fn remember(ctx: &Context, real: &Path, stamp: Stamp) {
 
 /// Read-before-write: `Err` with a message for the model when an existing
 /// file may not be changed yet.
-pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), String> {
+pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), Refusal> {
     if !ctx.session.model_driven() || !settings(ctx).read_before_write {
         return Ok(());
     }
-    let conf = confinement(ctx).map_err(|r| r.error.unwrap_or_default())?;
+    let conf = confinement(ctx).map_err(|r| {
+        Refusal::failed(
+            "could not check that the file was read first",
+            r.error.unwrap_or_else(|| "the workspace confinement is missing".into()),
+        )
+    })?;
     let Ok(resolved) = conf.resolve(path, Access::Write) else {
         // Refusals are reported by the tool itself with the full message.
         return Ok(());
@@ -376,9 +381,9 @@ pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), S
     let real = resolved.real_path();
     let shown = conf.display_path(real);
     if !ctx.session.was_read(real) {
-        return Err(format!(
+        return Err(Refusal::to_model(format!(
             "{shown} exists and has not been read in this session: read it first with the read tool, then write or edit it"
-        ));
+        )));
     }
     let ledger = ctx.session.extension(ReadLedger::default);
     let known = ledger
@@ -390,9 +395,9 @@ pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), S
     if let (Some(known), Some(now)) = (known, stamp_of(&conf, real))
         && known != now
     {
-        return Err(format!(
+        return Err(Refusal::to_model(format!(
             "{shown} changed on disk since it was last read: read it again before writing or editing it"
-        ));
+        )));
     }
     Ok(())
 }

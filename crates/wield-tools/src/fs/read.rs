@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
 use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, into_text, read_head};
@@ -26,8 +26,7 @@ const SAVE_FULL_CAP: u64 = 8 * 1024 * 1024;
 const MAX_LINE_BYTES: usize = 8 * 1024;
 
 pub struct ReadTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for ReadTool {
@@ -46,7 +45,8 @@ struct Input {
 impl ReadTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
+            base: ToolBase::new(
+                ToolSpec::new(
                 "read",
                 "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
                  line) and limit (line count) to read part of a large file; small files are always returned \
@@ -67,23 +67,20 @@ impl ReadTool {
             )
             .strict(true)
             .title("Read file"),
-            traits: ToolTraits {
+                ToolTraits {
                 read_only: true,
                 groups: vec!["fs".into()],
                 ..ToolTraits::default()
             },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ReadTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -506,11 +506,14 @@ fn the_path_guard_refuses_only_confinement_decisions() {
     let e = guard
         .check("../../../etc/passwd", wield_core::Access::Read, &ws.ctx)
         .unwrap_err();
-    assert!(e.contains("outside the read roots"), "{e}");
+    assert!(
+        matches!(&e, Refusal::ToModel(m) if m.contains("outside the read roots")),
+        "{e}"
+    );
     let e = guard
         .check(".wield/config.toml", wield_core::Access::Write, &ws.ctx)
         .unwrap_err();
-    assert!(e.contains("protected"), "{e}");
+    assert!(matches!(&e, Refusal::ToModel(m) if m.contains("protected")), "{e}");
 }
 
 #[test]
@@ -570,7 +573,10 @@ async fn read_uses_the_object_the_path_guard_checked() {
 
     // Refusals still come from the guard.
     let escape = guard.check("../outside", CoreAccess::Read, &ws.ctx).unwrap_err();
-    assert!(escape.contains("outside"), "{escape}");
+    assert!(
+        matches!(&escape, Refusal::ToModel(m) if m.contains("outside")),
+        "{escape}"
+    );
 }
 
 #[tokio::test]

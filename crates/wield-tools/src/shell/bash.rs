@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::{
-    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, Tool, ToolResult, ToolSpec,
-    ToolTraits, one_line,
+    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, Tool, ToolBase, ToolResult,
+    ToolSpec, ToolTraits, one_line,
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
@@ -15,8 +15,7 @@ use super::output::{Streamer, body, status_line};
 use super::{Prepared, command_preview, prepare};
 
 pub struct BashTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for BashTool {
@@ -28,7 +27,8 @@ impl Default for BashTool {
 impl BashTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
+            base: ToolBase::new(
+                ToolSpec::new(
                 "bash",
                 "Run a shell command (bash -c) in the workspace and return its output: stdout, then stderr \
                  under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
@@ -50,7 +50,7 @@ impl BashTool {
             )
             .title("Run a shell command")
             .strict(true),
-            traits: ToolTraits {
+                ToolTraits {
                 // Commands can change the workspace: run them one at a time.
                 parallel: false,
                 sandboxable: true,
@@ -62,18 +62,15 @@ impl BashTool {
                 ],
                 ..ToolTraits::default()
             },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for BashTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {
