@@ -148,7 +148,7 @@ impl ServerConfig {
         };
         let why = match error {
             McpError::Config(why) => why.clone(),
-            other => other.to_string(),
+            other => wield_core::error_chain(other),
         };
         ServerConfig {
             name: name.to_owned(),
