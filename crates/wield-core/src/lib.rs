@@ -61,7 +61,8 @@ pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, human_duration};
 pub use policy::NotCallable;
 pub use refusal::{BoxError, Refusal, error_chain};
 pub use registry::{
-    DEFAULT_SOURCE_TIMEOUT, Registered, Registry, RegistryError, SourceDone, SourceFn, SourceRegister, SourceWarning,
+    DEFAULT_SOURCE_TIMEOUT, Registered, Registry, RegistryError, SourceDone, SourceFn, SourceMeta, SourceRegister,
+    SourceWarning,
 };
 pub use schema::ExportFormat;
 pub use tool::{

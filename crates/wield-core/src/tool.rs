@@ -92,6 +92,11 @@ pub struct ToolTraits {
     pub sandboxable: bool,
     /// Changes nothing outside itself (member of `$readonly`).
     pub read_only: bool,
+    /// Creates, changes or removes files in the workspace and nothing else
+    /// (no commands, no network): with the read-only tools, the members of
+    /// the `$standard` approval preset.
+    #[serde(default)]
+    pub writes_files: bool,
     /// Reaches outside the machine (network); becomes MCP `openWorldHint`.
     pub open_world: bool,
     /// Named sets this tool belongs to (`fs`, `runtime`, `web`, `memory`, …).
@@ -112,6 +117,7 @@ impl Default for ToolTraits {
             parallel: true,
             sandboxable: false,
             read_only: false,
+            writes_files: false,
             open_world: false,
             groups: Vec::new(),
             capabilities: Vec::new(),

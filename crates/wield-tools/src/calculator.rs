@@ -24,26 +24,26 @@ impl Calculator {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "calculator",
-                "Evaluate an arithmetic expression. Operators: + - * / % ^ (power), parentheses, unary minus. \
-                 Functions: sqrt, abs, floor, ceil, round, min(a, b, ...), max(a, b, ...), ln, log (base 10), \
-                 sin, cos, tan (radians). Constants: pi, e. Example: \"(1+2)*3\" gives 9.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "expression": {"type": "string", "description": "The expression to evaluate, e.g. \"2^10 / 4\"."}
-                    },
-                    "required": ["expression"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Calculator"),
+                    "calculator",
+                    "Evaluate an arithmetic expression. Operators: + - * / % ^ (power), parentheses, unary minus. \
+                     Functions: sqrt, abs, floor, ceil, round, min(a, b, ...), max(a, b, ...), ln, log (base 10), \
+                     sin, cos, tan (radians). Constants: pi, e. Example: \"(1+2)*3\" gives 9.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "expression": {"type": "string", "description": "The expression to evaluate, e.g. \"2^10 / 4\"."}
+                        },
+                        "required": ["expression"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Calculator"),
                 ToolTraits {
                 read_only: true,
-                groups: vec!["math".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["math".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -131,15 +131,26 @@ mod tests {
 
     #[tokio::test]
     async fn loads_matching_deferred_tools_into_the_session() {
-        let tools: Vec<ToolRef> = vec![
-            Arc::new(StaticTool::new("mcp__docs__search", json!({"type":"object"}))),
-            Arc::new(StaticTool::new("mcp__docs__get", json!({"type":"object"}))),
-            Arc::new(StaticTool::new("plain", json!({"type":"object"}))),
-            Arc::new(LoadTools::new()),
-        ];
+        let mut registry = wield_core::Registry::new();
+        for name in ["mcp__docs__search", "mcp__docs__get"] {
+            let tool: ToolRef = Arc::new(StaticTool::new(name, json!({"type":"object"})));
+            registry.register_from(tool, "mcp:docs").unwrap();
+        }
+        registry
+            .register(Arc::new(StaticTool::new("plain", json!({"type":"object"}))))
+            .unwrap();
+        registry.register(Arc::new(LoadTools::new())).unwrap();
+        // The source names its tools' server; the config defers them.
+        registry.describe_source(
+            "mcp:docs",
+            wield_core::SourceMeta {
+                label: Some("docs".into()),
+                deferred_by: None,
+            },
+        );
         let policy = PolicyBuilder::new()
             .deferred(RuleList::parse("[tools] deferred", &["mcp__*"]).unwrap())
-            .build_from(tools);
+            .build(&registry);
         let mut services = Services::new();
         services.insert(Arc::new(policy));
         let mut ctx = Context::detached(".");
@@ -160,7 +171,7 @@ mod tests {
         assert!(
             r.error
                 .unwrap()
-                .contains("deferred tools: mcp__docs__search, mcp__docs__get")
+                .contains("deferred tools: mcp__docs__get, mcp__docs__search")
         );
     }
 

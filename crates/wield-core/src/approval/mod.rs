@@ -34,9 +34,7 @@ mod resolvers;
 pub mod subject;
 
 pub use display::{Shown, arguments_text, printable};
-pub use patterns::{
-    DerivedPattern, PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, derive_pattern, normalize_lexically,
-};
+pub use patterns::{DerivedPattern, PatternSet, TWO_WORD_COMMANDS, derive_pattern, normalize_lexically};
 pub use resolvers::{CatchAllResolver, ConfigResolver, FnResolver, RulesResolver, SandboxResolver, standard_chain};
 pub use subject::{CommandLine, PathSubject, RunCommand, Subject};
 

@@ -68,6 +68,13 @@ fn decide(cfg: &ApprovalConfig, tool: &str, input: Value, read_only: bool) -> De
         .decision
 }
 
+/// A tool that writes files (`writes_files`), deciding with `cfg`.
+fn decide_writer(cfg: &ApprovalConfig, tool: &str) -> Decision {
+    let mut case = Case::new(false);
+    case.traits.writes_files = true;
+    case.run(&standard_chain(cfg, vec![]), tool, json!({})).decision
+}
+
 fn cfg(auto: &[&str], deny: &[&str]) -> ApprovalConfig {
     ApprovalConfig {
         auto_approve: auto.iter().map(|s| (*s).to_owned()).collect(),
@@ -80,8 +87,8 @@ fn cfg(auto: &[&str], deny: &[&str]) -> ApprovalConfig {
 fn defaults_gate_bash_and_approve_standard() {
     let cfg = ApprovalConfig::default();
     assert_eq!(decide(&cfg, "read", json!({}), true), Decision::Approve);
-    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::Approve);
-    assert_eq!(decide(&cfg, "MKDIR", json!({}), false), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "write"), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "MKDIR"), Decision::Approve);
     assert_eq!(
         decide(&cfg, "bash", json!({"command":"ls"}), false),
         Decision::RequireApproval
@@ -89,10 +96,19 @@ fn defaults_gate_bash_and_approve_standard() {
 }
 
 #[test]
+fn standard_is_the_read_only_tools_and_the_tools_that_write_files_whatever_their_names() {
+    let cfg = ApprovalConfig::default();
+    // Named as a built-in file tool but not flagged: not in `$standard`.
+    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::RequireApproval);
+    // Flagged, under any name: in `$standard`.
+    assert_eq!(decide_writer(&cfg, "notes_save"), Decision::Approve);
+}
+
+#[test]
 fn deny_wins_and_removals_apply() {
     let cfg = cfg(&["$standard", "-write", "bash:git status*"], &["bash:rm *"]);
-    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::RequireApproval);
-    assert_eq!(decide(&cfg, "edit", json!({}), false), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "write"), Decision::RequireApproval);
+    assert_eq!(decide_writer(&cfg, "edit"), Decision::Approve);
     assert_eq!(
         decide(&cfg, "bash", json!({"command":"git status -s"}), false),
         Decision::Approve

@@ -54,30 +54,31 @@ impl EditTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "edit",
-                "Replace exact text in a file. old_text must match the file exactly (including indentation) \
-                 and only once, unless replace_all is true; include enough surrounding lines to make it \
-                 unique. The file must have been read in this session first. The result shows a diff of \
-                 the change.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "old_text": {"type": "string", "description": "The exact text to replace."},
-                        "new_text": {"type": "string", "description": "The text to put in its place."},
-                        "replace_all": {"type": ["boolean", "null"], "description": "Replace every occurrence (default false)."}
-                    },
-                    "required": ["path", "old_text", "new_text", "replace_all"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Edit file"),
+                    "edit",
+                    "Replace exact text in a file. old_text must match the file exactly (including indentation) \
+                     and only once, unless replace_all is true; include enough surrounding lines to make it \
+                     unique. The file must have been read in this session first. The result shows a diff of \
+                     the change.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "old_text": {"type": "string", "description": "The exact text to replace."},
+                            "new_text": {"type": "string", "description": "The text to put in its place."},
+                            "replace_all": {"type": ["boolean", "null"], "description": "Replace every occurrence (default false)."}
+                        },
+                        "required": ["path", "old_text", "new_text", "replace_all"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Edit file"),
                 ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -41,30 +41,30 @@ impl GlobTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "glob",
-                "Find files by name pattern, newest first. Patterns are matched against paths relative to \
-                 `path` (default the workspace): `*` stays within one directory, `**` crosses directories \
-                 (`**/*.rs`, `src/**/mod.rs`), `{a,b}` alternates, `[ab]` is a class. Hidden directories \
-                 and paths ignored by .gitignore are skipped, but a file the pattern names is listed even \
-                 if hidden or ignored (as with `rg --files -g`).",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.toml\"."},
-                        "path": {"type": ["string", "null"], "description": "Directory to search (default: the workspace)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of paths (default 500)."}
-                    },
-                    "required": ["pattern", "path", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Find files"),
+                    "glob",
+                    "Find files by name pattern, newest first. Patterns are matched against paths relative to \
+                     `path` (default the workspace): `*` stays within one directory, `**` crosses directories \
+                     (`**/*.rs`, `src/**/mod.rs`), `{a,b}` alternates, `[ab]` is a class. Hidden directories \
+                     and paths ignored by .gitignore are skipped, but a file the pattern names is listed even \
+                     if hidden or ignored (as with `rg --files -g`).",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.toml\"."},
+                            "path": {"type": ["string", "null"], "description": "Directory to search (default: the workspace)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of paths (default 500)."}
+                        },
+                        "required": ["pattern", "path", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Find files"),
                 ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -65,34 +65,34 @@ impl GrepTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "grep",
-                "Search file contents with a regular expression (ripgrep syntax), in the workspace or under \
-                 `path`. Output is like `rg -n`: `path:line:text`, sorted by path. Hidden files, files \
-                 ignored by .gitignore and binary files are skipped. `glob` filters files (`*.rs`, \
-                 `!*_test.go`); output_mode \"files\" lists matching files, \"count\" counts matches per \
-                 file. At most `limit` matches (default 100) are shown, with a count of the rest.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Regular expression, e.g. \"fn\\\\s+main\"."},
-                        "path": {"type": ["string", "null"], "description": "File or directory to search (default: the workspace)."},
-                        "glob": {"type": ["string", "null"], "description": "Only files matching this glob, e.g. \"*.rs\"; a leading ! excludes."},
-                        "case_insensitive": {"type": ["boolean", "null"], "description": "Ignore case (default false)."},
-                        "context": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context around each match (default 0)."},
-                        "output_mode": {"type": ["string", "null"], "enum": ["content", "files", "count", null], "description": "content (default), files, or count."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum matches shown (files in files/count mode); default 100."}
-                    },
-                    "required": ["pattern", "path", "glob", "case_insensitive", "context", "output_mode", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Search file contents"),
+                    "grep",
+                    "Search file contents with a regular expression (ripgrep syntax), in the workspace or under \
+                     `path`. Output is like `rg -n`: `path:line:text`, sorted by path. Hidden files, files \
+                     ignored by .gitignore and binary files are skipped. `glob` filters files (`*.rs`, \
+                     `!*_test.go`); output_mode \"files\" lists matching files, \"count\" counts matches per \
+                     file. At most `limit` matches (default 100) are shown, with a count of the rest.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "pattern": {"type": "string", "description": "Regular expression, e.g. \"fn\\\\s+main\"."},
+                            "path": {"type": ["string", "null"], "description": "File or directory to search (default: the workspace)."},
+                            "glob": {"type": ["string", "null"], "description": "Only files matching this glob, e.g. \"*.rs\"; a leading ! excludes."},
+                            "case_insensitive": {"type": ["boolean", "null"], "description": "Ignore case (default false)."},
+                            "context": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context around each match (default 0)."},
+                            "output_mode": {"type": ["string", "null"], "enum": ["content", "files", "count", null], "description": "content (default), files, or count."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum matches shown (files in files/count mode); default 100."}
+                        },
+                        "required": ["pattern", "path", "glob", "case_insensitive", "context", "output_mode", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Search file contents"),
                 ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

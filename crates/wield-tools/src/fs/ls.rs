@@ -35,30 +35,30 @@ impl LsTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "ls",
-                "List a directory (default: the workspace): one entry per line marked [dir], [file] (with \
-                 its size) or [link] (with its target), paths relative to the listed directory. depth \
-                 (default 1, at most 10) descends into subdirectories. Entries ignored by .gitignore and \
-                 the .git directory are left out unless all is true.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": ["string", "null"], "description": "Directory to list (default: the workspace)."},
-                        "depth": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 1)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum entries shown (default 500)."},
-                        "all": {"type": ["boolean", "null"], "description": "Also show ignored entries and .git (default false)."}
-                    },
-                    "required": ["path", "depth", "limit", "all"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("List directory"),
+                    "ls",
+                    "List a directory (default: the workspace): one entry per line marked [dir], [file] (with \
+                     its size) or [link] (with its target), paths relative to the listed directory. depth \
+                     (default 1, at most 10) descends into subdirectories. Entries ignored by .gitignore and \
+                     the .git directory are left out unless all is true.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": ["string", "null"], "description": "Directory to list (default: the workspace)."},
+                            "depth": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 1)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum entries shown (default 500)."},
+                            "all": {"type": ["boolean", "null"], "description": "Also show ignored entries and .git (default false)."}
+                        },
+                        "required": ["path", "depth", "limit", "all"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("List directory"),
                 ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -28,27 +28,28 @@ impl MkdirTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "mkdir",
-                "Create a directory and any missing parents (like mkdir -p). An existing directory is fine; \
-                 an existing file at the path is an error.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "Directory path, relative to the workspace or absolute."}
-                    },
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Make directory"),
+                    "mkdir",
+                    "Create a directory and any missing parents (like mkdir -p). An existing directory is fine; \
+                     an existing file at the path is an error.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "Directory path, relative to the workspace or absolute."}
+                        },
+                        "required": ["path"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Make directory"),
                 ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                // `mkdir -p`: creates what is missing, removes nothing.
-                capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
-                ..ToolTraits::default()
-            },
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    // `mkdir -p`: creates what is missing, removes nothing.
+                    capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -47,31 +47,31 @@ impl ReadTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "read",
-                "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
-                 line) and limit (line count) to read part of a large file; small files are always returned \
-                 whole. Output is cut at 2000 lines / 50 KB with a notice saying how to read on. Binary files \
-                 are refused; PNG, JPEG, GIF and WebP images are returned as attachments. Lines longer \
-                 than 8 KB are cut. Reading a file is \
-                 required before writing or editing it.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of lines to read (default: up to the output limit)."}
-                    },
-                    "required": ["path", "offset", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Read file"),
+                    "read",
+                    "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
+                     line) and limit (line count) to read part of a large file; small files are always returned \
+                     whole. Output is cut at 2000 lines / 50 KB with a notice saying how to read on. Binary files \
+                     are refused; PNG, JPEG, GIF and WebP images are returned as attachments. Lines longer \
+                     than 8 KB are cut. Reading a file is \
+                     required before writing or editing it.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of lines to read (default: up to the output limit)."}
+                        },
+                        "required": ["path", "offset", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Read file"),
                 ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

@@ -34,27 +34,28 @@ impl WriteTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "write",
-                "Write a file in the workspace: creates it (and its parent directories) or replaces it \
-                 entirely. The write is atomic and keeps the file's permissions. An existing file must have \
-                 been read in this session first. To change part of a file, prefer edit.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "content": {"type": "string", "description": "The complete new content of the file."}
-                    },
-                    "required": ["path", "content"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Write file"),
+                    "write",
+                    "Write a file in the workspace: creates it (and its parent directories) or replaces it \
+                     entirely. The write is atomic and keeps the file's permissions. An existing file must have \
+                     been read in this session first. To change part of a file, prefer edit.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "content": {"type": "string", "description": "The complete new content of the file."}
+                        },
+                        "required": ["path", "content"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Write file"),
                 ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }

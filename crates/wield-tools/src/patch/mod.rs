@@ -87,6 +87,7 @@ impl PatchTool {
                 .strict(true)
                 .title("Apply patch"),
                 ToolTraits {
+                    writes_files: true,
                     parallel: false,
                     groups: vec!["fs".into()],
                     ..ToolTraits::default()

@@ -29,39 +29,39 @@ impl BashTool {
         Self {
             base: ToolBase::new(
                 ToolSpec::new(
-                "bash",
-                "Run a shell command (bash -c) in the workspace and return its output: stdout, then stderr \
-                 under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
-                 with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
-                 saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
-                 the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
-                 network. Use process_start for servers and other long-running commands.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "command": {"type": "string", "description": "The command line, run with bash -c."},
-                        "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
-                        "timeout": {"type": ["number", "null"], "description": "Seconds before the command and everything it started are killed (default 30)."},
-                        "label": {"type": ["string", "null"], "description": "A few words saying what the command is for, shown to the person approving it."}
-                    },
-                    "required": ["command", "workdir", "timeout", "label"],
-                    "additionalProperties": false
-                }),
-            )
-            .title("Run a shell command")
-            .strict(true),
+                    "bash",
+                    "Run a shell command (bash -c) in the workspace and return its output: stdout, then stderr \
+                     under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
+                     with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
+                     saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
+                     the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
+                     network. Use process_start for servers and other long-running commands.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "command": {"type": "string", "description": "The command line, run with bash -c."},
+                            "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
+                            "timeout": {"type": ["number", "null"], "description": "Seconds before the command and everything it started are killed (default 30)."},
+                            "label": {"type": ["string", "null"], "description": "A few words saying what the command is for, shown to the person approving it."}
+                        },
+                        "required": ["command", "workdir", "timeout", "label"],
+                        "additionalProperties": false
+                    }),
+                )
+                .title("Run a shell command")
+                .strict(true),
                 ToolTraits {
-                // Commands can change the workspace: run them one at a time.
-                parallel: false,
-                sandboxable: true,
-                groups: vec!["runtime".into()],
-                capabilities: vec![
-                    AUTO_APPROVE_IF_SANDBOXED.into(),
-                    HANDLES_TIMEOUT.into(),
-                    TIMEOUT_ARGUMENT.into(),
-                ],
-                ..ToolTraits::default()
-            },
+                    // Commands can change the workspace: run them one at a time.
+                    parallel: false,
+                    sandboxable: true,
+                    groups: vec!["runtime".into()],
+                    capabilities: vec![
+                        AUTO_APPROVE_IF_SANDBOXED.into(),
+                        HANDLES_TIMEOUT.into(),
+                        TIMEOUT_ARGUMENT.into(),
+                    ],
+                    ..ToolTraits::default()
+                },
             ),
         }
     }
