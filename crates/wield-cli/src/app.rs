@@ -143,6 +143,8 @@ impl Runtime {
             .context("registering the built-in tools")?;
 
         let mut known = KeyTree::core();
+        wield_tools::register_config_keys(&mut known);
+        wield_mcp::register_config_keys(&mut known);
         for r in registry.list() {
             known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
         }

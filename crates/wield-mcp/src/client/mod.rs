@@ -46,7 +46,7 @@ use wield_core::{Registry, SourceMeta, ToolRef};
 
 pub use bridge::{McpTool, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
-pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
+pub use config::{CONFIG_KEYS, DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd, MAX_FORWARDED};
 pub use process::{hurry, stop_stragglers};
 pub use result::map_result;

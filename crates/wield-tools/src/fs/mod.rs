@@ -30,6 +30,9 @@ use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
 
+/// The file tools' own keys outside their `[tool]` tables.
+pub const CONFIG_KEYS: &[&str] = &["read_before.write"];
+
 mod ask_paths;
 pub(crate) mod diff;
 mod edit;
