@@ -25,7 +25,9 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wield_core::truncate::Limits;
-use wield_core::{Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, ToolRef, ToolResult};
+use wield_core::{
+    Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, Session, ToolRef, ToolResult,
+};
 use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
@@ -320,11 +322,31 @@ struct Stamp {
     size: u64,
 }
 
-/// Per-session record of the files read, with their state at that time, so
-/// a write can tell a file changed on disk since the model saw it.
+/// Per-session record of the files read (a session extension the file
+/// tools own), with their state at that time, so a write can tell a file
+/// changed on disk since the model saw it.
 #[derive(Default)]
 struct ReadLedger {
+    read: Mutex<std::collections::HashSet<PathBuf>>,
     stamps: Mutex<std::collections::HashMap<PathBuf, Stamp>>,
+}
+
+/// Record that the session has read the file at `real` (its real path).
+pub fn mark_read(session: &Session, real: &Path) {
+    let ledger = session.extension(ReadLedger::default);
+    let mut read = ledger.read.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    read.insert(real.to_path_buf());
+}
+
+/// Whether the session has read the file at `real` (its real path).
+pub fn was_read(session: &Session, real: &Path) -> bool {
+    session.get_extension::<ReadLedger>().is_some_and(|ledger| {
+        ledger
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(real)
+    })
 }
 
 fn stamp_of(conf: &Confinement, real: &Path) -> Option<Stamp> {
@@ -336,7 +358,7 @@ fn stamp_of(conf: &Confinement, real: &Path) -> Option<Stamp> {
 
 /// Record that the session has seen `real` as it is now.
 pub(crate) fn mark_seen(ctx: &Context, conf: &Confinement, real: &Path) {
-    ctx.session.mark_read(real);
+    mark_read(&ctx.session, real);
     if let Some(stamp) = stamp_of(conf, real) {
         remember(ctx, real, stamp);
     }
@@ -345,7 +367,7 @@ pub(crate) fn mark_seen(ctx: &Context, conf: &Confinement, real: &Path) {
 /// [`mark_seen`] with the status of the file as it was read (from the open
 /// handle), instead of looking the path up again.
 pub(crate) fn mark_seen_as(ctx: &Context, real: &Path, meta: &std::fs::Metadata) {
-    ctx.session.mark_read(real);
+    mark_read(&ctx.session, real);
     remember(
         ctx,
         real,
@@ -383,7 +405,7 @@ pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), R
     }
     let real = resolved.real_path();
     let shown = conf.display_path(real);
-    if !ctx.session.was_read(real) {
+    if !was_read(&ctx.session, real) {
         return Err(Refusal::to_model(format!(
             "{shown} exists and has not been read in this session: read it first with the read tool, then write or edit it"
         )));

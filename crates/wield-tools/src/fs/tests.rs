@@ -604,3 +604,18 @@ async fn edit_changes_the_object_the_path_guard_checked() {
     assert!(r.success, "{r:?}");
     assert!(ws.ctx.scratch.take::<Checked>(|c| c.access == Access::Read).is_some());
 }
+
+/// The files a session read are the file tools' own session extension: one
+/// session's reads are not another's.
+#[test]
+fn files_read_are_kept_per_session_by_the_file_tools() {
+    let one = Session::new("one", true);
+    let two = Session::new("two", true);
+    let path = Path::new("/ws/a.txt");
+    assert!(!was_read(&one, path));
+    mark_read(&one, path);
+    assert!(was_read(&one, path));
+    assert!(!was_read(&two, path));
+    assert!(one.get_extension::<ReadLedger>().is_some());
+    assert!(two.get_extension::<ReadLedger>().is_none());
+}

@@ -211,7 +211,7 @@ fn apply(conf: &Confinement, ctx: &Context, text: &str, may_replace: &dyn Fn(&Pa
 fn replace_rule(ctx: &Context) -> impl Fn(&Path) -> bool + Send + Sync + 'static {
     let unchecked = !ctx.session.model_driven() || !settings(ctx).read_before_write;
     let session = Arc::clone(&ctx.session);
-    move |real: &Path| unchecked || session.was_read(real)
+    move |real: &Path| unchecked || crate::fs::was_read(&session, real)
 }
 
 fn op_label(op: &Operation) -> String {
