@@ -69,7 +69,7 @@ impl Tool for Echo {
         if input.get("command").is_some() {
             return wield_tools::shell::approval_subject(input);
         }
-        wield_core::approval::Subject::from_call(input, &self.paths(input))
+        wield_core::approval::Subject::from_paths(&self.paths(input))
     }
     async fn approval_detail(&self, input: &Value, _ctx: &Context) -> Option<String> {
         let path = input.get("path").and_then(Value::as_str)?;

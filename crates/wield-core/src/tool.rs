@@ -249,14 +249,15 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
-    /// What argument patterns (`tool:GLOB`) are matched against. By default
-    /// the `command` argument as plain text, else the [`paths`](Self::paths)
-    /// the call declares, else its `path` argument (the executor adds where
-    /// each leads). A tool that runs a shell command line returns it parsed
+    /// What argument patterns (`tool:GLOB`) are matched against: the only
+    /// way approval learns a call's subject. By default the
+    /// [`paths`](Self::paths) the call declares (the executor adds where each
+    /// leads). A tool that runs a shell command line returns it parsed
     /// ([`Subject::Command`]), so approval rules see the commands the shell
-    /// will run rather than a string.
+    /// will run rather than a string; a tool whose subject is some other
+    /// argument returns it ([`Subject::Text`], [`Subject::Paths`]).
     fn approval_subject(&self, input: &Value) -> Subject {
-        Subject::from_call(input, &self.paths(input))
+        Subject::from_paths(&self.paths(input))
     }
 
     /// Known keys of this tool's own config table (`[name]`), for validation.

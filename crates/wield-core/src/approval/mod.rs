@@ -70,16 +70,6 @@ pub struct ApprovalCall<'a> {
     pub sandboxed: bool,
 }
 
-impl ApprovalCall<'_> {
-    /// The argument patterns match against: bash's `command`, else `path`.
-    pub fn argument(&self) -> Option<&str> {
-        self.input
-            .get("command")
-            .and_then(Value::as_str)
-            .or_else(|| self.input.get("path").and_then(Value::as_str))
-    }
-}
-
 pub trait Resolver: Send + Sync {
     fn name(&self) -> &str;
     fn priority(&self) -> i32 {

@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn derived_patterns() {
         let ws = Path::new("/ws");
-        let d = |tool, v| derive_pattern(tool, &Subject::from_input(&v), ws).pattern;
+        let d = |tool, v| derive_pattern(tool, &crate::approval::tests::subject_of(&v), ws).pattern;
         let c = |text: &str, words: &[&str]| derive_pattern("bash", &lit(text, words), ws);
         assert_eq!(
             c("git commit -m x", &["git", "commit", "-m", "x"]).pattern,

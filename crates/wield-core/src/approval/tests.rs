@@ -29,7 +29,7 @@ impl Case {
     }
 
     fn run(&self, chain: &ResolverChain, tool: &str, input: Value) -> Verdict {
-        self.run_subject(chain, tool, &input, &Subject::from_input(&input))
+        self.run_subject(chain, tool, &input, &subject_of(&input))
     }
 
     fn run_subject(&self, chain: &ResolverChain, tool: &str, input: &Value, subject: &Subject) -> Verdict {
@@ -42,6 +42,17 @@ impl Case {
             workspace: Path::new("/ws"),
             sandboxed: self.sandboxed,
         })
+    }
+}
+
+/// The subject a tool would give: its `command` as text, else its `path`.
+pub(super) fn subject_of(input: &Value) -> Subject {
+    if let Some(command) = input.get("command").and_then(Value::as_str) {
+        return Subject::Text(command.trim().to_owned());
+    }
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => Subject::Paths(vec![PathSubject::new(path)]),
+        None => Subject::None,
     }
 }
 
@@ -293,14 +304,8 @@ fn remembered_and_session_rules() {
         case.run(&chain, "bash", json!({"command":"cargo publish"})).decision,
         Decision::RequireApproval
     );
-    case.session.add_rule(
-        &derive_pattern(
-            "write",
-            &Subject::from_input(&json!({"path":"a.txt"})),
-            Path::new("/ws"),
-        )
-        .pattern,
-    );
+    case.session
+        .add_rule(&derive_pattern("write", &subject_of(&json!({"path":"a.txt"})), Path::new("/ws")).pattern);
     assert_eq!(
         case.run(&chain, "write", json!({"path":"b.txt"})).decision,
         Decision::Approve
@@ -421,4 +426,15 @@ fn priorities_order_register_replace_remove() {
         (v.decision, v.resolver.as_str()),
         (Decision::RequireApproval, "default")
     );
+}
+
+/// Core reads no argument by name: a tool that does not say what its
+/// subject is gets the paths it declares, and none from a `command` or a
+/// `path` argument.
+#[test]
+fn a_tool_s_subject_is_only_what_it_says() {
+    use crate::Tool;
+    let tool = crate::testing::StaticTool::new("runner", json!({"type": "object"}));
+    let input = json!({"command": "rm -rf /", "path": "/etc/passwd"});
+    assert_eq!(tool.approval_subject(&input), Subject::None);
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use rmcp::ServiceError;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
+use wield_core::approval::{PathSubject, Subject};
 use wield_core::schema::InputValidator;
 use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
@@ -268,6 +269,13 @@ impl Tool for McpTool {
         &self.base
     }
 
+    /// A bridged tool declares no paths, so its approval subject is read
+    /// from its arguments: a `command` as plain text (matched as a whole,
+    /// never parsed as wield's own shell tools parse theirs), else a `path`.
+    fn approval_subject(&self, input: &Value) -> Subject {
+        argument_subject(input)
+    }
+
     /// The server's `timeout`, unless the tool's own config sets one.
     fn default_timeout(&self) -> Option<std::time::Duration> {
         Some(self.server.config.timeout)
@@ -465,11 +473,31 @@ enum Failure {
     Exited,
 }
 
+/// A bridged call's approval subject: its `command` as text, else its `path`.
+fn argument_subject(input: &Value) -> Subject {
+    if let Some(command) = input.get("command").and_then(Value::as_str) {
+        return Subject::Text(command.trim().to_owned());
+    }
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => Subject::Paths(vec![PathSubject::new(path)]),
+        None => Subject::None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_bridged_call_is_approved_by_its_command_else_its_path() {
+        let command = argument_subject(&json!({"command": " git status ", "path": "x"}));
+        assert_eq!(command, Subject::Text("git status".into()));
+        let path = argument_subject(&json!({"path": "src/a.rs"}));
+        assert_eq!(path, Subject::Paths(vec![PathSubject::new("src/a.rs")]));
+        assert_eq!(argument_subject(&json!({"message": "hi"})), Subject::None);
+    }
 
     #[test]
     fn names_are_api_safe_and_bounded() {
