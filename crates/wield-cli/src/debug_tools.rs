@@ -5,20 +5,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use wield_core::{Context, Tool, ToolRef, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolRef, ToolResult, ToolSpec, ToolTraits};
 
 struct Panic {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 #[async_trait]
 impl Tool for Panic {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     async fn execute(&self, _input: Value, _ctx: &Context) -> ToolResult {
         panic!("debug_panic was called")
@@ -26,17 +22,13 @@ impl Tool for Panic {
 }
 
 struct Sleep {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 #[async_trait]
 impl Tool for Sleep {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         let secs = input.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
@@ -52,17 +44,13 @@ impl Tool for Sleep {
 /// tests drive argument patterns, derived approvals, diffs and hook file
 /// globs without touching anything.
 struct Echo {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 #[async_trait]
 impl Tool for Echo {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     fn paths(&self, input: &Value) -> Vec<wield_core::PathUse> {
         input
@@ -81,7 +69,7 @@ impl Tool for Echo {
         if input.get("command").is_some() {
             return wield_tools::shell::approval_subject(input);
         }
-        wield_core::approval::Subject::from_call(input, &self.paths(input))
+        wield_core::approval::Subject::from_paths(&self.paths(input))
     }
     async fn approval_detail(&self, input: &Value, _ctx: &Context) -> Option<String> {
         let path = input.get("path").and_then(Value::as_str)?;
@@ -105,34 +93,40 @@ pub fn tools() -> Vec<ToolRef> {
     };
     vec![
         Arc::new(Panic {
-            spec: ToolSpec::new(
-                "debug_panic",
-                "Panics (for testing).",
-                json!({"type":"object","properties":{}}),
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "debug_panic",
+                    "Panics (for testing).",
+                    json!({"type":"object","properties":{}}),
+                ),
+                read_only.clone(),
             ),
-            traits: read_only.clone(),
         }),
         Arc::new(Sleep {
-            spec: ToolSpec::new(
-                "debug_sleep",
-                "Sleeps (for testing).",
-                json!({"type":"object","properties":{"seconds":{"type":"number"},"timeout":{"type":"number"}}}),
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "debug_sleep",
+                    "Sleeps (for testing).",
+                    json!({"type":"object","properties":{"seconds":{"type":"number"},"timeout":{"type":"number"}}}),
+                ),
+                ToolTraits {
+                    capabilities: vec![wield_core::TIMEOUT_ARGUMENT.into()],
+                    ..read_only
+                },
             ),
-            traits: ToolTraits {
-                capabilities: vec![wield_core::TIMEOUT_ARGUMENT.into()],
-                ..read_only
-            },
         }),
         Arc::new(Echo {
-            spec: ToolSpec::new(
-                "debug_echo",
-                "Echoes its input (for testing).",
-                json!({"type":"object","properties":{"command":{"type":"string"},"path":{"type":"string"},"content":{"type":"string"}},"additionalProperties":false}),
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "debug_echo",
+                    "Echoes its input (for testing).",
+                    json!({"type":"object","properties":{"command":{"type":"string"},"path":{"type":"string"},"content":{"type":"string"}},"additionalProperties":false}),
+                ),
+                ToolTraits {
+                    groups: vec!["debug".into()],
+                    ..ToolTraits::default()
+                },
             ),
-            traits: ToolTraits {
-                groups: vec!["debug".into()],
-                ..ToolTraits::default()
-            },
         }),
     ]
 }

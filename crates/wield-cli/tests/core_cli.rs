@@ -204,6 +204,34 @@ fn unknown_config_key_is_a_usage_error_with_a_suggestion() {
         .stderr(predicate::str::contains("did you mean `approval.auto_approve`"));
 }
 
+/// The keys other crates register (the file tools', the sandbox's, MCP's)
+/// are checked as core's are.
+#[test]
+fn unknown_keys_of_the_crates_that_register_them_have_suggestions_too() {
+    for (text, unknown, meant) in [
+        ("[sandbox]\nenabeld = false\n", "sandbox.enabeld", "sandbox.enabled"),
+        (
+            "[read_before]\nwrtie = false\n",
+            "read_before.wrtie",
+            "read_before.write",
+        ),
+        (
+            "[mcp.servers.x]\ncomand = \"a\"\n",
+            "mcp.servers.x.comand",
+            "mcp.servers.x.command",
+        ),
+    ] {
+        let e = Env::new();
+        e.project_config(text);
+        e.wield()
+            .args(["call", "calculator", r#"{"expression":"1"}"#])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("unknown config key `{unknown}`")))
+            .stderr(predicate::str::contains(format!("did you mean `{meant}`")));
+    }
+}
+
 #[test]
 fn invalid_toml_is_a_usage_error() {
     let e = Env::new();

@@ -9,20 +9,18 @@ use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wield_core::{Call, Config, Context, ExecutorBuilder, Registry, Session, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{
+    Call, Config, Context, ExecutorBuilder, Registry, Session, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits,
+};
 
 struct Noop {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 #[async_trait]
 impl Tool for Noop {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     async fn execute(&self, _input: Value, _ctx: &Context) -> ToolResult {
         ToolResult::ok("ok")
@@ -33,17 +31,19 @@ fn bench(c: &mut Criterion) {
     let mut registry = Registry::new();
     registry
         .register(Arc::new(Noop {
-            spec: ToolSpec::new(
-                "noop",
-                "returns at once",
-                json!({"type":"object","properties":{"path":{"type":"string"},"n":{"type":["integer","null"]}},
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "noop",
+                    "returns at once",
+                    json!({"type":"object","properties":{"path":{"type":"string"},"n":{"type":["integer","null"]}},
                        "required":["path","n"],"additionalProperties":false}),
-            )
-            .strict(true),
-            traits: ToolTraits {
-                read_only: true,
-                ..ToolTraits::default()
-            },
+                )
+                .strict(true),
+                ToolTraits {
+                    read_only: true,
+                    ..ToolTraits::default()
+                },
+            ),
         }))
         .unwrap();
     let executor = ExecutorBuilder::new(Arc::new(registry), Arc::new(Config::default()), "/").build();

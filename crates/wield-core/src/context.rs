@@ -4,7 +4,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -43,7 +43,6 @@ pub struct Session {
     /// Model-honesty checks such as read-before-write apply only when a model
     /// drives the session; `wield call` is driven by a person.
     model_driven: bool,
-    files_read: Mutex<HashSet<PathBuf>>,
     loaded_tools: Mutex<HashSet<String>>,
     session_rules: Mutex<Vec<String>>,
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -60,7 +59,6 @@ impl Session {
         Self {
             id: id.into(),
             model_driven,
-            files_read: Mutex::new(HashSet::new()),
             loaded_tools: Mutex::new(HashSet::new()),
             session_rules: Mutex::new(Vec::new()),
             extensions: Mutex::new(HashMap::new()),
@@ -73,14 +71,6 @@ impl Session {
 
     pub fn model_driven(&self) -> bool {
         self.model_driven
-    }
-
-    pub fn mark_read(&self, path: &Path) {
-        lock(&self.files_read).insert(path.to_path_buf());
-    }
-
-    pub fn was_read(&self, path: &Path) -> bool {
-        lock(&self.files_read).contains(path)
     }
 
     pub fn mark_loaded(&self, tool: &str) {
@@ -110,8 +100,9 @@ impl Session {
         lock(&self.session_rules).clone()
     }
 
-    /// Session-scoped state owned by a tool family (todo list, background
-    /// processes): created on first use, dropped with the session.
+    /// Session-scoped state owned by a tool family, keyed by its type (the
+    /// files read, a todo list, background processes): created on first use,
+    /// dropped with the session. Core keeps none of it itself.
     pub fn extension<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
         let mut map = lock(&self.extensions);
         if let Some(existing) = map

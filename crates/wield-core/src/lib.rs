@@ -44,22 +44,28 @@ pub mod hooks;
 pub mod names;
 pub mod policy;
 pub mod private_dir;
+mod refusal;
 mod registry;
 pub mod schema;
 pub mod testing;
 mod tool;
 pub mod truncate;
 
-pub use approval::{ApprovalAnswer, ApprovalRequest, Approver, Decision, Resolver, ResolverChain, Scope};
+pub use approval::{
+    ApprovalAnswer, ApprovalRequest, Approver, Decision, ResolveError, Resolver, ResolverChain, Scope, StoreError,
+};
 pub use config::{Config, ConfigError, ConfigKey, ConfigLoader, KeyTree};
 pub use context::{CallScratch, Context, Services, Session};
 pub use events::{Event, EventListener, EventSink, Stream};
 pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, human_duration};
+pub use policy::NotCallable;
+pub use refusal::{BoxError, Refusal, error_chain};
 pub use registry::{
-    DEFAULT_SOURCE_TIMEOUT, Registered, Registry, RegistryError, SourceDone, SourceFn, SourceRegister, SourceWarning,
+    DEFAULT_SOURCE_TIMEOUT, Registered, Registry, RegistryError, SourceDone, SourceFn, SourceMeta, SourceRegister,
+    SourceWarning,
 };
 pub use schema::ExportFormat;
 pub use tool::{
-    ADDITIVE, AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, IDEMPOTENT, PathUse, TIMEOUT_ARGUMENT, Tool, ToolRef,
-    ToolResult, ToolSpec, ToolTraits, default_preview, one_line,
+    ADDITIVE, AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, IDEMPOTENT, PathUse, TIMEOUT_ARGUMENT, Tool,
+    ToolBase, ToolRef, ToolResult, ToolSpec, ToolTraits, default_preview, one_line,
 };

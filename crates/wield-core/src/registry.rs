@@ -35,6 +35,17 @@ pub struct Registered {
     pub source: String,
 }
 
+/// What a source says about the tools it registers, for the tool policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceMeta {
+    /// A short name the model selects the source's tools by (an MCP
+    /// server's name, for `load_tools`'s `server`).
+    pub label: Option<String>,
+    /// When the source's tools are deferred: the setting that says so
+    /// (e.g. the config key), shown as the rule that deferred them.
+    pub deferred_by: Option<String>,
+}
+
 /// A warning from an async source that failed or timed out: its tools are absent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceWarning {
@@ -93,6 +104,7 @@ pub struct Registry {
     // Behind a mutex only so the registry is Sync: sources are `Send` closures.
     pending: Mutex<Vec<PendingSource>>,
     warnings: Vec<SourceWarning>,
+    sources: BTreeMap<String, SourceMeta>,
 }
 
 impl Registry {
@@ -190,6 +202,16 @@ impl Registry {
 
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// Describe source `source` (a tool's [`Registered::source`]).
+    pub fn describe_source(&mut self, source: impl Into<String>, meta: SourceMeta) {
+        self.sources.insert(source.into(), meta);
+    }
+
+    /// What source `source` said about its tools, if it said anything.
+    pub fn source_meta(&self, source: &str) -> Option<&SourceMeta> {
+        self.sources.get(source)
     }
 
     /// Queue an async source; it starts in [`Registry::load_sources`].

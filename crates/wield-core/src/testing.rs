@@ -4,43 +4,40 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::context::Context;
-use crate::tool::{Tool, ToolResult, ToolSpec, ToolTraits};
+use crate::tool::{Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 /// A tool that echoes its input as output, at once.
 pub struct StaticTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl StaticTool {
     pub fn new(name: &str, schema: Value) -> Self {
         Self {
-            spec: ToolSpec::new(name, format!("Test tool {name}"), schema),
-            traits: ToolTraits::default(),
+            base: ToolBase::new(
+                ToolSpec::new(name, format!("Test tool {name}"), schema),
+                ToolTraits::default(),
+            ),
         }
     }
 
     #[must_use]
     pub fn strict(mut self) -> Self {
-        self.spec.strict = true;
+        self.base.spec.strict = true;
         self
     }
 
     #[must_use]
     pub fn traits(mut self, traits: ToolTraits) -> Self {
-        self.traits = traits;
+        self.base.traits = traits;
         self
     }
 }
 
 #[async_trait]
 impl Tool for StaticTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, _ctx: &Context) -> ToolResult {

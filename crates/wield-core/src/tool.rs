@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::approval::Subject;
 use crate::config::ConfigKey;
 use crate::context::Context;
+use crate::refusal::Refusal;
 
 /// Capability: approve the tool automatically while a process sandbox is active.
 pub const AUTO_APPROVE_IF_SANDBOXED: &str = "auto_approve_if_sandboxed";
@@ -91,6 +92,11 @@ pub struct ToolTraits {
     pub sandboxable: bool,
     /// Changes nothing outside itself (member of `$readonly`).
     pub read_only: bool,
+    /// Creates, changes or removes files in the workspace and nothing else
+    /// (no commands, no network): with the read-only tools, the members of
+    /// the `$standard` approval preset.
+    #[serde(default)]
+    pub writes_files: bool,
     /// Reaches outside the machine (network); becomes MCP `openWorldHint`.
     pub open_world: bool,
     /// Named sets this tool belongs to (`fs`, `runtime`, `web`, `memory`, …).
@@ -111,6 +117,7 @@ impl Default for ToolTraits {
             parallel: true,
             sandboxable: false,
             read_only: false,
+            writes_files: false,
             open_world: false,
             groups: Vec::new(),
             capabilities: Vec::new(),
@@ -128,6 +135,21 @@ impl ToolTraits {
 
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g.eq_ignore_ascii_case(group))
+    }
+}
+
+/// What every tool carries: its [`ToolSpec`] and [`ToolTraits`]. A tool holds
+/// one and returns it from [`Tool::base`], which is all `spec()` and
+/// `traits()` read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolBase {
+    pub spec: ToolSpec,
+    pub traits: ToolTraits,
+}
+
+impl ToolBase {
+    pub fn new(spec: ToolSpec, traits: ToolTraits) -> Self {
+        Self { spec, traits }
     }
 }
 
@@ -204,9 +226,18 @@ impl ToolResult {
 /// One tool. Object-safe: the registry holds `Arc<dyn Tool>`.
 #[async_trait]
 pub trait Tool: Send + Sync {
-    fn spec(&self) -> &ToolSpec;
+    /// The tool's spec and traits.
+    fn base(&self) -> &ToolBase;
 
-    fn traits(&self) -> &ToolTraits;
+    /// What the model sees.
+    fn spec(&self) -> &ToolSpec {
+        &self.base().spec
+    }
+
+    /// What the runtime needs.
+    fn traits(&self) -> &ToolTraits {
+        &self.base().traits
+    }
 
     /// One line for approval prompts and logs.
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -218,14 +249,15 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
-    /// What argument patterns (`tool:GLOB`) are matched against. By default
-    /// the `command` argument as plain text, else the [`paths`](Self::paths)
-    /// the call declares, else its `path` argument (the executor adds where
-    /// each leads). A tool that runs a shell command line returns it parsed
+    /// What argument patterns (`tool:GLOB`) are matched against: the only
+    /// way approval learns a call's subject. By default the
+    /// [`paths`](Self::paths) the call declares (the executor adds where each
+    /// leads). A tool that runs a shell command line returns it parsed
     /// ([`Subject::Command`]), so approval rules see the commands the shell
-    /// will run rather than a string.
+    /// will run rather than a string; a tool whose subject is some other
+    /// argument returns it ([`Subject::Text`], [`Subject::Paths`]).
     fn approval_subject(&self, input: &Value) -> Subject {
-        Subject::from_call(input, &self.paths(input))
+        Subject::from_paths(&self.paths(input))
     }
 
     /// Known keys of this tool's own config table (`[name]`), for validation.
@@ -234,8 +266,9 @@ pub trait Tool: Send + Sync {
     }
 
     /// Pre-flight check before approval (e.g. read-before-write). An `Err`
-    /// refuses the call with that message.
-    async fn pre(&self, _input: &Value, _ctx: &Context) -> Result<(), String> {
+    /// refuses the call: [`Refusal::ToModel`] with its message,
+    /// [`Refusal::Failed`] saying the check failed (the cause is logged).
+    async fn pre(&self, _input: &Value, _ctx: &Context) -> Result<(), Refusal> {
         Ok(())
     }
 

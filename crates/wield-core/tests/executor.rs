@@ -13,14 +13,13 @@ use tokio_util::sync::CancellationToken;
 use wield_core::approval::{ApprovalStore, ResolverChain, standard_chain};
 use wield_core::hooks::{Hook, HookCall, PreHookOutcome};
 use wield_core::{
-    ApprovalAnswer, ApprovalRequest, Approver, Call, Config, Context, Event, ExecutorBuilder, Registry, Scope, Session,
-    Tool, ToolResult, ToolSpec, ToolTraits,
+    ApprovalAnswer, ApprovalRequest, Approver, Call, Config, Context, Event, ExecutorBuilder, Refusal, Registry, Scope,
+    Session, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits,
 };
 
 /// Sleeps `ms`, records the peak number of concurrent executions.
 struct Probe {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
     running: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
 }
@@ -28,16 +27,18 @@ struct Probe {
 impl Probe {
     fn new(name: &str, parallel: bool, running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> Self {
         Self {
-            spec: ToolSpec::new(
-                name,
-                "probe",
-                json!({"type":"object","properties":{"ms":{"type":"integer"},"out":{"type":"string"},"panic":{"type":"boolean"}}}),
+            base: ToolBase::new(
+                ToolSpec::new(
+                    name,
+                    "probe",
+                    json!({"type":"object","properties":{"ms":{"type":"integer"},"out":{"type":"string"},"panic":{"type":"boolean"}}}),
+                ),
+                ToolTraits {
+                    parallel,
+                    read_only: true,
+                    ..ToolTraits::default()
+                },
             ),
-            traits: ToolTraits {
-                parallel,
-                read_only: true,
-                ..ToolTraits::default()
-            },
             running,
             peak,
         }
@@ -46,11 +47,18 @@ impl Probe {
 
 #[async_trait]
 impl Tool for Probe {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    async fn pre(&self, input: &Value, _ctx: &Context) -> Result<(), Refusal> {
+        match input["refuse"].as_str() {
+            Some("model") => Err(Refusal::to_model("read it first, then call again")),
+            Some("broken") => Err(Refusal::failed(
+                "could not look at the file",
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied"),
+            )),
+            _ => Ok(()),
+        }
     }
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
         if input["panic"] == true {
@@ -113,6 +121,26 @@ async fn results_come_back_in_call_order_and_parallel_calls_overlap() {
     // One after the other they would take 720 ms.
     assert!(start.elapsed() < Duration::from_millis(650), "{:?}", start.elapsed());
     assert_eq!(f.peak.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_refusal_for_the_model_is_its_result_and_a_broken_check_says_so() {
+    let f = fixture();
+    let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(Config::default()), "/").build();
+    let calls = vec![
+        Call::new("1", "par", json!({"refuse": "model"})),
+        Call::new("2", "par", json!({"refuse": "broken"})),
+    ];
+    let res = ex.run_batch(calls, &session(), &CancellationToken::new()).await;
+    assert!(!res[0].success && !res[1].success);
+    assert_eq!(res[0].error.as_deref(), Some("read it first, then call again"));
+    let broken = res[1].error.as_deref().unwrap_or_default();
+    assert!(broken.contains("wield could not check it"), "{broken}");
+    assert!(
+        broken.contains("could not look at the file: permission denied"),
+        "{broken}"
+    );
+    assert!(broken.contains("not in the call"), "{broken}");
 }
 
 #[tokio::test]
@@ -221,7 +249,7 @@ impl Approver for Scripted {
 struct MemStore(Mutex<Vec<(Scope, String)>>);
 
 impl ApprovalStore for MemStore {
-    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String> {
+    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), wield_core::StoreError> {
         self.0.lock().unwrap().push((scope, pattern.to_owned()));
         Ok(())
     }
@@ -400,7 +428,7 @@ async fn oversized_output_is_cut_and_saved() {
 
 #[tokio::test]
 async fn custom_resolvers_slot_into_the_chain() {
-    use wield_core::approval::{ApprovalCall, PRIORITY_FRONTMATTER};
+    use wield_core::approval::{ApprovalCall, PRIORITY_FRONTMATTER, ResolveError};
     use wield_core::{Decision, Resolver};
     struct DenyAll;
     impl Resolver for DenyAll {
@@ -410,7 +438,7 @@ async fn custom_resolvers_slot_into_the_chain() {
         fn priority(&self) -> i32 {
             PRIORITY_FRONTMATTER
         }
-        fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, String> {
+        fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
             Ok(Decision::Deny("frontmatter says no".into()))
         }
     }

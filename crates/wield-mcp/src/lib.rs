@@ -31,3 +31,8 @@ pub use server::{
     ApprovalMode, DEFAULT_POLL_US, DeferredNote, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer,
     ServedRuntime, SessionParts, Token, ToolCatalog, ToolsReady, WeakMcpServer, push_json_string, write_token_file,
 };
+
+/// Register the `[mcp.servers.NAME]` config keys.
+pub fn register_config_keys(known: &mut wield_core::KeyTree) {
+    known.register(client::CONFIG_KEYS);
+}

@@ -12,23 +12,20 @@ use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use wield_core::{
-    Config, Context, ExecutorBuilder, Registry, Stream, Tool, ToolResult, ToolSpec, ToolTraits, testing::StaticTool,
+    Config, Context, ExecutorBuilder, Registry, Stream, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits,
+    testing::StaticTool,
 };
 use wield_mcp::{McpServer, SessionParts};
 
 /// Emits three pieces of output, then succeeds.
 struct Chatty {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 #[async_trait]
 impl Tool for Chatty {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     async fn execute(&self, _input: Value, ctx: &Context) -> ToolResult {
         for i in 1..=3 {
@@ -41,18 +38,14 @@ impl Tool for Chatty {
 
 /// Waits until cancelled and records that it was.
 struct Waits {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
     cancelled: Arc<AtomicBool>,
 }
 
 #[async_trait]
 impl Tool for Waits {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
     async fn execute(&self, _input: Value, ctx: &Context) -> ToolResult {
         tokio::select! {
@@ -90,14 +83,12 @@ async fn connect(cancelled: Arc<AtomicBool>) -> (rmcp::service::RunningService<R
     let mut registry = Registry::new();
     registry
         .register(Arc::new(Chatty {
-            spec: ToolSpec::new("chatty", "talks", object()),
-            traits: ToolTraits::default(),
+            base: ToolBase::new(ToolSpec::new("chatty", "talks", object()), ToolTraits::default()),
         }))
         .unwrap();
     registry
         .register(Arc::new(Waits {
-            spec: ToolSpec::new("waits", "waits", object()),
-            traits: ToolTraits::default(),
+            base: ToolBase::new(ToolSpec::new("waits", "waits", object()), ToolTraits::default()),
             cancelled,
         }))
         .unwrap();

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use wield_core::Scope;
 use wield_core::approval::ApprovalStore;
+use wield_core::{Scope, StoreError};
 
 pub const FILE_NAME: &str = "approvals.toml";
 
@@ -137,8 +137,11 @@ impl FileApprovalStore {
 }
 
 impl ApprovalStore for FileApprovalStore {
-    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String> {
-        self.add(scope, pattern).map(|_| ()).map_err(|e| e.to_string())
+    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), StoreError> {
+        self.add(scope, pattern).map(|_| ()).map_err(|e| StoreError::Failed {
+            what: format!("could not remember `{pattern}`"),
+            source: e.into(),
+        })
     }
 
     fn patterns(&self) -> Vec<String> {

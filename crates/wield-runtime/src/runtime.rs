@@ -125,6 +125,8 @@ impl Runtime {
         let mut registry = crate::tool_set::first_registry(&options.tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
         let mut known = KeyTree::core();
+        wield_tools::register_config_keys(&mut known);
+        wield_mcp::register_config_keys(&mut known);
         for r in registry.list() {
             known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
         }
@@ -392,29 +394,27 @@ mod tests {
 
     /// A tool of the front-end's own.
     struct Shout {
-        spec: wield_core::ToolSpec,
-        traits: wield_core::ToolTraits,
+        base: wield_core::ToolBase,
     }
 
     impl Shout {
         fn new() -> Self {
             Self {
-                spec: wield_core::ToolSpec::new("shout", "Upper-case a text", serde_json::json!({"type": "object"})),
-                traits: wield_core::ToolTraits {
-                    read_only: true,
-                    ..wield_core::ToolTraits::default()
-                },
+                base: wield_core::ToolBase::new(
+                    wield_core::ToolSpec::new("shout", "Upper-case a text", serde_json::json!({"type": "object"})),
+                    wield_core::ToolTraits {
+                        read_only: true,
+                        ..wield_core::ToolTraits::default()
+                    },
+                ),
             }
         }
     }
 
     #[async_trait::async_trait]
     impl wield_core::Tool for Shout {
-        fn spec(&self) -> &wield_core::ToolSpec {
-            &self.spec
-        }
-        fn traits(&self) -> &wield_core::ToolTraits {
-            &self.traits
+        fn base(&self) -> &wield_core::ToolBase {
+            &self.base
         }
         async fn execute(&self, _input: serde_json::Value, _ctx: &wield_core::Context) -> wield_core::ToolResult {
             wield_core::ToolResult::ok("HEY")

@@ -88,6 +88,7 @@ impl SharedTools {
     pub fn rebuild(&self, mcp: &McpClients) -> Result<(), String> {
         let _one = self.0.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
         let mut registry = Registry::new();
+        mcp.describe_sources(&mut registry);
         registry
             .register_many(local_tools(&self.0.extra))
             .map_err(|e| format!("registering the built-in tools: {e}"))?;

@@ -7,11 +7,10 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 pub struct Calculator {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for Calculator {
@@ -23,39 +22,37 @@ impl Default for Calculator {
 impl Calculator {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "calculator",
-                "Evaluate an arithmetic expression. Operators: + - * / % ^ (power), parentheses, unary minus. \
-                 Functions: sqrt, abs, floor, ceil, round, min(a, b, ...), max(a, b, ...), ln, log (base 10), \
-                 sin, cos, tan (radians). Constants: pi, e. Example: \"(1+2)*3\" gives 9.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "expression": {"type": "string", "description": "The expression to evaluate, e.g. \"2^10 / 4\"."}
-                    },
-                    "required": ["expression"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Calculator"),
-            traits: ToolTraits {
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "calculator",
+                    "Evaluate an arithmetic expression. Operators: + - * / % ^ (power), parentheses, unary minus. \
+                     Functions: sqrt, abs, floor, ceil, round, min(a, b, ...), max(a, b, ...), ln, log (base 10), \
+                     sin, cos, tan (radians). Constants: pi, e. Example: \"(1+2)*3\" gives 9.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "expression": {"type": "string", "description": "The expression to evaluate, e.g. \"2^10 / 4\"."}
+                        },
+                        "required": ["expression"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Calculator"),
+                ToolTraits {
                 read_only: true,
-                groups: vec!["math".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["math".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for Calculator {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

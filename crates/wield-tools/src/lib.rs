@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use wield_core::{Config, Services, ToolRef};
+use wield_core::{Config, KeyTree, Services, ToolRef};
 
 pub mod calculator;
 pub mod fs;
@@ -36,6 +36,13 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(shell::tools());
     tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
     tools
+}
+
+/// Register the config keys the built-in tools read outside their own
+/// `[tool]` tables (`sandbox.*`, `process.*`, `read_before.*`).
+pub fn register_config_keys(known: &mut KeyTree) {
+    known.register(shell::CONFIG_KEYS);
+    known.register(fs::CONFIG_KEYS);
 }
 
 /// Install the services the built-in tools need (file confinement, command

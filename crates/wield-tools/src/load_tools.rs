@@ -11,11 +11,10 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::policy::{LOADS_DEFERRED, ToolPolicy};
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 pub struct LoadTools {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for LoadTools {
@@ -27,52 +26,50 @@ impl Default for LoadTools {
 impl LoadTools {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "load_tools",
-                "Load deferred tools so they can be called. Deferred tools are listed by name in \
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "load_tools",
+                    "Load deferred tools so they can be called. Deferred tools are listed by name in \
                  <available-deferred-tools>; pass their names (or globs such as \"mcp__docs__*\") in `tools`, \
                  or an MCP server name in `server` to load all of its deferred tools. Loaded tools stay \
                  available for the rest of the session.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "tools": {
-                            "type": ["array", "null"],
-                            "items": {"type": "string"},
-                            "description": "Tool names or globs (`*` only) of deferred tools to load."
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "tools": {
+                                "type": ["array", "null"],
+                                "items": {"type": "string"},
+                                "description": "Tool names or globs (`*` only) of deferred tools to load."
+                            },
+                            "server": {
+                                "type": ["string", "null"],
+                                "description": "An MCP server name: load every deferred tool it provides."
+                            }
                         },
-                        "server": {
-                            "type": ["string", "null"],
-                            "description": "An MCP server name: load every deferred tool it provides."
-                        }
-                    },
-                    "required": ["tools", "server"],
-                    "additionalProperties": false
-                }),
-            )
-            .title("Load deferred tools")
-            .strict(true),
-            // Changes only what this session may see: read-only as far as
-            // approval is concerned. Sequential, because it changes the tool
-            // set later calls are checked against.
-            traits: ToolTraits {
-                parallel: false,
-                read_only: true,
-                capabilities: vec![LOADS_DEFERRED.into()],
-                ..ToolTraits::default()
-            },
+                        "required": ["tools", "server"],
+                        "additionalProperties": false
+                    }),
+                )
+                .title("Load deferred tools")
+                .strict(true),
+                // Changes only what this session may see: read-only as far as
+                // approval is concerned. Sequential, because it changes the tool
+                // set later calls are checked against.
+                ToolTraits {
+                    parallel: false,
+                    read_only: true,
+                    capabilities: vec![LOADS_DEFERRED.into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for LoadTools {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
@@ -133,15 +130,26 @@ mod tests {
 
     #[tokio::test]
     async fn loads_matching_deferred_tools_into_the_session() {
-        let tools: Vec<ToolRef> = vec![
-            Arc::new(StaticTool::new("mcp__docs__search", json!({"type":"object"}))),
-            Arc::new(StaticTool::new("mcp__docs__get", json!({"type":"object"}))),
-            Arc::new(StaticTool::new("plain", json!({"type":"object"}))),
-            Arc::new(LoadTools::new()),
-        ];
+        let mut registry = wield_core::Registry::new();
+        for name in ["mcp__docs__search", "mcp__docs__get"] {
+            let tool: ToolRef = Arc::new(StaticTool::new(name, json!({"type":"object"})));
+            registry.register_from(tool, "mcp:docs").unwrap();
+        }
+        registry
+            .register(Arc::new(StaticTool::new("plain", json!({"type":"object"}))))
+            .unwrap();
+        registry.register(Arc::new(LoadTools::new())).unwrap();
+        // The source names its tools' server; the config defers them.
+        registry.describe_source(
+            "mcp:docs",
+            wield_core::SourceMeta {
+                label: Some("docs".into()),
+                deferred_by: None,
+            },
+        );
         let policy = PolicyBuilder::new()
             .deferred(RuleList::parse("[tools] deferred", &["mcp__*"]).unwrap())
-            .build_from(tools);
+            .build(&registry);
         let mut services = Services::new();
         services.insert(Arc::new(policy));
         let mut ctx = Context::detached(".");
@@ -162,7 +170,7 @@ mod tests {
         assert!(
             r.error
                 .unwrap()
-                .contains("deferred tools: mcp__docs__search, mcp__docs__get")
+                .contains("deferred tools: mcp__docs__get, mcp__docs__search")
         );
     }
 

@@ -53,7 +53,7 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
 /// every user can read a command line) or `WIELD_MCP_TOKEN`; else a new one,
 /// and `true` to say it was made here.
 fn http_token(flag: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::Result<(Token, bool)> {
-    let bad = |e: wield_mcp::McpError| usage(e.to_string());
+    let bad = |e: wield_mcp::McpError| usage(wield_core::error_chain(&e));
     if let Some(path) = file {
         return Ok((Token::from_file(&path).map_err(bad)?, false));
     }
@@ -154,11 +154,15 @@ async fn serve(
         return Ok(ExitCode::SUCCESS);
     };
     let token = options.token.clone();
-    let running = server.serve_http(options).await.map_err(|e| usage(e.to_string()))?;
+    let running = server
+        .serve_http(options)
+        .await
+        .map_err(|e| usage(wield_core::error_chain(&e)))?;
     let local = running.local_addr();
     let token_file = if generated {
         let name = format!("mcp-{}.token", local.port());
-        let path = wield_mcp::write_token_file(&token_dir()?, &name, &token).map_err(|e| usage(e.to_string()))?;
+        let path = wield_mcp::write_token_file(&token_dir()?, &name, &token)
+            .map_err(|e| usage(wield_core::error_chain(&e)))?;
         eprintln!(
             "wield: clients must send `Authorization: Bearer TOKEN`; the token is in {} (readable by you only; \
              set WIELD_MCP_TOKEN or --token-file to choose it)",

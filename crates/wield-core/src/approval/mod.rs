@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::Session;
+use crate::refusal::{BoxError, error_chain};
 use crate::tool::ToolTraits;
 
 mod display;
@@ -33,9 +34,7 @@ mod resolvers;
 pub mod subject;
 
 pub use display::{Shown, arguments_text, printable};
-pub use patterns::{
-    DerivedPattern, PatternSet, STANDARD_WRITE_TOOLS, TWO_WORD_COMMANDS, derive_pattern, normalize_lexically,
-};
+pub use patterns::{DerivedPattern, PatternSet, TWO_WORD_COMMANDS, derive_pattern, normalize_lexically};
 pub use resolvers::{CatchAllResolver, ConfigResolver, FnResolver, RulesResolver, SandboxResolver, standard_chain};
 pub use subject::{CommandLine, PathSubject, RunCommand, Subject};
 
@@ -71,23 +70,46 @@ pub struct ApprovalCall<'a> {
     pub sandboxed: bool,
 }
 
-impl ApprovalCall<'_> {
-    /// The argument patterns match against: bash's `command`, else `path`.
-    pub fn argument(&self) -> Option<&str> {
-        self.input
-            .get("command")
-            .and_then(Value::as_str)
-            .or_else(|| self.input.get("path").and_then(Value::as_str))
-    }
-}
-
 pub trait Resolver: Send + Sync {
     fn name(&self) -> &str;
     fn priority(&self) -> i32 {
         PRIORITY_DEFAULT
     }
     /// An `Err` is logged and the resolver skipped.
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String>;
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError>;
+}
+
+/// Why a resolver could not decide. Nothing of it reaches the model (a
+/// [`Decision::Deny`] carries what the model reads): the chain logs it and
+/// asks the next resolver.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The resolver cannot decide for the reason given.
+    #[error("{0}")]
+    Undecided(String),
+    /// Something the resolver needs broke (a file, a script, a lock).
+    #[error("{what}: {source}")]
+    Failed {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Why a remembered approval was not saved. The approval still holds for
+/// the session; the error is logged.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The pattern cannot be remembered (say, a command with expansions).
+    #[error("{0}")]
+    Rejected(String),
+    /// The store could not be read or written.
+    #[error("{what}: {source}")]
+    Failed {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
 }
 
 /// The decision of the chain and who made it.
@@ -154,7 +176,7 @@ impl ResolverChain {
                         resolver: r.name().to_owned(),
                     };
                 }
-                Ok(Err(e)) => tracing::warn!("approval resolver `{}` failed: {e}; skipped", r.name()),
+                Ok(Err(e)) => tracing::warn!("approval resolver `{}` failed: {}; skipped", r.name(), error_chain(&e)),
                 Err(_) => tracing::warn!("approval resolver `{}` panicked; skipped", r.name()),
             }
         }
@@ -258,7 +280,7 @@ pub fn needs_approval_message(request: &ApprovalRequest) -> String {
 
 /// Where remembered approvals go (project or global files).
 pub trait ApprovalStore: Send + Sync {
-    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), String>;
+    fn remember(&self, scope: Scope, pattern: &str) -> Result<(), StoreError>;
     /// Patterns currently remembered (project and global), for the resolver.
     fn patterns(&self) -> Vec<String>;
 }

@@ -17,9 +17,6 @@ use crate::names::glob_match;
 use super::ApprovalCall;
 use super::subject::{Purpose, Subject, is_plain, subject_matches};
 
-/// Tool names `$standard` adds to `$readonly`.
-pub const STANDARD_WRITE_TOOLS: &[&str] = &["write", "edit", "patch", "mkdir"];
-
 /// Commands whose first two words make the remembered pattern
 /// (`git commit*` rather than `git*`): tools whose subcommand is what a person
 /// actually approves.
@@ -114,9 +111,7 @@ impl<'c> PatternSet<'c> {
                 }
                 None => match name.as_str() {
                     "readonly" => call.traits.read_only,
-                    "standard" => {
-                        call.traits.read_only || STANDARD_WRITE_TOOLS.iter().any(|t| t.eq_ignore_ascii_case(call.tool))
-                    }
+                    "standard" => call.traits.read_only || call.traits.writes_files,
                     _ => false,
                 },
             },
@@ -331,7 +326,7 @@ mod tests {
     #[test]
     fn derived_patterns() {
         let ws = Path::new("/ws");
-        let d = |tool, v| derive_pattern(tool, &Subject::from_input(&v), ws).pattern;
+        let d = |tool, v| derive_pattern(tool, &crate::approval::tests::subject_of(&v), ws).pattern;
         let c = |text: &str, words: &[&str]| derive_pattern("bash", &lit(text, words), ws);
         assert_eq!(
             c("git commit -m x", &["git", "commit", "-m", "x"]).pattern,

@@ -10,7 +10,7 @@ use crate::tool::AUTO_APPROVE_IF_SANDBOXED;
 use super::patterns::PatternSet;
 use super::{
     ApprovalCall, ApprovalStore, Decision, PRIORITY_CATCH_ALL, PRIORITY_CONFIG, PRIORITY_RULES, PRIORITY_SANDBOX,
-    Resolver, ResolverChain,
+    ResolveError, Resolver, ResolverChain,
 };
 
 /// `deny`, then the deny lists of the presets used, then `auto_approve`,
@@ -50,7 +50,7 @@ impl Resolver for ConfigResolver {
         self.priority
     }
 
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         let set = PatternSet::new(&self.config);
         let origin = &self.origin;
         if let Some(hit) = set.list_denies(&self.config.deny, call) {
@@ -103,7 +103,7 @@ impl Resolver for SandboxResolver {
         PRIORITY_SANDBOX
     }
 
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         if !call.sandboxed || !call.traits.has_capability(AUTO_APPROVE_IF_SANDBOXED) {
             return Ok(Decision::Pass);
         }
@@ -127,7 +127,7 @@ impl Resolver for CatchAllResolver {
         PRIORITY_CATCH_ALL
     }
 
-    fn resolve(&self, _call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, _call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         Ok(Decision::Approve)
     }
 }
@@ -174,7 +174,7 @@ impl Resolver for RulesResolver {
         PRIORITY_RULES
     }
 
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         // Remembered rules are plain patterns: presets in them mean the
         // built-in ones, never a user's redefinition.
         let empty = ApprovalConfig::default();
@@ -195,7 +195,7 @@ impl Resolver for RulesResolver {
     }
 }
 
-type ResolveFn = dyn Fn(&ApprovalCall<'_>) -> Result<Decision, String> + Send + Sync;
+type ResolveFn = dyn Fn(&ApprovalCall<'_>) -> Result<Decision, ResolveError> + Send + Sync;
 
 /// A resolver from a closure, for library users:
 /// `chain.add(FnResolver::arc("no-rm", 200, |c| ...))`.
@@ -209,7 +209,7 @@ impl FnResolver {
     pub fn new(
         name: impl Into<String>,
         priority: i32,
-        f: impl Fn(&ApprovalCall<'_>) -> Result<Decision, String> + Send + Sync + 'static,
+        f: impl Fn(&ApprovalCall<'_>) -> Result<Decision, ResolveError> + Send + Sync + 'static,
     ) -> Self {
         Self {
             name: name.into(),
@@ -221,7 +221,7 @@ impl FnResolver {
     pub fn arc(
         name: impl Into<String>,
         priority: i32,
-        f: impl Fn(&ApprovalCall<'_>) -> Result<Decision, String> + Send + Sync + 'static,
+        f: impl Fn(&ApprovalCall<'_>) -> Result<Decision, ResolveError> + Send + Sync + 'static,
     ) -> Arc<dyn Resolver> {
         Arc::new(Self::new(name, priority, f))
     }
@@ -236,7 +236,7 @@ impl Resolver for FnResolver {
         self.priority
     }
 
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         (self.f)(call)
     }
 }

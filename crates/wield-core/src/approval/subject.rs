@@ -14,8 +14,6 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::names::glob_match;
 use crate::tool::PathUse;
 
@@ -38,26 +36,14 @@ pub enum Subject {
 }
 
 impl Subject {
-    /// The default subject of an input: its `command` as text, else its
-    /// `path` (whose resolved form the executor adds).
-    pub fn from_input(input: &Value) -> Self {
-        Self::from_call(input, &[])
-    }
-
-    /// The default subject of a call: its `command` as text, else the paths
-    /// the tool declares ([`Tool::paths`](crate::Tool::paths)), else its
-    /// `path` argument.
-    pub fn from_call(input: &Value, declared: &[PathUse]) -> Self {
-        if let Some(cmd) = input.get("command").and_then(Value::as_str) {
-            return Self::Text(cmd.trim().to_owned());
+    /// The default subject of a call: the paths the tool declares
+    /// ([`Tool::paths`](crate::Tool::paths)), whose resolved forms the
+    /// executor adds; [`Subject::None`] when it declares none.
+    pub fn from_paths(declared: &[PathUse]) -> Self {
+        if declared.is_empty() {
+            return Self::None;
         }
-        if !declared.is_empty() {
-            return Self::Paths(declared.iter().map(|p| PathSubject::new(p.path.clone())).collect());
-        }
-        if let Some(path) = input.get("path").and_then(Value::as_str) {
-            return Self::Paths(vec![PathSubject::new(path)]);
-        }
-        Self::None
+        Self::Paths(declared.iter().map(|p| PathSubject::new(p.path.clone())).collect())
     }
 }
 

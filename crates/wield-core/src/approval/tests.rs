@@ -27,7 +27,7 @@ impl Case {
     }
 
     fn run(&self, chain: &ResolverChain, tool: &str, input: Value) -> Verdict {
-        self.run_subject(chain, tool, &input, &Subject::from_input(&input))
+        self.run_subject(chain, tool, &input, &subject_of(&input))
     }
 
     fn run_subject(&self, chain: &ResolverChain, tool: &str, input: &Value, subject: &Subject) -> Verdict {
@@ -40,6 +40,17 @@ impl Case {
             workspace: Path::new("/ws"),
             sandboxed: self.sandboxed,
         })
+    }
+}
+
+/// The subject a tool would give: its `command` as text, else its `path`.
+pub(super) fn subject_of(input: &Value) -> Subject {
+    if let Some(command) = input.get("command").and_then(Value::as_str) {
+        return Subject::Text(command.trim().to_owned());
+    }
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => Subject::Paths(vec![PathSubject::new(path)]),
+        None => Subject::None,
     }
 }
 
@@ -66,6 +77,13 @@ fn decide(cfg: &ApprovalConfig, tool: &str, input: Value, read_only: bool) -> De
         .decision
 }
 
+/// A tool that writes files (`writes_files`), deciding with `cfg`.
+fn decide_writer(cfg: &ApprovalConfig, tool: &str) -> Decision {
+    let mut case = Case::new(false);
+    case.traits.writes_files = true;
+    case.run(&standard_chain(cfg, vec![]), tool, json!({})).decision
+}
+
 fn cfg(auto: &[&str], deny: &[&str]) -> ApprovalConfig {
     ApprovalConfig {
         auto_approve: auto.iter().map(|s| (*s).to_owned()).collect(),
@@ -78,8 +96,8 @@ fn cfg(auto: &[&str], deny: &[&str]) -> ApprovalConfig {
 fn defaults_gate_bash_and_approve_standard() {
     let cfg = ApprovalConfig::default();
     assert_eq!(decide(&cfg, "read", json!({}), true), Decision::Approve);
-    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::Approve);
-    assert_eq!(decide(&cfg, "MKDIR", json!({}), false), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "write"), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "MKDIR"), Decision::Approve);
     assert_eq!(
         decide(&cfg, "bash", json!({"command":"ls"}), false),
         Decision::RequireApproval
@@ -87,10 +105,19 @@ fn defaults_gate_bash_and_approve_standard() {
 }
 
 #[test]
+fn standard_is_the_read_only_tools_and_the_tools_that_write_files_whatever_their_names() {
+    let cfg = ApprovalConfig::default();
+    // Named as a built-in file tool but not flagged: not in `$standard`.
+    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::RequireApproval);
+    // Flagged, under any name: in `$standard`.
+    assert_eq!(decide_writer(&cfg, "notes_save"), Decision::Approve);
+}
+
+#[test]
 fn deny_wins_and_removals_apply() {
     let cfg = cfg(&["$standard", "-write", "bash:git status*"], &["bash:rm *"]);
-    assert_eq!(decide(&cfg, "write", json!({}), false), Decision::RequireApproval);
-    assert_eq!(decide(&cfg, "edit", json!({}), false), Decision::Approve);
+    assert_eq!(decide_writer(&cfg, "write"), Decision::RequireApproval);
+    assert_eq!(decide_writer(&cfg, "edit"), Decision::Approve);
     assert_eq!(
         decide(&cfg, "bash", json!({"command":"git status -s"}), false),
         Decision::Approve
@@ -275,14 +302,8 @@ fn remembered_and_session_rules() {
         case.run(&chain, "bash", json!({"command":"cargo publish"})).decision,
         Decision::RequireApproval
     );
-    case.session.add_rule(
-        &derive_pattern(
-            "write",
-            &Subject::from_input(&json!({"path":"a.txt"})),
-            Path::new("/ws"),
-        )
-        .pattern,
-    );
+    case.session
+        .add_rule(&derive_pattern("write", &subject_of(&json!({"path":"a.txt"})), Path::new("/ws")).pattern);
     assert_eq!(
         case.run(&chain, "write", json!({"path":"b.txt"})).decision,
         Decision::Approve
@@ -333,7 +354,7 @@ impl Resolver for Panicky {
     fn priority(&self) -> i32 {
         200
     }
-    fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         panic!("boom")
     }
 }
@@ -342,7 +363,9 @@ impl Resolver for Panicky {
 fn failing_resolvers_are_skipped() {
     let mut chain = standard_chain(&ApprovalConfig::default(), vec![]);
     chain.add(Arc::new(Panicky));
-    chain.add(FnResolver::arc("erroring", 150, |_| Err("broken".into())));
+    chain.add(FnResolver::arc("erroring", 150, |_| {
+        Err(ResolveError::Undecided("broken".into()))
+    }));
     let v = Case::new(true).run(&chain, "read", json!({}));
     assert_eq!((v.decision, v.resolver.as_str()), (Decision::Approve, "config"));
 }
@@ -401,4 +424,15 @@ fn priorities_order_register_replace_remove() {
         (v.decision, v.resolver.as_str()),
         (Decision::RequireApproval, "default")
     );
+}
+
+/// Core reads no argument by name: a tool that does not say what its
+/// subject is gets the paths it declares, and none from a `command` or a
+/// `path` argument.
+#[test]
+fn a_tool_s_subject_is_only_what_it_says() {
+    use crate::Tool;
+    let tool = crate::testing::StaticTool::new("runner", json!({"type": "object"}));
+    let input = json!({"command": "rm -rf /", "path": "/etc/passwd"});
+    assert_eq!(tool.approval_subject(&input), Subject::None);
 }

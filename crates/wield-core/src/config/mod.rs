@@ -62,13 +62,22 @@ pub struct KeyTree {
 }
 
 impl KeyTree {
-    /// The keys wield-core and the front-ends know.
+    /// The keys wield-core itself reads. Every other crate registers its
+    /// own with [`register`](Self::register) (the composition root calls
+    /// each crate's registration), so core holds no key of theirs.
     pub fn core() -> Self {
         let mut t = Self::default();
-        for k in CORE_KEYS {
-            t.insert(k);
-        }
+        t.register(CORE_KEYS);
         t
+    }
+
+    /// Register a crate's keys: dotted paths, where a `*` segment matches
+    /// any single key (a user-chosen name) and a trailing `**` accepts any
+    /// content below (free-form tables such as environment maps).
+    pub fn register(&mut self, keys: &[&str]) {
+        for k in keys {
+            self.insert(k);
+        }
     }
 
     pub fn insert(&mut self, path: &str) {
@@ -140,7 +149,8 @@ impl KeyTree {
 }
 
 /// Every key the core and the built-in front-ends understand. Tools add
-/// their own under `[tool_name]` through `Tool::config_keys`.
+/// their own under `[tool_name]` through `Tool::config_keys`; other crates
+/// register theirs through [`KeyTree::register`].
 const CORE_KEYS: &[&str] = &[
     "profile",
     "agent",
@@ -172,29 +182,11 @@ const CORE_KEYS: &[&str] = &[
     "hooks.*.files",
     "hooks.*.command",
     "hooks.*.timeout",
-    "sandbox.enabled",
-    "sandbox.backend",
-    "sandbox.network",
-    "sandbox.read",
-    "sandbox.write",
-    "sandbox.protected",
-    "process.max_background",
-    "sandbox.allow_unix_sockets",
     "executor.max_parallel",
     "executor.timeout",
     "truncation.max_lines",
     "truncation.max_bytes",
     "audit.file",
-    "read_before.write",
-    "mcp.servers.*.command",
-    "mcp.servers.*.args",
-    "mcp.servers.*.env.**",
-    "mcp.servers.*.cwd",
-    "mcp.servers.*.url",
-    "mcp.servers.*.headers.**",
-    "mcp.servers.*.deferred",
-    "mcp.servers.*.enabled",
-    "mcp.servers.*.timeout",
 ];
 
 /// The longest duration a number of seconds becomes: longer ones (a model
@@ -609,13 +601,26 @@ mod tests {
 
     #[test]
     fn wildcards_and_free_form_tables() {
+        let mut known = KeyTree::core();
+        known.register(&["servers.*.command", "servers.*.env.**"]);
         let t: toml::Table = toml::from_str(
-            "[mcp.servers.x]\ncommand='a'\n[mcp.servers.x.env]\nANY='1'\n[approval.presets.'$mine']\napprove=['a']",
+            "[servers.x]\ncommand='a'\n[servers.x.env]\nANY='1'\n[approval.presets.'$mine']\napprove=['a']",
         )
         .unwrap();
-        KeyTree::core().check(&t, "x").unwrap();
-        let bad: toml::Table = toml::from_str("[mcp.servers.x]\ncomand='a'").unwrap();
-        assert!(KeyTree::core().check(&bad, "x").is_err());
+        known.check(&t, "x").unwrap();
+        let bad: toml::Table = toml::from_str("[servers.x]\ncomand='a'").unwrap();
+        let err = known.check(&bad, "x").unwrap_err().to_string();
+        assert!(err.contains("`servers.x.comand`"), "{err}");
+        assert!(err.contains("did you mean `servers.x.command`"), "{err}");
+    }
+
+    #[test]
+    fn core_knows_only_its_own_keys_until_a_crate_registers_more() {
+        let t: toml::Table = toml::from_str("[other]\nsetting = 1").unwrap();
+        assert!(KeyTree::core().check(&t, "x").is_err());
+        let mut known = KeyTree::core();
+        known.register(&["other.setting"]);
+        known.check(&t, "x").unwrap();
     }
 
     #[test]

@@ -31,6 +31,7 @@ use crate::events::{AuditLog, Event, EventSink};
 use crate::hooks::{Hook, HookCall};
 use crate::names::closest_n;
 use crate::policy::Visibility;
+use crate::refusal::{Refusal, error_chain};
 use crate::registry::{Registered, Registry};
 use crate::schema::{fill_nullable, validation_message};
 use crate::tool::{Access, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, ToolRef, ToolResult};
@@ -62,7 +63,9 @@ impl Call {
 /// it learns on the way (a resolved path) it may leave in the call's
 /// [`Context::scratch`] for the tool.
 pub trait PathGuard: Send + Sync {
-    fn check(&self, path: &str, access: Access, ctx: &Context) -> Result<(), String>;
+    /// `Err` refuses the call: [`Refusal::ToModel`] for a path the call may
+    /// not touch, [`Refusal::Failed`] when the check itself broke.
+    fn check(&self, path: &str, access: Access, ctx: &Context) -> Result<(), Refusal>;
 }
 
 /// Margin given to tools that enforce their own timeout.
@@ -267,6 +270,24 @@ impl Executor {
         }
     }
 
+    /// The error result of a call a pre-flight seam refused: the message for
+    /// the model as it stands; a failed check is logged with its causes and
+    /// the model told that the check, not the call, went wrong.
+    fn refuse_for(&self, call_id: &str, tool: &str, refusal: Refusal, decision: &'static str) -> Slot {
+        let message = match refusal {
+            Refusal::ToModel(message) => message,
+            failed @ Refusal::Failed { .. } => {
+                let chain = error_chain(&failed);
+                tracing::warn!("the pre-flight check of `{tool}` failed: {chain}");
+                format!(
+                    "the call to `{tool}` was not run because wield could not check it: {chain}. \
+                     This is a fault in the setup, not in the call; retrying will not help until it is fixed."
+                )
+            }
+        };
+        self.refuse(call_id, tool, message, decision)
+    }
+
     async fn preflight(
         &self,
         call: Call,
@@ -354,8 +375,8 @@ impl Executor {
         }
 
         let ctx = self.context(&call.id, tool, &input, session, cancel);
-        if let Err(msg) = tool.pre(&input, &ctx).await {
-            return self.refuse(&call.id, name, msg, "refused");
+        if let Err(refusal) = tool.pre(&input, &ctx).await {
+            return self.refuse_for(&call.id, name, refusal, "refused");
         }
 
         let mut subject = tool.approval_subject(&input);
@@ -462,8 +483,8 @@ impl Executor {
 
         if let Some(guard) = &self.path_guard {
             for p in tool.paths(&input) {
-                if let Err(msg) = guard.check(&p.path, p.access, &ctx) {
-                    return self.refuse(&call.id, name, msg, "denied");
+                if let Err(refusal) = guard.check(&p.path, p.access, &ctx) {
+                    return self.refuse_for(&call.id, name, refusal, "denied");
                 }
             }
         }
@@ -485,7 +506,7 @@ impl Executor {
                 if let Some(store) = &self.store
                     && let Err(e) = store.remember(scope, pattern)
                 {
-                    tracing::warn!("could not save approval rule `{pattern}`: {e}");
+                    tracing::warn!("could not save approval rule `{pattern}`: {}", error_chain(&e));
                 }
             }
         }

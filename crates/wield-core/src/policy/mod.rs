@@ -44,16 +44,22 @@ pub use rules::{Entry, Layer, RuleList};
 /// offered only while some tool is deferred.
 pub const LOADS_DEFERRED: &str = "loads_deferred_tools";
 
+/// Why a tool may not be called: a reason for the model (hidden by a policy
+/// stage, deferred and not loaded yet) saying what to do if anything.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotCallable(pub String);
+
 pub trait Visibility: Send + Sync {
     /// `Err` with the reason when the tool is hidden by policy.
-    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), String>;
+    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), NotCallable>;
 }
 
 /// Everything registered is callable.
 pub struct AllVisible;
 
 impl Visibility for AllVisible {
-    fn check_callable(&self, _tool: &str, _session: &Session) -> Result<(), String> {
+    fn check_callable(&self, _tool: &str, _session: &Session) -> Result<(), NotCallable> {
         Ok(())
     }
 }

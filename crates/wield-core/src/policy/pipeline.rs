@@ -9,11 +9,11 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::context::Session;
 use crate::names::{closest, glob_match};
-use crate::registry::Registry;
+use crate::registry::{Registry, SourceMeta};
 use crate::tool::{ToolRef, ToolSpec, ToolTraits};
 
-use super::rules::{Entry, Layer, LayerOutcome, RuleList};
-use super::{LOADS_DEFERRED, PolicyError, Profile, Stage, Status, Visibility};
+use super::rules::{Layer, LayerOutcome, RuleList};
+use super::{LOADS_DEFERRED, NotCallable, PolicyError, Profile, Stage, Status, Visibility};
 
 /// What the command line (or another front-end) selects on top of the
 /// configuration. `None` falls back to the config's `profile`, `agent`,
@@ -93,14 +93,6 @@ impl PolicyBuilder {
         }
         b = b.opt_in(RuleList::parse("[tools] opt_in", &tools.opt_in)?);
         b = b.deferred(RuleList::parse("[tools] deferred", &tools.deferred)?);
-        for (server, value) in config.table_at("mcp.servers") {
-            if value.get("deferred").and_then(toml::Value::as_bool) == Some(true) {
-                b = b.deferred(RuleList {
-                    source: format!("mcp.servers.{server}.deferred"),
-                    entries: vec![Entry::Glob(format!("mcp__{server}__*"))],
-                });
-            }
-        }
         Ok(b)
     }
 
@@ -144,20 +136,34 @@ impl PolicyBuilder {
         self
     }
 
-    /// Decide every tool of a registry.
+    /// Decide every tool of a registry, with what each tool's source says
+    /// of it ([`SourceMeta`]: deferred, and the label it is loaded by).
     pub fn build(&self, registry: &Registry) -> ToolPolicy {
-        self.build_from(registry.list().map(|r| r.tool.clone()))
+        self.build_sourced(
+            registry
+                .list()
+                .map(|r| (r.tool.clone(), registry.source_meta(&r.source).cloned())),
+        )
     }
 
     /// Decide every tool of a list, in its order.
     pub fn build_from(&self, tools: impl IntoIterator<Item = ToolRef>) -> ToolPolicy {
+        self.build_sourced(tools.into_iter().map(|t| (t, None)))
+    }
+
+    fn build_sourced(&self, tools: impl IntoIterator<Item = (ToolRef, Option<SourceMeta>)>) -> ToolPolicy {
         let mut decisions = Vec::new();
         let mut specs = HashMap::new();
+        let mut labels = HashMap::new();
         let mut loaders = Vec::new();
-        for tool in tools {
+        for (tool, meta) in tools {
             let spec = tool.spec();
             let traits = tool.traits();
-            let (status, stage, rule) = self.decide(&spec.name, traits);
+            let meta = meta.unwrap_or_default();
+            if let Some(label) = &meta.label {
+                labels.insert(spec.name.clone(), label.clone());
+            }
+            let (status, stage, rule) = self.decide(&spec.name, traits, &meta);
             if status == Status::Deferred {
                 specs.insert(spec.name.clone(), spec.clone());
             }
@@ -189,6 +195,7 @@ impl PolicyBuilder {
             decisions,
             index,
             specs,
+            labels,
             profile: self.profile,
             layers: self
                 .layers
@@ -198,7 +205,7 @@ impl PolicyBuilder {
         }
     }
 
-    fn decide(&self, name: &str, traits: &ToolTraits) -> (Status, Stage, String) {
+    fn decide(&self, name: &str, traits: &ToolTraits, meta: &SourceMeta) -> (Status, Stage, String) {
         let mut admitted: Option<(Stage, String)> = None;
         match self.global.apply(name, traits) {
             LayerOutcome::Out(rule) => return (Status::Out, Stage::Global, rule),
@@ -230,7 +237,7 @@ impl PolicyBuilder {
             }
         }
         if !traits.has_capability(LOADS_DEFERRED)
-            && let Some(rule) = self.deferred_rule(name, traits)
+            && let Some(rule) = self.deferred_rule(name, traits, meta)
         {
             return (Status::Deferred, Stage::Deferred, rule);
         }
@@ -258,13 +265,14 @@ impl PolicyBuilder {
             .or_else(|| self.profile.explicit_match(name, traits))
     }
 
-    fn deferred_rule(&self, name: &str, traits: &ToolTraits) -> Option<String> {
+    fn deferred_rule(&self, name: &str, traits: &ToolTraits, meta: &SourceMeta) -> Option<String> {
         if traits.deferred {
             return Some("deferred (tool traits)".into());
         }
         self.deferred
             .iter()
             .find_map(|l| l.first_match(name, traits).map(|e| l.rule(e)))
+            .or_else(|| meta.deferred_by.clone())
     }
 }
 
@@ -344,6 +352,8 @@ pub struct ToolPolicy {
     decisions: Vec<ToolDecision>,
     index: HashMap<String, usize>,
     specs: HashMap<String, ToolSpec>,
+    /// The label of each tool whose source gave one.
+    labels: HashMap<String, String>,
     profile: Profile,
     layers: Vec<(Stage, String)>,
 }
@@ -400,7 +410,8 @@ impl ToolPolicy {
     }
 
     /// The deferred tools matching `patterns` (`*` globs, case-insensitive)
-    /// or coming from MCP server `server`; `Err` says what can be loaded.
+    /// or coming from the source labelled `server` (an MCP server's name);
+    /// `Err` says what can be loaded.
     pub fn select_deferred(&self, patterns: &[String], server: Option<&str>) -> Result<Vec<&str>, String> {
         let deferred = self.deferred();
         if patterns.is_empty() && server.is_none() {
@@ -409,14 +420,17 @@ impl ToolPolicy {
                 list_or_none(&deferred)
             ));
         }
-        let prefix = server.map(|s| format!("mcp__{s}__*"));
+        let from_server = |n: &str| {
+            server.is_some_and(|s| {
+                self.labels
+                    .get(n)
+                    .is_some_and(|label| label.eq_ignore_ascii_case(s.trim()))
+            })
+        };
         let picked: Vec<&str> = deferred
             .iter()
             .copied()
-            .filter(|n| {
-                patterns.iter().any(|p| glob_match(p.trim(), n, true))
-                    || prefix.as_deref().is_some_and(|p| glob_match(p, n, true))
-            })
+            .filter(|n| patterns.iter().any(|p| glob_match(p.trim(), n, true)) || from_server(n))
             .collect();
         if picked.is_empty() {
             let mut msg = String::from("no deferred tool matches");
@@ -450,8 +464,8 @@ impl ToolPolicy {
         let mut block = String::from("<available-deferred-tools>\n");
         block.push_str(&format!(
             "These tools exist but their schemas are not loaded. To use one, first call `{loader}` with \
-             {{\"tools\": [\"NAME\"]}} (globs like \"mcp__server__*\" work) or {{\"server\": \"NAME\"}} for every \
-             deferred tool of an MCP server; they then stay loaded for the rest of the session.\n"
+             {{\"tools\": [\"NAME\"]}} (`*` globs work) or {{\"server\": \"NAME\"}} for every \
+             deferred tool of a server; they then stay loaded for the rest of the session.\n"
         ));
         for n in pending {
             block.push_str(n);
@@ -471,21 +485,23 @@ fn list_or_none(names: &[&str]) -> String {
 }
 
 impl Visibility for ToolPolicy {
-    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), String> {
+    fn check_callable(&self, tool: &str, session: &Session) -> Result<(), NotCallable> {
         let Some(d) = self.get(tool) else {
-            return Err("it was registered after the tool policy was computed".into());
+            return Err(NotCallable(
+                "it was registered after the tool policy was computed".into(),
+            ));
         };
         match d.status {
             Status::In => Ok(()),
-            Status::Out => Err(format!(
+            Status::Out => Err(NotCallable(format!(
                 "hidden by the {} stage of the tool policy ({})",
                 d.stage, d.rule
-            )),
+            ))),
             Status::Deferred if !session.model_driven() || session.is_loaded(tool) => Ok(()),
-            Status::Deferred => Err(format!(
+            Status::Deferred => Err(NotCallable(format!(
                 "it is deferred ({}); load it first with load_tools {{\"tools\": [\"{tool}\"]}}",
                 d.rule
-            )),
+            ))),
         }
     }
 }
@@ -612,7 +628,7 @@ mod tests {
         let model = Session::new("m", true);
         assert!(p.check_callable("mcp__ctx__docs", &model).is_err());
         assert!(p.deferred_prompt(&model).unwrap().contains("\nmcp__ctx__docs\n"));
-        let picked = p.select_deferred(&[], Some("ctx")).unwrap();
+        let picked = p.select_deferred(&["MCP__ctx__*".into()], None).unwrap();
         assert_eq!(picked, vec!["mcp__ctx__docs"]);
         model.mark_loaded("mcp__ctx__docs");
         assert!(p.check_callable("mcp__ctx__docs", &model).is_ok());
@@ -621,7 +637,12 @@ mod tests {
         assert!(p.check_callable("mcp__ctx__docs", &Session::new("p", false)).is_ok());
         let err = p.select_deferred(&["read".into()], None).unwrap_err();
         assert!(err.contains("already available"), "{err}");
-        assert!(p.check_callable("web_fetch", &model).unwrap_err().contains("opt_in"));
+        assert!(
+            p.check_callable("web_fetch", &model)
+                .unwrap_err()
+                .to_string()
+                .contains("opt_in")
+        );
     }
 
     #[test]
@@ -655,9 +676,6 @@ mod tests {
             disabled = ["bash"]
             [agents.rev.tools]
             enabled = ["read"]
-            [mcp.servers.ctx]
-            command = "x"
-            deferred = true
             "#,
         )
         .unwrap();
@@ -678,14 +696,36 @@ mod tests {
         };
         let err = PolicyBuilder::from_config(&config, &bad).unwrap_err().to_string();
         assert!(err.contains("unknown agent `revv` (did you mean `rev`?)"), "{err}");
-        let opts = PolicyOptions {
-            profile: Some("full".into()),
-            ..PolicyOptions::default()
-        };
-        let p = PolicyBuilder::from_config(&config, &opts).unwrap().build_from(tools());
-        assert_eq!(
-            p.get("mcp__ctx__docs").unwrap().rule,
-            "mcp.servers.ctx.deferred: \"mcp__ctx__*\""
+    }
+
+    #[test]
+    fn a_source_defers_its_tools_and_its_label_loads_them() {
+        let mut registry = Registry::new();
+        registry.register(tool("read", fs(true))).unwrap();
+        registry
+            .register_from(tool("ctx_docs", ToolTraits::default()), "remote:ctx")
+            .unwrap();
+        registry
+            .register_from(tool("other_docs", ToolTraits::default()), "remote:other")
+            .unwrap();
+        registry.describe_source(
+            "remote:ctx",
+            SourceMeta {
+                label: Some("ctx".into()),
+                deferred_by: Some("servers.ctx.deferred = true".into()),
+            },
         );
+        let p = PolicyBuilder::new().build(&registry);
+        let d = p.get("ctx_docs").unwrap();
+        assert_eq!(
+            (d.status, d.rule.as_str()),
+            (Status::Deferred, "servers.ctx.deferred = true")
+        );
+        assert_eq!(p.get("other_docs").unwrap().status, Status::In);
+        assert_eq!(p.select_deferred(&[], Some("CTX")).unwrap(), vec!["ctx_docs"]);
+        assert!(p.select_deferred(&[], Some("other")).is_err());
+        // Listing the tools the plain way, the source's word is not known.
+        let p = PolicyBuilder::new().build_from(registry.list().map(|r| r.tool.clone()));
+        assert_eq!(p.get("ctx_docs").unwrap().status, Status::In);
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::names::{closest, glob_match};
 use crate::tool::ToolTraits;
 
-use super::PolicyError;
+use super::{LOADS_DEFERRED, PolicyError};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,6 +36,10 @@ enum Selector {
     Group(&'static str),
     /// Read-only tools of the group.
     ReadOnlyIn(&'static str),
+    /// Tools that write files (the `writes_files` trait).
+    WritesFiles,
+    /// Tools with the capability.
+    Capability(&'static str),
 }
 
 impl Selector {
@@ -44,6 +48,8 @@ impl Selector {
             Self::Name(g) => glob_match(g, name, true),
             Self::Group(g) => traits.in_group(g),
             Self::ReadOnlyIn(g) => traits.read_only && traits.in_group(g),
+            Self::WritesFiles => traits.writes_files,
+            Self::Capability(c) => traits.has_capability(c),
         }
     }
 
@@ -60,6 +66,8 @@ impl fmt::Display for Selector {
             Self::Name(n) => write!(f, "\"{n}\""),
             Self::Group(g) => write!(f, "\"group:{g}\""),
             Self::ReadOnlyIn(g) => write!(f, "read-only tools of group:{g}"),
+            Self::WritesFiles => write!(f, "tools that write files"),
+            Self::Capability(c) => write!(f, "tools with capability {c}"),
         }
     }
 }
@@ -71,7 +79,7 @@ const MINIMAL: &[Selector] = &[
     Selector::Group("system"),
     // Every profile can load what it defers; the loader is offered only
     // while some tool is deferred.
-    Selector::Name("load_tools"),
+    Selector::Capability(LOADS_DEFERRED),
 ];
 
 const MESSAGING: &[Selector] = &[
@@ -80,16 +88,7 @@ const MESSAGING: &[Selector] = &[
     Selector::Name("web_search"),
 ];
 
-const CODING: &[Selector] = &[
-    Selector::Group("fs"),
-    Selector::Name("write"),
-    Selector::Name("edit"),
-    Selector::Name("patch"),
-    Selector::Name("mkdir"),
-    Selector::Name("bash*"),
-    Selector::Group("runtime"),
-    Selector::Name("process*"),
-];
+const CODING: &[Selector] = &[Selector::Group("fs"), Selector::WritesFiles, Selector::Group("runtime")];
 
 impl Profile {
     pub const ALL: [Profile; 4] = [Self::Minimal, Self::Messaging, Self::Coding, Self::Full];
@@ -189,6 +188,13 @@ mod tests {
         assert!(Profile::Messaging.decide("bash", &bash).unwrap().is_err());
         assert!(Profile::Coding.decide("bash", &bash).unwrap().is_ok());
         assert!(Profile::Coding.decide("write", &write).unwrap().is_ok());
+        // Writing files, not a name, puts a tool outside group fs in coding.
+        let notes = ToolTraits {
+            writes_files: true,
+            ..t(false, &["notes"])
+        };
+        assert!(Profile::Coding.decide("notes_save", &notes).unwrap().is_ok());
+        assert!(Profile::Messaging.decide("notes_save", &notes).unwrap().is_err());
         assert!(
             Profile::Coding
                 .decide("calculator", &t(true, &["math"]))

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use rmcp::ServiceError;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
+use wield_core::approval::{PathSubject, Subject};
 use wield_core::schema::InputValidator;
-use wield_core::{Context, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::ServerEntry;
 use super::process::{EXIT_AFTER_CLOSE, MAX_MESSAGE};
@@ -176,8 +177,7 @@ pub struct McpTool {
     server: Arc<ServerEntry>,
     /// The name the server knows the tool by.
     remote: String,
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
     retry_safe: bool,
     /// The check of the output schema the tool declares, when it declares
     /// one wield can use.
@@ -232,8 +232,7 @@ impl McpTool {
         Self {
             server,
             remote: tool.name.into_owned(),
-            spec,
-            traits,
+            base: ToolBase::new(spec, traits),
             retry_safe,
             output,
         }
@@ -266,12 +265,15 @@ impl McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    /// A bridged tool declares no paths, so its approval subject is read
+    /// from its arguments: a `command` as plain text (matched as a whole,
+    /// never parsed as wield's own shell tools parse theirs), else a `path`.
+    fn approval_subject(&self, input: &Value) -> Subject {
+        argument_subject(input)
     }
 
     /// The server's `timeout`, unless the tool's own config sets one.
@@ -471,10 +473,30 @@ enum Failure {
     Exited,
 }
 
+/// A bridged call's approval subject: its `command` as text, else its `path`.
+fn argument_subject(input: &Value) -> Subject {
+    if let Some(command) = input.get("command").and_then(Value::as_str) {
+        return Subject::Text(command.trim().to_owned());
+    }
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => Subject::Paths(vec![PathSubject::new(path)]),
+        None => Subject::None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_bridged_call_is_approved_by_its_command_else_its_path() {
+        let command = argument_subject(&json!({"command": " git status ", "path": "x"}));
+        assert_eq!(command, Subject::Text("git status".into()));
+        let path = argument_subject(&json!({"path": "src/a.rs"}));
+        assert_eq!(path, Subject::Paths(vec![PathSubject::new("src/a.rs")]));
+        assert_eq!(argument_subject(&json!({"message": "hi"})), Subject::None);
+    }
 
     #[test]
     fn names_are_api_safe_and_bounded() {

@@ -31,6 +31,19 @@ use wield_core::Config;
 use crate::McpError;
 
 /// Start-up and per-call time limit when `timeout` is not set.
+/// The keys of `[mcp.servers.NAME]` tables.
+pub const CONFIG_KEYS: &[&str] = &[
+    "mcp.servers.*.command",
+    "mcp.servers.*.args",
+    "mcp.servers.*.env.**",
+    "mcp.servers.*.cwd",
+    "mcp.servers.*.url",
+    "mcp.servers.*.headers.**",
+    "mcp.servers.*.deferred",
+    "mcp.servers.*.enabled",
+    "mcp.servers.*.timeout",
+];
+
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,7 +161,7 @@ impl ServerConfig {
         };
         let why = match error {
             McpError::Config(why) => why.clone(),
-            other => other.to_string(),
+            other => wield_core::error_chain(other),
         };
         ServerConfig {
             name: name.to_owned(),

@@ -42,11 +42,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use wield_core::{Registry, ToolRef};
+use wield_core::{Registry, SourceMeta, ToolRef};
 
 pub use bridge::{McpTool, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
-pub use config::{DEFAULT_TIMEOUT, ServerConfig, Transport};
+pub use config::{CONFIG_KEYS, DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd, MAX_FORWARDED};
 pub use process::{hurry, stop_stragglers};
 pub use result::map_result;
@@ -394,11 +394,32 @@ impl McpClients {
         self.servers.is_empty()
     }
 
+    /// Describe each server's source (`mcp:NAME`) to `registry`: its tools
+    /// are loaded by the server's name and deferred when the server's
+    /// `deferred` setting says so. A registry built anew (a tool-set
+    /// rebuild) is described again.
+    pub fn describe_sources(&self, registry: &mut Registry) {
+        for entry in &self.servers {
+            let name = &entry.config.name;
+            registry.describe_source(
+                format!("mcp:{name}"),
+                SourceMeta {
+                    label: Some(name.clone()),
+                    deferred_by: entry
+                        .config
+                        .deferred
+                        .then(|| format!("mcp.servers.{name}.deferred = true")),
+                },
+            );
+        }
+    }
+
     /// Queue every enabled server that `start` picks (by name) as an async
     /// source of `registry`; they start in [`Registry::load_sources`]. The
     /// registry's own deadline is a little later than the server's, so the
     /// server's own, more precise message is what gets reported.
     pub fn add_sources(self: &Arc<Self>, registry: &mut Registry, start: impl Fn(&str) -> bool) {
+        self.describe_sources(registry);
         for entry in self
             .servers
             .iter()

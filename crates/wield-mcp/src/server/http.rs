@@ -100,7 +100,7 @@ impl HttpServer {
     /// Run until the shutdown token is cancelled (and every connection
     /// has finished its responses).
     pub async fn wait(self) -> Result<(), McpError> {
-        self.task.await.map_err(|e| McpError::Transport(e.to_string()))
+        self.task.await.map_err(|e| McpError::Transport(e.into()))
     }
 }
 
@@ -123,8 +123,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .map_err(|e| McpError::Config(format!("--allow-host: {e}")))?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|e| McpError::Config(format!("cannot listen on {}: {e}", options.addr)))?;
-    let local_addr = listener.local_addr().map_err(|e| McpError::Transport(e.to_string()))?;
+        .map_err(|e| McpError::io(format!("cannot listen on {}", options.addr), e))?;
+    let local_addr = listener.local_addr().map_err(|e| McpError::Transport(e.into()))?;
 
     let shutdown = CancellationToken::new();
     // Host and Origin are checked by `host_guard`, before the token and the

@@ -74,7 +74,7 @@ impl Token {
         let mut bytes = [0u8; TOKEN_BYTES];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut bytes))
-            .map_err(|e| McpError::Config(format!("cannot read random bytes for a token: {e}")))?;
+            .map_err(|e| McpError::io("cannot read random bytes for a token", e))?;
         Ok(Self(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
@@ -88,10 +88,10 @@ impl Token {
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
             .open(path)
-            .map_err(|e| McpError::Config(format!("cannot read the token file {shown}: {e}")))?;
+            .map_err(|e| McpError::io(format!("cannot read the token file {shown}"), e))?;
         let meta = file
             .metadata()
-            .map_err(|e| McpError::Config(format!("cannot read the token file {shown}: {e}")))?;
+            .map_err(|e| McpError::io(format!("cannot read the token file {shown}"), e))?;
         if !meta.is_file() {
             return Err(McpError::Config(format!(
                 "the token file {shown} is not a regular file: give a file holding the token"
@@ -112,7 +112,7 @@ impl Token {
         let mut text = String::new();
         file.take(64 * 1024)
             .read_to_string(&mut text)
-            .map_err(|e| McpError::Config(format!("cannot read the token file {shown}: {e}")))?;
+            .map_err(|e| McpError::io(format!("cannot read the token file {shown}"), e))?;
         Self::new(
             text.lines().next().unwrap_or_default(),
             &format!("the token in {shown}"),
@@ -128,7 +128,7 @@ impl Token {
 /// creating `dir` (0700) when missing. `dir` must belong to this user and
 /// be closed to others, so no other user can read the file or swap it.
 pub fn write_token_file(dir: &Path, name: &str, token: &Token) -> Result<PathBuf, McpError> {
-    let fail = |e: std::io::Error| McpError::Config(format!("cannot write the token file in {}: {e}", dir.display()));
+    let fail = |e: std::io::Error| McpError::io(format!("cannot write the token file in {}", dir.display()), e);
     wield_core::private_dir::ensure_private_dir(dir).map_err(fail)?;
     let path = dir.join(name);
     // A new file each time: an old one (or anything put there) is removed,

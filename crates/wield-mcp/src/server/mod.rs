@@ -329,14 +329,11 @@ impl McpServer {
             .with_end(ended.clone())
             .serve(framing::Framed::new(reader, writer).ending(ended))
             .await
-            .map_err(|e| McpError::Start(e.to_string()))?;
+            .map_err(|e| McpError::Start(e.into()))?;
         if let Some(forward) = &self.inner.forward {
             forward.connect(running.peer().clone());
         }
-        running
-            .waiting()
-            .await
-            .map_err(|e| McpError::Transport(e.to_string()))?;
+        running.waiting().await.map_err(|e| McpError::Transport(e.into()))?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wield_core::approval::{ApprovalCall, Decision, Resolver, ResolverChain};
+use wield_core::approval::{ApprovalCall, Decision, ResolveError, Resolver, ResolverChain};
 use wield_core::{Access as CoreAccess, Config, Registry};
 use wield_sandbox::fs::{Access, Confinement, ProtectedGlobs};
 
@@ -116,7 +116,7 @@ impl Resolver for AskPathsResolver {
         PRIORITY_ASK_PATHS
     }
 
-    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, String> {
+    fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
         let Some(registered) = self.registry.get(call.tool) else {
             return Ok(Decision::Pass);
         };

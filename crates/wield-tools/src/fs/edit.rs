@@ -11,7 +11,7 @@ use std::io::Read;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Refusal, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind, Resolved};
 
 use super::{blocking, check_read_before_write, confinement, diff, fail, mark_seen, parse, path_use, resolve_for_call};
@@ -24,8 +24,7 @@ const DIFF_LINES: usize = 60;
 const MAX_SUGGEST_LINES: usize = 100_000;
 
 pub struct EditTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for EditTool {
@@ -53,43 +52,42 @@ struct Plan {
 impl EditTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "edit",
-                "Replace exact text in a file. old_text must match the file exactly (including indentation) \
-                 and only once, unless replace_all is true; include enough surrounding lines to make it \
-                 unique. The file must have been read in this session first. The result shows a diff of \
-                 the change.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "old_text": {"type": "string", "description": "The exact text to replace."},
-                        "new_text": {"type": "string", "description": "The text to put in its place."},
-                        "replace_all": {"type": ["boolean", "null"], "description": "Replace every occurrence (default false)."}
-                    },
-                    "required": ["path", "old_text", "new_text", "replace_all"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Edit file"),
-            traits: ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "edit",
+                    "Replace exact text in a file. old_text must match the file exactly (including indentation) \
+                     and only once, unless replace_all is true; include enough surrounding lines to make it \
+                     unique. The file must have been read in this session first. The result shows a diff of \
+                     the change.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "old_text": {"type": "string", "description": "The exact text to replace."},
+                            "new_text": {"type": "string", "description": "The text to put in its place."},
+                            "replace_all": {"type": ["boolean", "null"], "description": "Replace every occurrence (default false)."}
+                        },
+                        "required": ["path", "old_text", "new_text", "replace_all"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Edit file"),
+                ToolTraits {
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for EditTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -108,7 +106,7 @@ impl Tool for EditTool {
         path_use(input, "path", None, CoreAccess::Write)
     }
 
-    async fn pre(&self, input: &Value, ctx: &Context) -> Result<(), String> {
+    async fn pre(&self, input: &Value, ctx: &Context) -> Result<(), Refusal> {
         match input.get("path").and_then(Value::as_str) {
             Some(path) => check_read_before_write(ctx, path),
             None => Ok(()),
@@ -137,7 +135,7 @@ impl Tool for EditTool {
             return ToolResult::error("old_text and new_text are the same: there is nothing to change");
         }
         if let Err(msg) = check_read_before_write(ctx, &input.path) {
-            return ToolResult::error(msg);
+            return ToolResult::error(msg.to_string());
         }
         let conf = match confinement(ctx) {
             Ok(c) => c,

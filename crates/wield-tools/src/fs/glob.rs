@@ -10,7 +10,7 @@ use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::Access;
 
 use super::walk::{Filters, builder, start};
@@ -20,8 +20,7 @@ use wield_core::truncate::Limits;
 const DEFAULT_LIMIT: usize = 500;
 
 pub struct GlobTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for GlobTool {
@@ -40,43 +39,41 @@ struct Input {
 impl GlobTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "glob",
-                "Find files by name pattern, newest first. Patterns are matched against paths relative to \
-                 `path` (default the workspace): `*` stays within one directory, `**` crosses directories \
-                 (`**/*.rs`, `src/**/mod.rs`), `{a,b}` alternates, `[ab]` is a class. Hidden directories \
-                 and paths ignored by .gitignore are skipped, but a file the pattern names is listed even \
-                 if hidden or ignored (as with `rg --files -g`).",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.toml\"."},
-                        "path": {"type": ["string", "null"], "description": "Directory to search (default: the workspace)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of paths (default 500)."}
-                    },
-                    "required": ["pattern", "path", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Find files"),
-            traits: ToolTraits {
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "glob",
+                    "Find files by name pattern, newest first. Patterns are matched against paths relative to \
+                     `path` (default the workspace): `*` stays within one directory, `**` crosses directories \
+                     (`**/*.rs`, `src/**/mod.rs`), `{a,b}` alternates, `[ab]` is a class. Hidden directories \
+                     and paths ignored by .gitignore are skipped, but a file the pattern names is listed even \
+                     if hidden or ignored (as with `rg --files -g`).",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.toml\"."},
+                            "path": {"type": ["string", "null"], "description": "Directory to search (default: the workspace)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of paths (default 500)."}
+                        },
+                        "required": ["pattern", "path", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Find files"),
+                ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for GlobTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

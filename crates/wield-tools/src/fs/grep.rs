@@ -20,7 +20,7 @@ use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wield_core::truncate::Limits;
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::Confinement;
 
 use super::walk::{Filters, builder, start};
@@ -32,8 +32,7 @@ const MAX_LINE_BYTES: usize = 2000;
 const MAX_CONTEXT: usize = 20;
 
 pub struct GrepTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for GrepTool {
@@ -64,47 +63,45 @@ struct Input {
 impl GrepTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "grep",
-                "Search file contents with a regular expression (ripgrep syntax), in the workspace or under \
-                 `path`. Output is like `rg -n`: `path:line:text`, sorted by path. Hidden files, files \
-                 ignored by .gitignore and binary files are skipped. `glob` filters files (`*.rs`, \
-                 `!*_test.go`); output_mode \"files\" lists matching files, \"count\" counts matches per \
-                 file. At most `limit` matches (default 100) are shown, with a count of the rest.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Regular expression, e.g. \"fn\\\\s+main\"."},
-                        "path": {"type": ["string", "null"], "description": "File or directory to search (default: the workspace)."},
-                        "glob": {"type": ["string", "null"], "description": "Only files matching this glob, e.g. \"*.rs\"; a leading ! excludes."},
-                        "case_insensitive": {"type": ["boolean", "null"], "description": "Ignore case (default false)."},
-                        "context": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context around each match (default 0)."},
-                        "output_mode": {"type": ["string", "null"], "enum": ["content", "files", "count", null], "description": "content (default), files, or count."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum matches shown (files in files/count mode); default 100."}
-                    },
-                    "required": ["pattern", "path", "glob", "case_insensitive", "context", "output_mode", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Search file contents"),
-            traits: ToolTraits {
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "grep",
+                    "Search file contents with a regular expression (ripgrep syntax), in the workspace or under \
+                     `path`. Output is like `rg -n`: `path:line:text`, sorted by path. Hidden files, files \
+                     ignored by .gitignore and binary files are skipped. `glob` filters files (`*.rs`, \
+                     `!*_test.go`); output_mode \"files\" lists matching files, \"count\" counts matches per \
+                     file. At most `limit` matches (default 100) are shown, with a count of the rest.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "pattern": {"type": "string", "description": "Regular expression, e.g. \"fn\\\\s+main\"."},
+                            "path": {"type": ["string", "null"], "description": "File or directory to search (default: the workspace)."},
+                            "glob": {"type": ["string", "null"], "description": "Only files matching this glob, e.g. \"*.rs\"; a leading ! excludes."},
+                            "case_insensitive": {"type": ["boolean", "null"], "description": "Ignore case (default false)."},
+                            "context": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context around each match (default 0)."},
+                            "output_mode": {"type": ["string", "null"], "enum": ["content", "files", "count", null], "description": "content (default), files, or count."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum matches shown (files in files/count mode); default 100."}
+                        },
+                        "required": ["pattern", "path", "glob", "case_insensitive", "context", "output_mode", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Search file contents"),
+                ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for GrepTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::walk::{Filters, builder, start};
 use super::{blocking, confinement, human_size, listed, listing, parse, path_use};
@@ -13,8 +13,7 @@ const MAX_DEPTH: usize = 10;
 const DEFAULT_LIMIT: usize = 500;
 
 pub struct LsTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for LsTool {
@@ -34,43 +33,41 @@ struct Input {
 impl LsTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "ls",
-                "List a directory (default: the workspace): one entry per line marked [dir], [file] (with \
-                 its size) or [link] (with its target), paths relative to the listed directory. depth \
-                 (default 1, at most 10) descends into subdirectories. Entries ignored by .gitignore and \
-                 the .git directory are left out unless all is true.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": ["string", "null"], "description": "Directory to list (default: the workspace)."},
-                        "depth": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 1)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum entries shown (default 500)."},
-                        "all": {"type": ["boolean", "null"], "description": "Also show ignored entries and .git (default false)."}
-                    },
-                    "required": ["path", "depth", "limit", "all"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("List directory"),
-            traits: ToolTraits {
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "ls",
+                    "List a directory (default: the workspace): one entry per line marked [dir], [file] (with \
+                     its size) or [link] (with its target), paths relative to the listed directory. depth \
+                     (default 1, at most 10) descends into subdirectories. Entries ignored by .gitignore and \
+                     the .git directory are left out unless all is true.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": ["string", "null"], "description": "Directory to list (default: the workspace)."},
+                            "depth": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 1)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum entries shown (default 500)."},
+                            "all": {"type": ["boolean", "null"], "description": "Also show ignored entries and .git (default false)."}
+                        },
+                        "required": ["path", "depth", "limit", "all"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("List directory"),
+                ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for LsTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -3,14 +3,13 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::Access;
 
 use super::{blocking, confinement, fail, parse, path_use};
 
 pub struct MkdirTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for MkdirTool {
@@ -27,40 +26,39 @@ struct Input {
 impl MkdirTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "mkdir",
-                "Create a directory and any missing parents (like mkdir -p). An existing directory is fine; \
-                 an existing file at the path is an error.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "Directory path, relative to the workspace or absolute."}
-                    },
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Make directory"),
-            traits: ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                // `mkdir -p`: creates what is missing, removes nothing.
-                capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
-                ..ToolTraits::default()
-            },
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "mkdir",
+                    "Create a directory and any missing parents (like mkdir -p). An existing directory is fine; \
+                     an existing file at the path is an error.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "Directory path, relative to the workspace or absolute."}
+                        },
+                        "required": ["path"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Make directory"),
+                ToolTraits {
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    // `mkdir -p`: creates what is missing, removes nothing.
+                    capabilities: vec![wield_core::ADDITIVE.into(), wield_core::IDEMPOTENT.into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for MkdirTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

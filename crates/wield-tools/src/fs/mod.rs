@@ -25,10 +25,15 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wield_core::truncate::Limits;
-use wield_core::{Access as CoreAccess, Config, Context, PathGuard, PathUse, Services, ToolRef, ToolResult};
+use wield_core::{
+    Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, Session, ToolRef, ToolResult,
+};
 use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
 
 use crate::SetupError;
+
+/// The file tools' own keys outside their `[tool]` tables.
+pub const CONFIG_KEYS: &[&str] = &["read_before.write"];
 
 mod ask_paths;
 pub(crate) mod diff;
@@ -153,13 +158,13 @@ fn expand_home(s: &str) -> PathBuf {
 pub struct ConfinementGuard(pub Arc<Confinement>);
 
 impl PathGuard for ConfinementGuard {
-    fn check(&self, path: &str, access: CoreAccess, ctx: &Context) -> Result<(), String> {
+    fn check(&self, path: &str, access: CoreAccess, ctx: &Context) -> Result<(), Refusal> {
         let access = match access {
             CoreAccess::Read => Access::Read,
             CoreAccess::Write => Access::Write,
         };
         match self.0.resolve(path, access) {
-            Err(e) if e.is_refusal() => Err(e.to_string()),
+            Err(e) if e.is_refusal() => Err(Refusal::to_model(e.to_string())),
             Ok(resolved) if resolved.exists() => {
                 // The tool resolves the same path next: it takes this one.
                 ctx.scratch.put(Checked {
@@ -317,11 +322,31 @@ struct Stamp {
     size: u64,
 }
 
-/// Per-session record of the files read, with their state at that time, so
-/// a write can tell a file changed on disk since the model saw it.
+/// Per-session record of the files read (a session extension the file
+/// tools own), with their state at that time, so a write can tell a file
+/// changed on disk since the model saw it.
 #[derive(Default)]
 struct ReadLedger {
+    read: Mutex<std::collections::HashSet<PathBuf>>,
     stamps: Mutex<std::collections::HashMap<PathBuf, Stamp>>,
+}
+
+/// Record that the session has read the file at `real` (its real path).
+pub fn mark_read(session: &Session, real: &Path) {
+    let ledger = session.extension(ReadLedger::default);
+    let mut read = ledger.read.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    read.insert(real.to_path_buf());
+}
+
+/// Whether the session has read the file at `real` (its real path).
+pub fn was_read(session: &Session, real: &Path) -> bool {
+    session.get_extension::<ReadLedger>().is_some_and(|ledger| {
+        ledger
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(real)
+    })
 }
 
 fn stamp_of(conf: &Confinement, real: &Path) -> Option<Stamp> {
@@ -333,7 +358,7 @@ fn stamp_of(conf: &Confinement, real: &Path) -> Option<Stamp> {
 
 /// Record that the session has seen `real` as it is now.
 pub(crate) fn mark_seen(ctx: &Context, conf: &Confinement, real: &Path) {
-    ctx.session.mark_read(real);
+    mark_read(&ctx.session, real);
     if let Some(stamp) = stamp_of(conf, real) {
         remember(ctx, real, stamp);
     }
@@ -342,7 +367,7 @@ pub(crate) fn mark_seen(ctx: &Context, conf: &Confinement, real: &Path) {
 /// [`mark_seen`] with the status of the file as it was read (from the open
 /// handle), instead of looking the path up again.
 pub(crate) fn mark_seen_as(ctx: &Context, real: &Path, meta: &std::fs::Metadata) {
-    ctx.session.mark_read(real);
+    mark_read(&ctx.session, real);
     remember(
         ctx,
         real,
@@ -361,11 +386,16 @@ fn remember(ctx: &Context, real: &Path, stamp: Stamp) {
 
 /// Read-before-write: `Err` with a message for the model when an existing
 /// file may not be changed yet.
-pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), String> {
+pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), Refusal> {
     if !ctx.session.model_driven() || !settings(ctx).read_before_write {
         return Ok(());
     }
-    let conf = confinement(ctx).map_err(|r| r.error.unwrap_or_default())?;
+    let conf = confinement(ctx).map_err(|r| {
+        Refusal::failed(
+            "could not check that the file was read first",
+            r.error.unwrap_or_else(|| "the workspace confinement is missing".into()),
+        )
+    })?;
     let Ok(resolved) = conf.resolve(path, Access::Write) else {
         // Refusals are reported by the tool itself with the full message.
         return Ok(());
@@ -375,10 +405,10 @@ pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), S
     }
     let real = resolved.real_path();
     let shown = conf.display_path(real);
-    if !ctx.session.was_read(real) {
-        return Err(format!(
+    if !was_read(&ctx.session, real) {
+        return Err(Refusal::to_model(format!(
             "{shown} exists and has not been read in this session: read it first with the read tool, then write or edit it"
-        ));
+        )));
     }
     let ledger = ctx.session.extension(ReadLedger::default);
     let known = ledger
@@ -390,9 +420,9 @@ pub(crate) fn check_read_before_write(ctx: &Context, path: &str) -> Result<(), S
     if let (Some(known), Some(now)) = (known, stamp_of(&conf, real))
         && known != now
     {
-        return Err(format!(
+        return Err(Refusal::to_model(format!(
             "{shown} changed on disk since it was last read: read it again before writing or editing it"
-        ));
+        )));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, ConfigKey, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind};
 
 use super::text::{LineReader, NumberedLines, SNIFF_BYTES, TextLines, binary_type, image_mime, into_text, read_head};
@@ -26,8 +26,7 @@ const SAVE_FULL_CAP: u64 = 8 * 1024 * 1024;
 const MAX_LINE_BYTES: usize = 8 * 1024;
 
 pub struct ReadTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for ReadTool {
@@ -46,44 +45,42 @@ struct Input {
 impl ReadTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "read",
-                "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
-                 line) and limit (line count) to read part of a large file; small files are always returned \
-                 whole. Output is cut at 2000 lines / 50 KB with a notice saying how to read on. Binary files \
-                 are refused; PNG, JPEG, GIF and WebP images are returned as attachments. Lines longer \
-                 than 8 KB are cut. Reading a file is \
-                 required before writing or editing it.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of lines to read (default: up to the output limit)."}
-                    },
-                    "required": ["path", "offset", "limit"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Read file"),
-            traits: ToolTraits {
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "read",
+                    "Read a text file from the workspace, with line numbers (cat -n style). Use offset (1-based \
+                     line) and limit (line count) to read part of a large file; small files are always returned \
+                     whole. Output is cut at 2000 lines / 50 KB with a notice saying how to read on. Binary files \
+                     are refused; PNG, JPEG, GIF and WebP images are returned as attachments. Lines longer \
+                     than 8 KB are cut. Reading a file is \
+                     required before writing or editing it.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                            "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Maximum number of lines to read (default: up to the output limit)."}
+                        },
+                        "required": ["path", "offset", "limit"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Read file"),
+                ToolTraits {
                 read_only: true,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ReadTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -505,11 +505,14 @@ fn the_path_guard_refuses_only_confinement_decisions() {
     let e = guard
         .check("../../../etc/passwd", wield_core::Access::Read, &ws.ctx)
         .unwrap_err();
-    assert!(e.contains("outside the read roots"), "{e}");
+    assert!(
+        matches!(&e, Refusal::ToModel(m) if m.contains("outside the read roots")),
+        "{e}"
+    );
     let e = guard
         .check(".wield/config.toml", wield_core::Access::Write, &ws.ctx)
         .unwrap_err();
-    assert!(e.contains("protected"), "{e}");
+    assert!(matches!(&e, Refusal::ToModel(m) if m.contains("protected")), "{e}");
 }
 
 #[test]
@@ -569,7 +572,10 @@ async fn read_uses_the_object_the_path_guard_checked() {
 
     // Refusals still come from the guard.
     let escape = guard.check("../outside", CoreAccess::Read, &ws.ctx).unwrap_err();
-    assert!(escape.contains("outside"), "{escape}");
+    assert!(
+        matches!(&escape, Refusal::ToModel(m) if m.contains("outside")),
+        "{escape}"
+    );
 }
 
 #[tokio::test]
@@ -596,4 +602,19 @@ async fn edit_changes_the_object_the_path_guard_checked() {
         .await;
     assert!(r.success, "{r:?}");
     assert!(ws.ctx.scratch.take::<Checked>(|c| c.access == Access::Read).is_some());
+}
+
+/// The files a session read are the file tools' own session extension: one
+/// session's reads are not another's.
+#[test]
+fn files_read_are_kept_per_session_by_the_file_tools() {
+    let one = Session::new("one", true);
+    let two = Session::new("two", true);
+    let path = Path::new("/ws/a.txt");
+    assert!(!was_read(&one, path));
+    mark_read(&one, path);
+    assert!(was_read(&one, path));
+    assert!(!was_read(&two, path));
+    assert!(one.get_extension::<ReadLedger>().is_some());
+    assert!(two.get_extension::<ReadLedger>().is_none());
 }

@@ -5,7 +5,7 @@ use std::io::Read;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Refusal, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::{Access, Confinement, Kind, WriteOutcome};
 
 use super::{blocking, check_read_before_write, confinement, diff, fail, human_size, mark_seen, parse, path_use};
@@ -14,8 +14,7 @@ use super::{blocking, check_read_before_write, confinement, diff, fail, human_si
 const MAX_DIFF_INPUT: u64 = 2 * 1024 * 1024;
 
 pub struct WriteTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for WriteTool {
@@ -33,40 +32,39 @@ struct Input {
 impl WriteTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "write",
-                "Write a file in the workspace: creates it (and its parent directories) or replaces it \
-                 entirely. The write is atomic and keeps the file's permissions. An existing file must have \
-                 been read in this session first. To change part of a file, prefer edit.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                        "content": {"type": "string", "description": "The complete new content of the file."}
-                    },
-                    "required": ["path", "content"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Write file"),
-            traits: ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "write",
+                    "Write a file in the workspace: creates it (and its parent directories) or replaces it \
+                     entirely. The write is atomic and keeps the file's permissions. An existing file must have \
+                     been read in this session first. To change part of a file, prefer edit.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
+                            "content": {"type": "string", "description": "The complete new content of the file."}
+                        },
+                        "required": ["path", "content"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Write file"),
+                ToolTraits {
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for WriteTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -79,7 +77,7 @@ impl Tool for WriteTool {
         path_use(input, "path", None, CoreAccess::Write)
     }
 
-    async fn pre(&self, input: &Value, ctx: &Context) -> Result<(), String> {
+    async fn pre(&self, input: &Value, ctx: &Context) -> Result<(), Refusal> {
         match input.get("path").and_then(Value::as_str) {
             Some(path) => check_read_before_write(ctx, path),
             None => Ok(()),
@@ -105,7 +103,7 @@ impl Tool for WriteTool {
             Err(r) => return r,
         };
         if let Err(msg) = check_read_before_write(ctx, &input.path) {
-            return ToolResult::error(msg);
+            return ToolResult::error(msg.to_string());
         }
         let conf = match confinement(ctx) {
             Ok(c) => c,

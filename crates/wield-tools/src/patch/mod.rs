@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolRef, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolRef, ToolResult, ToolSpec, ToolTraits};
 use wield_patch::Operation;
 use wield_sandbox::fs::Confinement;
 
@@ -33,8 +33,7 @@ pub fn tools() -> Vec<ToolRef> {
 const MAX_PREVIEW_DIFF_LINES: usize = 600;
 
 pub struct PatchTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for PatchTool {
@@ -69,40 +68,39 @@ Update, in file order. Paths are relative to the workspace.";
 impl PatchTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "patch",
-                DESCRIPTION,
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "patch": {
-                            "type": "string",
-                            "description": "The whole patch, from `*** Begin Patch` to `*** End Patch`."
-                        }
-                    },
-                    "required": ["patch"],
-                    "additionalProperties": false
-                }),
-            )
-            .strict(true)
-            .title("Apply patch"),
-            traits: ToolTraits {
-                parallel: false,
-                groups: vec!["fs".into()],
-                ..ToolTraits::default()
-            },
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "patch",
+                    DESCRIPTION,
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "patch": {
+                                "type": "string",
+                                "description": "The whole patch, from `*** Begin Patch` to `*** End Patch`."
+                            }
+                        },
+                        "required": ["patch"],
+                        "additionalProperties": false
+                    }),
+                )
+                .strict(true)
+                .title("Apply patch"),
+                ToolTraits {
+                    writes_files: true,
+                    parallel: false,
+                    groups: vec!["fs".into()],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for PatchTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -213,7 +211,7 @@ fn apply(conf: &Confinement, ctx: &Context, text: &str, may_replace: &dyn Fn(&Pa
 fn replace_rule(ctx: &Context) -> impl Fn(&Path) -> bool + Send + Sync + 'static {
     let unchecked = !ctx.session.model_driven() || !settings(ctx).read_before_write;
     let session = Arc::clone(&ctx.session);
-    move |real: &Path| unchecked || session.was_read(real)
+    move |real: &Path| unchecked || crate::fs::was_read(&session, real)
 }
 
 fn op_label(op: &Operation) -> String {

@@ -197,7 +197,7 @@ async fn adding_over_an_unread_file_is_refused_for_a_model() {
     assert_eq!(ws.get("x.txt").as_deref(), Some("mine\n"));
 
     // Once the session has read it, the add replaces it.
-    ws.ctx.session.mark_read(&ws.root.join("x.txt"));
+    crate::fs::mark_read(&ws.ctx.session, &ws.root.join("x.txt"));
     let r = tool.execute(json!({ "patch": patch }), &ws.ctx).await;
     assert!(r.success, "{:?}", r.error);
     assert_eq!(ws.get("x.txt").as_deref(), Some("theirs\n"));
@@ -220,8 +220,8 @@ async fn touched_files_count_as_read_after_success() {
     let patch = "*** Begin Patch\n*** Update File: a.txt\n-one\n+two\n*** Add File: b.txt\n+b\n*** End Patch";
     let r = PatchTool::new().execute(json!({ "patch": patch }), &ws.ctx).await;
     assert!(r.success, "{:?}", r.error);
-    assert!(ws.ctx.session.was_read(&ws.root.join("a.txt")));
-    assert!(ws.ctx.session.was_read(&ws.root.join("b.txt")));
+    assert!(crate::fs::was_read(&ws.ctx.session, &ws.root.join("a.txt")));
+    assert!(crate::fs::was_read(&ws.ctx.session, &ws.root.join("b.txt")));
     // A write after the patch needs no new read.
     assert!(crate::fs::check_read_before_write(&ws.ctx, "a.txt").is_ok());
 }
@@ -285,7 +285,7 @@ async fn a_move_onto_an_existing_file_follows_the_add_rule() {
         (Some("a\n"), Some("b\n"))
     );
     // Once read, the move replaces it.
-    ws.ctx.session.mark_read(&ws.root.join("b.txt"));
+    crate::fs::mark_read(&ws.ctx.session, &ws.root.join("b.txt"));
     let r = tool.execute(json!({ "patch": MOVE_ONTO }), &ws.ctx).await;
     assert!(r.success, "{:?}", r.error);
     assert_eq!((ws.get("a.txt"), ws.get("b.txt").as_deref()), (None, Some("A\n")));

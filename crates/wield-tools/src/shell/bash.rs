@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::{
-    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, Tool, ToolResult, ToolSpec,
-    ToolTraits, one_line,
+    AUTO_APPROVE_IF_SANDBOXED, ConfigKey, Context, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, Tool, ToolBase, ToolResult,
+    ToolSpec, ToolTraits, one_line,
 };
 use wield_sandbox::process::{CaptureLimit, Runner, denial_hints};
 
@@ -15,8 +15,7 @@ use super::output::{Streamer, body, status_line};
 use super::{Prepared, command_preview, prepare};
 
 pub struct BashTool {
-    spec: ToolSpec,
-    traits: ToolTraits,
+    base: ToolBase,
 }
 
 impl Default for BashTool {
@@ -28,52 +27,50 @@ impl Default for BashTool {
 impl BashTool {
     pub fn new() -> Self {
         Self {
-            spec: ToolSpec::new(
-                "bash",
-                "Run a shell command (bash -c) in the workspace and return its output: stdout, then stderr \
-                 under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
-                 with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
-                 saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
-                 the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
-                 network. Use process_start for servers and other long-running commands.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "command": {"type": "string", "description": "The command line, run with bash -c."},
-                        "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
-                        "timeout": {"type": ["number", "null"], "description": "Seconds before the command and everything it started are killed (default 30)."},
-                        "label": {"type": ["string", "null"], "description": "A few words saying what the command is for, shown to the person approving it."}
-                    },
-                    "required": ["command", "workdir", "timeout", "label"],
-                    "additionalProperties": false
-                }),
-            )
-            .title("Run a shell command")
-            .strict(true),
-            traits: ToolTraits {
-                // Commands can change the workspace: run them one at a time.
-                parallel: false,
-                sandboxable: true,
-                groups: vec!["runtime".into()],
-                capabilities: vec![
-                    AUTO_APPROVE_IF_SANDBOXED.into(),
-                    HANDLES_TIMEOUT.into(),
-                    TIMEOUT_ARGUMENT.into(),
-                ],
-                ..ToolTraits::default()
-            },
+            base: ToolBase::new(
+                ToolSpec::new(
+                    "bash",
+                    "Run a shell command (bash -c) in the workspace and return its output: stdout, then stderr \
+                     under [stderr], then `exit code: N` (or `timed out after 30s`). A non-zero exit is a failure \
+                     with the output kept. Output longer than 200 lines is cut in the middle; the full output is \
+                     saved to a file named in the result. Commands get no stdin, a scrubbed environment and, when \
+                     the sandbox is on, may write only inside the workspace and $TMPDIR (private to the session) and cannot reach the \
+                     network. Use process_start for servers and other long-running commands.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "command": {"type": "string", "description": "The command line, run with bash -c."},
+                            "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
+                            "timeout": {"type": ["number", "null"], "description": "Seconds before the command and everything it started are killed (default 30)."},
+                            "label": {"type": ["string", "null"], "description": "A few words saying what the command is for, shown to the person approving it."}
+                        },
+                        "required": ["command", "workdir", "timeout", "label"],
+                        "additionalProperties": false
+                    }),
+                )
+                .title("Run a shell command")
+                .strict(true),
+                ToolTraits {
+                    // Commands can change the workspace: run them one at a time.
+                    parallel: false,
+                    sandboxable: true,
+                    groups: vec!["runtime".into()],
+                    capabilities: vec![
+                        AUTO_APPROVE_IF_SANDBOXED.into(),
+                        HANDLES_TIMEOUT.into(),
+                        TIMEOUT_ARGUMENT.into(),
+                    ],
+                    ..ToolTraits::default()
+                },
+            ),
         }
     }
 }
 
 #[async_trait]
 impl Tool for BashTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {

@@ -43,7 +43,7 @@ pub use bash::BashTool;
 pub use processes::{
     ProcessKillTool, ProcessListTool, ProcessOutputTool, ProcessStartTool, ProcessStatusTool, Processes,
 };
-pub use settings::{ShellService, ShellSettings, sandbox_settings};
+pub use settings::{CONFIG_KEYS, ShellService, ShellSettings, sandbox_settings};
 
 pub fn tools() -> Vec<ToolRef> {
     vec![

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use wield_core::{
-    AUTO_APPROVE_IF_SANDBOXED, Context, Tool, ToolResult, ToolSpec, ToolTraits, human_duration, one_line,
+    AUTO_APPROVE_IF_SANDBOXED, Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits, human_duration, one_line,
 };
 use wield_sandbox::process::{Background, Exit, RunGuard, Runner, StopSignal};
 
@@ -206,8 +206,7 @@ fn runtime_traits(read_only: bool) -> ToolTraits {
 macro_rules! tool_struct {
     ($name:ident) => {
         pub struct $name {
-            spec: ToolSpec,
-            traits: ToolTraits,
+            base: ToolBase,
         }
 
         impl Default for $name {
@@ -227,33 +226,31 @@ tool_struct!(ProcessListTool);
 impl ProcessStartTool {
     pub fn new() -> Self {
         Self {
-            spec: spec(
-                "process_start",
-                "Start a background process",
-                "Start a long-running command (a server, a watcher, a slow build) in the background and return \
+            base: ToolBase::new(
+                spec(
+                    "process_start",
+                    "Start a background process",
+                    "Start a long-running command (a server, a watcher, a slow build) in the background and return \
                  its id at once. Its stdout and stderr go to a log file; read them with process_output, check \
                  it with process_status, stop it with process_kill. It runs with the same sandbox and \
                  environment rules as bash and is killed, with everything it started, when the session ends.",
-                json!({
-                    "command": {"type": "string", "description": "The command line, run with bash -c."},
-                    "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
-                    "label": {"type": ["string", "null"], "description": "A few words saying what the process is for."}
-                }),
-                &["command", "workdir", "label"],
+                    json!({
+                        "command": {"type": "string", "description": "The command line, run with bash -c."},
+                        "workdir": {"type": ["string", "null"], "description": "Directory to run in, relative to the workspace (default: the workspace)."},
+                        "label": {"type": ["string", "null"], "description": "A few words saying what the process is for."}
+                    }),
+                    &["command", "workdir", "label"],
+                ),
+                runtime_traits(false),
             ),
-            traits: runtime_traits(false),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ProcessStartTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     fn preview(&self, input: &Value, width: usize) -> String {
@@ -349,27 +346,25 @@ impl Tool for ProcessStartTool {
 impl ProcessStatusTool {
     pub fn new() -> Self {
         Self {
-            spec: spec(
-                "process_status",
-                "Background process status",
-                "Whether a background process is running or has exited (with its exit code), how long it has \
+            base: ToolBase::new(
+                spec(
+                    "process_status",
+                    "Background process status",
+                    "Whether a background process is running or has exited (with its exit code), how long it has \
                  run, and the last lines of its output.",
-                json!({"id": {"type": "string", "description": "The id process_start returned, e.g. p1."}}),
-                &["id"],
+                    json!({"id": {"type": "string", "description": "The id process_start returned, e.g. p1."}}),
+                    &["id"],
+                ),
+                runtime_traits(true),
             ),
-            traits: runtime_traits(true),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ProcessStatusTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
@@ -416,31 +411,29 @@ impl Tool for ProcessStatusTool {
 impl ProcessOutputTool {
     pub fn new() -> Self {
         Self {
-            spec: spec(
-                "process_output",
-                "Read a background process's output",
-                "Read a background process's output log by lines: offset is the first line (1-based, default \
+            base: ToolBase::new(
+                spec(
+                    "process_output",
+                    "Read a background process's output",
+                    "Read a background process's output log by lines: offset is the first line (1-based, default \
                  1), limit the number of lines (default 200). The result says which offset reads on.",
-                json!({
-                    "id": {"type": "string", "description": "The id process_start returned, e.g. p1."},
-                    "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based."},
-                    "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Most lines to read (default 200)."}
-                }),
-                &["id", "offset", "limit"],
+                    json!({
+                        "id": {"type": "string", "description": "The id process_start returned, e.g. p1."},
+                        "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read, 1-based."},
+                        "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Most lines to read (default 200)."}
+                    }),
+                    &["id", "offset", "limit"],
+                ),
+                runtime_traits(true),
             ),
-            traits: runtime_traits(true),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ProcessOutputTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
@@ -488,30 +481,28 @@ impl Tool for ProcessOutputTool {
 impl ProcessKillTool {
     pub fn new() -> Self {
         Self {
-            spec: spec(
-                "process_kill",
-                "Stop a background process",
-                "Stop a background process and everything it started. TERM (default) asks it to stop and kills \
+            base: ToolBase::new(
+                spec(
+                    "process_kill",
+                    "Stop a background process",
+                    "Stop a background process and everything it started. TERM (default) asks it to stop and kills \
                  it a second later if it has not; KILL kills at once.",
-                json!({
-                    "id": {"type": "string", "description": "The id process_start returned, e.g. p1."},
-                    "signal": {"type": ["string", "null"], "enum": ["TERM", "KILL", null], "description": "TERM (default) or KILL."}
-                }),
-                &["id", "signal"],
+                    json!({
+                        "id": {"type": "string", "description": "The id process_start returned, e.g. p1."},
+                        "signal": {"type": ["string", "null"], "enum": ["TERM", "KILL", null], "description": "TERM (default) or KILL."}
+                    }),
+                    &["id", "signal"],
+                ),
+                runtime_traits(false),
             ),
-            traits: runtime_traits(false),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ProcessKillTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
@@ -548,26 +539,24 @@ impl Tool for ProcessKillTool {
 impl ProcessListTool {
     pub fn new() -> Self {
         Self {
-            spec: spec(
-                "process_list",
-                "List background processes",
-                "The background processes of this session: id, state, runtime and command.",
-                json!({}),
-                &[],
+            base: ToolBase::new(
+                spec(
+                    "process_list",
+                    "List background processes",
+                    "The background processes of this session: id, state, runtime and command.",
+                    json!({}),
+                    &[],
+                ),
+                runtime_traits(true),
             ),
-            traits: runtime_traits(true),
         }
     }
 }
 
 #[async_trait]
 impl Tool for ProcessListTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn traits(&self) -> &ToolTraits {
-        &self.traits
+    fn base(&self) -> &ToolBase {
+        &self.base
     }
 
     async fn execute(&self, _input: Value, ctx: &Context) -> ToolResult {

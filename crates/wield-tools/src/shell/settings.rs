@@ -66,6 +66,19 @@ pub struct ShellSettings {
     pub git_watch: bool,
 }
 
+/// The keys of the command sandbox and of background processes, which
+/// these settings read.
+pub const CONFIG_KEYS: &[&str] = &[
+    "sandbox.enabled",
+    "sandbox.backend",
+    "sandbox.network",
+    "sandbox.read",
+    "sandbox.write",
+    "sandbox.protected",
+    "sandbox.allow_unix_sockets",
+    "process.max_background",
+];
+
 /// The default of `process.max_background`.
 pub const DEFAULT_MAX_BACKGROUND: usize = 16;
 
