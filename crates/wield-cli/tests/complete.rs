@@ -292,3 +292,55 @@ fn a_real_local_model_answers_and_calls_a_tool_when_it_must() {
     assert_eq!(v["tool_calls"][0]["name"], "read", "{v}");
     assert!(v["tool_calls"][0]["input"]["path"].is_string(), "{v}");
 }
+
+/// `wield complete` against each provider kind's documented stream,
+/// replayed: the reply's text on stdout, whatever the wire format.
+#[test]
+fn every_provider_kind_answers_through_wield_complete() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wield-llm/tests/fixtures");
+    for (kind, fixture, text, key_var) in [
+        ("anthropic", "anthropic_text.sse", "Hello, wörld ✓", "ANTHROPIC_API_KEY"),
+        ("openai", "chat_text.sse", "Hi there", "OPENAI_API_KEY"),
+        (
+            "openai-responses",
+            "responses_reasoning_tool.sse",
+            "Reading it.",
+            "OPENAI_API_KEY",
+        ),
+        ("gemini", "gemini_tools.sse", "", "GEMINI_API_KEY"),
+    ] {
+        let body: &'static str = Box::leak(
+            std::fs::read_to_string(fixtures.join(fixture))
+                .unwrap()
+                .into_boxed_str(),
+        );
+        let (url, requests) = replay(200, body);
+        let env = Env::new();
+        env.put(
+            ".wield/config.toml",
+            &format!("[providers.p]\nkind = \"{kind}\"\nbase_url = \"{url}\"\nmodel = \"m-1\"\n"),
+        );
+        let out = env
+            .wield()
+            .env(key_var, "sk-test")
+            .args(["complete", "hi", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got: String = v["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        assert_eq!(got, text, "{kind}: {v}");
+        assert!(requests.recv().is_ok(), "{kind}: no request");
+    }
+}
