@@ -125,7 +125,9 @@ impl Endpoint {
                 };
                 (format!("{base}/messages"), anthropic_body(kind, model, request, budget))
             }
-            Kind::OpenAi | Kind::OpenAiCompatible => (format!("{base}/chat/completions"), chat_body(model, request)),
+            Kind::OpenAi | Kind::OpenAiCompatible => {
+                (format!("{base}/chat/completions"), chat_body(kind, model, request))
+            }
             Kind::OpenAiResponses => {
                 let effort = match self.thinking {
                     ThinkingLevel::Off => None,

@@ -39,6 +39,9 @@ struct Call {
     generated: bool,
     name: String,
     args: String,
+    /// A thought signature that came with the call (Gemini's compatible
+    /// endpoint), to send back with it.
+    signature: Option<String>,
     started: bool,
     finished: bool,
 }
@@ -248,6 +251,21 @@ impl Turn {
         self.finish_call(k);
     }
 
+    /// A thought signature for the call under `index` (else the last call),
+    /// kept as an empty thinking block just before it in the reply.
+    pub fn call_signature(&mut self, index: Option<u64>, signature: &str) {
+        let k = match index {
+            Some(i) => self.calls.iter().rposition(|c| c.index == Some(i)),
+            None => self.calls.len().checked_sub(1),
+        };
+        if let Some(k) = k {
+            self.calls[k]
+                .signature
+                .get_or_insert_with(String::new)
+                .push_str(signature);
+        }
+    }
+
     /// Finishes the call started under `index` (Anthropic `content_block_stop`).
     pub fn finish_index(&mut self, index: u64) {
         if let Some(k) = self.calls.iter().rposition(|c| c.index == Some(index) && !c.finished) {
@@ -267,6 +285,7 @@ impl Turn {
             generated,
             name: String::new(),
             args: String::new(),
+            signature: None,
             started: false,
             finished: false,
         });
@@ -362,6 +381,13 @@ impl Turn {
                 }
                 Slot::Call(k) => {
                     let call = &self.calls[k];
+                    if let Some(signature) = &call.signature {
+                        content.push(Block::Thinking(Thinking {
+                            signature: Some(signature.clone()),
+                            origin: Some(self.origin.clone()),
+                            ..Thinking::default()
+                        }));
+                    }
                     let input = match parse_args(&call.args) {
                         Ok(v) => v,
                         Err(error) => {

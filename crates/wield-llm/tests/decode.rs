@@ -321,3 +321,32 @@ fn data_that_is_not_json_is_an_error_not_a_crash() {
         "{e}"
     );
 }
+
+#[test]
+fn chat_thought_signatures_of_gemini_s_compatible_endpoint_stay_with_their_call() {
+    let (_, r) = ok("chat_gemini_signature.sse");
+    let Block::Thinking(sig) = &r.content[0] else {
+        panic!("{:?}", r.content)
+    };
+    assert_eq!(sig.signature.as_deref(), Some("SIG-abc"));
+    assert!(matches!(&r.content[1], Block::ToolUse { id, .. } if id == "function-call-1"));
+    // Sent back to the same model, the signature rides with its call.
+    let request = wield_llm::Request {
+        messages: vec![
+            wield_llm::Message::text(wield_llm::Role::User, "read a"),
+            wield_llm::Message {
+                role: wield_llm::Role::Assistant,
+                content: r.content.clone(),
+            },
+        ],
+        ..wield_llm::Request::default()
+    };
+    let body = wield_llm::encode::chat_body("test", "m", &request);
+    assert_eq!(
+        body["messages"][1]["tool_calls"][0]["extra_content"],
+        json!({ "google": { "thought_signature": "SIG-abc" } })
+    );
+    // Not to another model.
+    let body = wield_llm::encode::chat_body("test", "other", &request);
+    assert!(body["messages"][1]["tool_calls"][0].get("extra_content").is_none());
+}

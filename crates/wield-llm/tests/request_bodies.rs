@@ -124,7 +124,7 @@ fn strings(v: &Value, pointer_items: &str, field: &str) -> Vec<String> {
 
 #[test]
 fn chat_completions() {
-    let body = chat_body("model-1", &request("openai"));
+    let body = chat_body("openai", "model-1", &request("openai"));
     let calls: Vec<String> = body["messages"]
         .as_array()
         .unwrap()

@@ -65,6 +65,9 @@ struct CallPiece<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     function: Option<Function<'a>>,
+    /// Gemini's compatible endpoint: `{"google": {"thought_signature": …}}`.
+    #[serde(default)]
+    extra_content: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -159,6 +162,18 @@ fn read_delta(delta: &Delta<'_>, turn: &mut Turn) {
         }
         let value = raw.and_then(|r| serde_json::from_str::<Value>(r).ok());
         turn.call_piece(index, id, name, Args::from_json(value.as_ref()));
+    }
+    // A signature may come in a piece of its own, without arguments.
+    for call in delta.tool_calls.iter().flatten() {
+        if let Some(sig) = call
+            .extra_content
+            .as_ref()
+            .and_then(|e| e.pointer("/google/thought_signature"))
+            .and_then(Value::as_str)
+        {
+            let index = call.index.or_else(|| call.function.as_ref().and_then(|f| f.index));
+            turn.call_signature(index, sig);
+        }
     }
 }
 

@@ -5,17 +5,19 @@ use serde_json::{Map, Value, json};
 use crate::conversation::{Block, Message, ResultPart, Role};
 use crate::request::{Request, ToolChoice, paired};
 
-/// The body of a streamed Chat Completions request for `model`. Tool
-/// results become `role: tool` messages right after the assistant message
-/// that called them, one per call; reasoning is not sent (this format has
-/// no place for it that every server takes).
-pub fn chat_body(model: &str, request: &Request) -> Value {
+/// The body of a streamed Chat Completions request for `model` of provider
+/// kind `kind`. Tool results become `role: tool` messages right after the
+/// assistant message that called them, one per call; reasoning is not sent
+/// (this format has no place for it that every server takes), except a
+/// thought signature that came with a call from this model, which goes back
+/// with it (Gemini's compatible endpoint).
+pub fn chat_body(kind: &str, model: &str, request: &Request) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({ "role": "system", "content": system }));
     }
     for message in paired(&request.messages) {
-        encode_message(&message, &mut messages);
+        encode_message(kind, model, &message, &mut messages);
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -61,23 +63,32 @@ pub fn chat_body(model: &str, request: &Request) -> Value {
     Value::Object(body)
 }
 
-fn encode_message(message: &Message, out: &mut Vec<Value>) {
+fn encode_message(kind: &str, model: &str, message: &Message, out: &mut Vec<Value>) {
     match message.role {
         Role::System => out.push(json!({ "role": "system", "content": message.joined_text() })),
         Role::Assistant => {
             let text = message.joined_text();
-            let calls: Vec<Value> = message
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, name, input } => Some(json!({
-                        "id": id,
-                        "type": "function",
-                        "function": { "name": name, "arguments": input.to_string() },
-                    })),
-                    _ => None,
-                })
-                .collect();
+            let mut calls: Vec<Value> = Vec::new();
+            let mut signature: Option<&str> = None;
+            for block in &message.content {
+                match block {
+                    Block::Thinking(t) if t.text.is_empty() && t.made_by(kind, model) => {
+                        signature = t.signature.as_deref();
+                    }
+                    Block::ToolUse { id, name, input } => {
+                        let mut call = json!({
+                            "id": id,
+                            "type": "function",
+                            "function": { "name": name, "arguments": input.to_string() },
+                        });
+                        if let Some(sig) = signature.take() {
+                            call["extra_content"] = json!({ "google": { "thought_signature": sig } });
+                        }
+                        calls.push(call);
+                    }
+                    _ => signature = None,
+                }
+            }
             let mut m =
                 json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) } });
             if !calls.is_empty() {
