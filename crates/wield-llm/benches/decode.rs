@@ -2,7 +2,9 @@
 //! for each format (the goal is at most 2 µs per event).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::executor::block_on;
@@ -10,6 +12,86 @@ use wield_llm::decode::{Anthropic, Chat, Decoding, Responses, WireDecoder, decod
 use wield_llm::{Origin, Turn};
 
 const EVENTS: usize = 5_000;
+
+/// The system allocator, counting the bytes in use and their peak.
+struct Counting;
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the
+// counters only observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = IN_USE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: the caller's layout, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's pointer and layout, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The peak memory held while decoding a streamed 1 MB answer (10,000
+/// deltas of 100 bytes), beyond what was held before, as a multiple of the
+/// answer's size: the reply's text, every event, and the decoders' buffers.
+fn memory_of_a_1mb_answer() {
+    let delta = "x".repeat(100);
+    let mut s = String::new();
+    for _ in 0..10_000 {
+        writeln!(
+            s,
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{delta}\"}}}}]}}\n"
+        )
+        .unwrap();
+    }
+    s.push_str("data: [DONE]\n\n");
+    let chunks: Vec<Vec<u8>> = s.into_bytes().chunks(4096).map(<[u8]>::to_vec).collect();
+    let before = IN_USE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    // As a provider streams it: each event handed on, then dropped.
+    let response = block_on(async {
+        use eventsource_stream::Eventsource;
+        use futures::StreamExt;
+        let stream = futures::stream::iter(chunks.iter().map(|c| Ok::<_, std::io::Error>(c.as_slice())));
+        let turn = Turn::new(
+            Origin {
+                provider: "chat".into(),
+                model: "m".into(),
+            },
+            "g",
+        );
+        let mut decoding = Decoding::new(decoder("chat"), turn);
+        let mut out = std::collections::VecDeque::new();
+        let mut sse = stream.eventsource();
+        while let Some(Ok(event)) = sse.next().await {
+            decoding.event(&event.event, &event.data, &mut out).unwrap();
+            out.clear();
+        }
+        decoding.finish(&mut out).unwrap()
+    });
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let answer: usize = response
+        .content
+        .iter()
+        .map(|b| match b {
+            wield_llm::Block::Text { text } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    println!(
+        "memory: a {:.2} MB streamed answer peaked at {:.2} MB held while decoding ({:.2}× the answer)",
+        answer as f64 / 1e6,
+        peak as f64 / 1e6,
+        peak as f64 / answer as f64
+    );
+}
 
 /// A body of `EVENTS` text deltas (and a few tool-call pieces), in 4 KiB
 /// reads as a socket would deliver them.
@@ -53,6 +135,7 @@ fn decoder(kind: &str) -> Box<dyn WireDecoder> {
 }
 
 fn bench(c: &mut Criterion) {
+    memory_of_a_1mb_answer();
     let mut group = c.benchmark_group("decode_5000_events");
     group.throughput(Throughput::Elements(EVENTS as u64));
     for kind in ["anthropic", "chat", "responses"] {
