@@ -1,6 +1,6 @@
 //! Decoding recorded streams: SSE framing plus the wire decoder, per event,
 //! for each format (the goal is at most 2 µs per event).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
