@@ -102,6 +102,42 @@ pub enum Command {
     /// The configured model providers: list them, check one.
     #[command(subcommand)]
     Providers(ProvidersCommand),
+    /// Run the agent on a task: the model calls tools, wield decides and runs them, until it answers.
+    ///
+    /// Headless (`-p TASK`, or the task on stdin): nothing is asked; a call that needs approval is
+    /// refused (the model is told why) unless --yes or a rule approves it; the final answer goes to
+    /// stdout, each tool call to stderr. Exit status: 0 the model finished, 1 a provider, config or
+    /// runtime error, 2 usage error, 3 stopped by a limit (--max-steps, --token-budget, --timeout),
+    /// 130 cancelled.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task (`-` to read it from stdin; without -p it is read from stdin).
+    #[arg(short = 'p', long = "prompt", value_name = "TASK")]
+    pub prompt: Option<String>,
+    /// Run without asking anything (the only mode so far; implied).
+    #[arg(long)]
+    pub headless: bool,
+    /// The provider to use (a `[providers.NAME]`; default: `default_provider`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The model, instead of the provider's.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Steps with tools before one last turn in text (default 50).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_steps: u32,
+    /// Stop once the requests' input and output tokens reach N.
+    #[arg(long, value_name = "N")]
+    pub token_budget: Option<u64>,
+    /// Stop after this long, e.g. 10m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub timeout: Option<std::time::Duration>,
+    /// Also write the final answer to FILE.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

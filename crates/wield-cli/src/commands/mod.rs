@@ -7,6 +7,7 @@ mod config;
 mod mcp;
 mod patch;
 mod providers;
+mod run_agent;
 mod sandbox;
 mod tools;
 mod tools_debug;
@@ -199,5 +200,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(cmd) => config::run(&cli.global, cmd),
         Command::Complete(args) => complete::run(&cli.global, args).await,
         Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
+        Command::Run(args) => run_agent::run(&cli.global, args).await,
     }
 }

@@ -265,7 +265,9 @@ impl Executor {
             });
         }
         Slot::Refused {
-            result: ToolResult::error(message),
+            // Marked, so that an agent can tell a call that never ran (and
+            // prune it once the model has seen why) from one that failed.
+            result: ToolResult::error(message).with_meta("refused", decision),
             decision,
         }
     }

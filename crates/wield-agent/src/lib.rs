@@ -1,0 +1,404 @@
+//! The agent loop: the model asks, the executor decides and runs, the model
+//! sees the results, until the work is done or a limit is reached.
+//!
+//! One step sends the conversation with the visible tools, streams the
+//! reply, runs its tool calls through the executor (policy, approval,
+//! sandbox, limits; parallel-safe calls together) and appends their results
+//! in call order. Its rules:
+//!
+//! - **Every tool call gets exactly one result before the next request**:
+//!   denied, refused, failed, cancelled, or with arguments that are not JSON.
+//! - **Failed-call pruning**: a call refused before it ran (unknown tool,
+//!   invalid arguments, denied, blocked by a hook, unreadable arguments) and
+//!   its error result leave the history as a pair once the model has seen
+//!   them; an assistant message left empty goes too. Errors of tools that
+//!   ran stay.
+//! - **Result guard**: a result over `result_max_tokens` (estimated), or one
+//!   that would take the conversation past `result_max_percentage` of the
+//!   context window, is replaced by an error giving the size, the limit and
+//!   what to do.
+//! - **Limits**: after `max_steps` steps the tools are withheld and the model
+//!   is told to answer in text, one last turn; `token_budget` counts the input and
+//!   output tokens of every request and stops hard; `timeout` is wall time;
+//!   cancelling stops at once, every call still answered.
+
+mod guard;
+mod prune;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wield_core::{Call, Executor, Registered, Session, ToolResult};
+use wield_llm::{
+    Block, LlmError, Message, Provider, Request, ResultPart, Role, StreamEvent, ToolChoice, ToolDef, Usage,
+};
+
+pub use guard::estimate_tokens;
+
+/// The loop's limits and settings.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub max_steps: u32,
+    pub token_budget: Option<u64>,
+    pub timeout: Option<Duration>,
+    pub result_max_tokens: usize,
+    pub result_max_percentage: u8,
+    pub context_window: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_steps: 50,
+            token_budget: None,
+            timeout: None,
+            result_max_tokens: 20_000,
+            result_max_percentage: 95,
+            context_window: None,
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model answered without calling a tool.
+    Done,
+    /// The last allowed step was taken; the model answered in text.
+    MaxSteps,
+    TokenBudget,
+    Timeout,
+    Cancelled,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::MaxSteps => "max_steps",
+            Self::TokenBudget => "token_budget",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub stop: StopReason,
+    /// The model's last text.
+    pub answer: String,
+    pub steps: u32,
+    pub usage: Usage,
+    /// Calls by tool name.
+    pub tool_calls: BTreeMap<String, u32>,
+    pub wall: Duration,
+}
+
+/// What the loop tells its front-end as it goes.
+#[derive(Clone, Debug)]
+pub enum AgentEvent<'a> {
+    StepStarted {
+        step: u32,
+    },
+    Stream(&'a StreamEvent),
+    ToolStarted {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolFinished {
+        id: &'a str,
+        name: &'a str,
+        result: &'a ToolResult,
+    },
+    StepFinished {
+        step: u32,
+        usage: Usage,
+    },
+}
+
+/// One agent session: the conversation and what it runs with.
+pub struct Agent {
+    provider: Provider,
+    executor: Executor,
+    session: Arc<Session>,
+    /// The tools the model may call, by their wire names.
+    tools: Vec<Arc<Registered>>,
+    system: Option<String>,
+    tool_choice: ToolChoice,
+    max_tokens: Option<u32>,
+    temperature: Option<f64>,
+    limits: Limits,
+    messages: Vec<Message>,
+    pruner: prune::Pruner,
+}
+
+/// The text the last turn is told when the steps run out.
+const LAST_TURN: &str = "You have used every step allowed for this task. Do not call tools any more: answer now, \
+                         in text, with what you have found and what remains.";
+
+impl Agent {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        provider: Provider,
+        executor: Executor,
+        session: Arc<Session>,
+        tools: Vec<Arc<Registered>>,
+        system: Option<String>,
+        tool_choice: ToolChoice,
+        max_tokens: Option<u32>,
+        temperature: Option<f64>,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            provider,
+            executor,
+            session,
+            tools,
+            system,
+            tool_choice,
+            max_tokens,
+            temperature,
+            limits,
+            messages: Vec::new(),
+            pruner: prune::Pruner::default(),
+        }
+    }
+
+    /// The conversation so far (every call answered).
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Runs `prompt` to its end: a text answer, a limit, or cancellation.
+    /// A provider failure is an error; the conversation stays well-formed.
+    pub async fn run(
+        &mut self,
+        prompt: &str,
+        cancel: &CancellationToken,
+        mut on_event: impl FnMut(AgentEvent<'_>),
+    ) -> Result<Outcome, LlmError> {
+        let started = Instant::now();
+        self.messages.push(Message::text(Role::User, prompt));
+        let mut outcome = Outcome {
+            stop: StopReason::Done,
+            answer: String::new(),
+            steps: 0,
+            usage: Usage::default(),
+            tool_calls: BTreeMap::new(),
+            wall: Duration::ZERO,
+        };
+        let deadline = self.limits.timeout.map(|t| started + t);
+        loop {
+            outcome.steps += 1;
+            let step = outcome.steps;
+            // After `max_steps` steps with tools, one last turn without.
+            let last = step > self.limits.max_steps;
+            if last {
+                match self.messages.last_mut() {
+                    Some(m) if m.role == Role::User => m.content.push(Block::Text { text: LAST_TURN.into() }),
+                    _ => self.messages.push(Message::text(Role::User, LAST_TURN)),
+                }
+            }
+            self.pruner.prune(&mut self.messages, step);
+            let request = self.request(last);
+            on_event(AgentEvent::StepStarted { step });
+            let step_cancel = cancel.child_token();
+            let timer = deadline.map(|d| {
+                let token = step_cancel.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(d.into()).await;
+                    token.cancel();
+                })
+            });
+            let reply = self
+                .provider
+                .stream(&request, &step_cancel, |e| on_event(AgentEvent::Stream(e)))
+                .await;
+            if let Some(t) = timer {
+                t.abort();
+            }
+            let mut reply = reply?;
+            add_usage(&mut outcome.usage, reply.usage);
+            // Calls come back under their registry names.
+            for block in &mut reply.content {
+                if let Block::ToolUse { name, .. } = block
+                    && let Some(r) = self.tools.iter().find(|r| &r.api_name == name)
+                {
+                    *name = r.tool.spec().name.clone();
+                }
+            }
+            let text = reply.text();
+            if !text.trim().is_empty() {
+                outcome.answer = text;
+            }
+            let calls: Vec<(String, String, Value)> = reply
+                .tool_calls()
+                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                .collect();
+            if !reply.content.is_empty() {
+                self.messages.push(Message {
+                    role: Role::Assistant,
+                    content: reply.content.clone(),
+                });
+            }
+            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+            let stop = if cancel.is_cancelled() {
+                Some(StopReason::Cancelled)
+            } else if timed_out {
+                Some(StopReason::Timeout)
+            } else {
+                None
+            };
+            if calls.is_empty() || stop.is_some() || last {
+                self.answer_unrun(&calls, stop);
+                on_event(AgentEvent::StepFinished {
+                    step,
+                    usage: outcome.usage,
+                });
+                outcome.stop = stop.unwrap_or(if last { StopReason::MaxSteps } else { StopReason::Done });
+                break;
+            }
+            // The calls: unreadable ones answered at once, the rest run.
+            let bad: BTreeMap<&str, String> = reply.bad_calls.iter().map(|b| (b.id.as_str(), b.message())).collect();
+            let mut results: Vec<(String, ToolResult, bool)> = Vec::with_capacity(calls.len());
+            let mut to_run = Vec::new();
+            for (id, name, input) in &calls {
+                *outcome.tool_calls.entry(name.clone()).or_default() += 1;
+                on_event(AgentEvent::ToolStarted { id, name, input });
+                if let Some(message) = bad.get(id.as_str()) {
+                    results.push((id.clone(), ToolResult::error(message.clone()), true));
+                } else {
+                    to_run.push(Call::new(id.clone(), name.clone(), input.clone()));
+                    results.push((id.clone(), ToolResult::ok(""), false));
+                }
+            }
+            let ran = self.executor.run_batch(to_run, &self.session, &step_cancel).await;
+            let mut ran = ran.into_iter();
+            for (id, result, refused) in &mut results {
+                if !*refused {
+                    *result = ran
+                        .next()
+                        .unwrap_or_else(|| ToolResult::error("internal error: no result"));
+                    *refused = result.metadata.contains_key("refused");
+                }
+                let name = calls.iter().find(|(i, ..)| i == id).map_or("", |(_, n, _)| n.as_str());
+                on_event(AgentEvent::ToolFinished { id, name, result });
+            }
+            let used = guard::conversation_tokens(&self.messages);
+            let content: Vec<Block> = results
+                .iter()
+                .map(|(id, result, _)| result_block(id, guard::guard(result, used, &self.limits)))
+                .collect();
+            self.messages.push(Message {
+                role: Role::User,
+                content,
+            });
+            for (id, _, refused) in &results {
+                if *refused {
+                    self.pruner.mark(id, step);
+                }
+            }
+            on_event(AgentEvent::StepFinished {
+                step,
+                usage: outcome.usage,
+            });
+            if cancel.is_cancelled() {
+                outcome.stop = StopReason::Cancelled;
+                break;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                outcome.stop = StopReason::Timeout;
+                break;
+            }
+            if self
+                .limits
+                .token_budget
+                .is_some_and(|b| outcome.usage.total_input() + outcome.usage.output >= b)
+            {
+                outcome.stop = StopReason::TokenBudget;
+                break;
+            }
+        }
+        outcome.wall = started.elapsed();
+        Ok(outcome)
+    }
+
+    /// The request of a step; the last one goes without tools.
+    fn request(&self, last: bool) -> Request {
+        let tools: Vec<ToolDef> = if last {
+            Vec::new()
+        } else {
+            self.tools
+                .iter()
+                .map(|r| ToolDef {
+                    name: r.api_name.clone(),
+                    description: r.tool.spec().description.clone(),
+                    input_schema: r.tool.spec().input_schema.clone(),
+                    strict: r.tool.spec().strict,
+                })
+                .collect()
+        };
+        Request {
+            system: self.system.clone(),
+            messages: self.messages.clone(),
+            tool_choice: if tools.is_empty() {
+                ToolChoice::Auto
+            } else {
+                self.tool_choice.clone()
+            },
+            tools,
+            parallel_tool_calls: None,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            foreign_thinking: Default::default(),
+        }
+    }
+
+    /// Calls of a reply that will not run (the run stops): each still gets
+    /// its result, so the saved conversation stays well-formed.
+    fn answer_unrun(&mut self, calls: &[(String, String, Value)], stop: Option<StopReason>) {
+        if calls.is_empty() {
+            return;
+        }
+        let why = match stop {
+            Some(StopReason::Cancelled) => "cancelled by the user before it ran",
+            Some(StopReason::Timeout) => "not run: the run's time limit was reached",
+            _ => "not run: the run ended",
+        };
+        let content = calls
+            .iter()
+            .map(|(id, ..)| result_block(id, ToolResult::error(why)))
+            .collect();
+        self.messages.push(Message {
+            role: Role::User,
+            content,
+        });
+    }
+}
+
+fn result_block(id: &str, result: ToolResult) -> Block {
+    let text = match (&result.error, result.output.is_empty()) {
+        (Some(e), true) => e.clone(),
+        (Some(e), false) => format!("{}\n{e}", result.output),
+        (None, _) => result.output.clone(),
+    };
+    Block::ToolResult {
+        tool_use_id: id.to_owned(),
+        content: vec![ResultPart::Text { text }],
+        is_error: !result.success,
+    }
+}
+
+fn add_usage(total: &mut Usage, more: Usage) {
+    total.input += more.input;
+    total.output += more.output;
+    total.cache_read += more.cache_read;
+    total.cache_write += more.cache_write;
+    total.reasoning += more.reasoning;
+}

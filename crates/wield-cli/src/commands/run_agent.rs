@@ -1,0 +1,155 @@
+//! `wield run -p TASK`: the agent, headless.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use wield_agent::{Agent, AgentEvent, Limits, StopReason};
+use wield_core::approval;
+
+use super::providers::{connect, providers};
+use crate::app::{Runtime, Servers, exit_error, usage};
+use crate::cli::{GlobalArgs, RunArgs};
+
+pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let task = task(&args)?;
+    let rt = Runtime::load_servers(global, Servers::All).await?;
+    let all = providers(&rt)?;
+    let mut settings = all
+        .pick(args.provider.as_deref())
+        .map_err(|e| usage(e.to_string()))?
+        .clone();
+    if let Some(model) = &args.model {
+        settings.model = model.clone();
+    }
+    let provider = connect(&settings)?;
+    // Headless: nobody to ask; a call that needs approval is refused with
+    // a result telling the model so, unless --yes or a rule approves it.
+    let approver: Arc<dyn approval::Approver> = if global.yes {
+        Arc::new(approval::YesApprover)
+    } else {
+        Arc::new(approval::HeadlessApprover)
+    };
+    let executor = rt.inner.executor(approver).map_err(exit_error)?;
+    let session = rt.session("run", true);
+    let limits = Limits {
+        max_steps: args.max_steps,
+        token_budget: args.token_budget,
+        timeout: args.timeout,
+        context_window: settings.context_window,
+        ..Limits::default()
+    };
+    let mut agent = Agent::new(
+        provider,
+        executor,
+        session,
+        rt.visible(),
+        Some(system_prompt(&rt)),
+        settings.tool_choice.clone(),
+        settings.max_tokens,
+        settings.temperature,
+        limits,
+    );
+
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        super::stop_signal().await;
+        on_signal.cancel();
+    });
+    let outcome = agent
+        .run(&task, &cancel, |event| match event {
+            AgentEvent::ToolStarted { name, input, .. } => {
+                let shown: String = input.to_string().chars().take(160).collect();
+                eprintln!("→ {name} {shown}");
+            }
+            AgentEvent::ToolFinished { result, .. } if !result.success => {
+                let why: String = result.error.clone().unwrap_or_default().chars().take(200).collect();
+                eprintln!("  ✗ {why}");
+            }
+            _ => {}
+        })
+        .await;
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {}: {e}", settings.name);
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", outcome.answer.trim_end())?;
+    out.flush()?;
+    if let Some(path) = &args.output {
+        std::fs::write(path, format!("{}\n", outcome.answer.trim_end()))
+            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+    }
+    eprintln!(
+        "[{}: {} step{}, {} tool call{}, {} tokens in, {} out, {:.1} s]",
+        outcome.stop.as_str(),
+        outcome.steps,
+        if outcome.steps == 1 { "" } else { "s" },
+        outcome.tool_calls.values().sum::<u32>(),
+        if outcome.tool_calls.values().sum::<u32>() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        outcome.usage.total_input(),
+        outcome.usage.output,
+        outcome.wall.as_secs_f64()
+    );
+    Ok(match outcome.stop {
+        StopReason::Done => ExitCode::SUCCESS,
+        StopReason::MaxSteps | StopReason::TokenBudget | StopReason::Timeout => ExitCode::from(3),
+        StopReason::Cancelled => ExitCode::from(130),
+    })
+}
+
+/// The task: `-p`, `-p -` or stdin.
+fn task(args: &RunArgs) -> anyhow::Result<String> {
+    let text = match args.prompt.as_deref() {
+        Some("-") | None => {
+            if args.prompt.is_none() && std::io::stdin().is_terminal() {
+                return Err(usage(
+                    "give the task with -p TASK (or on stdin); the interactive agent is not available yet",
+                ));
+            }
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| usage(format!("cannot read the task from stdin: {e}")))?;
+            s
+        }
+        Some(p) => p.to_owned(),
+    };
+    if text.trim().is_empty() {
+        return Err(usage("the task is empty"));
+    }
+    Ok(text)
+}
+
+/// A concise built-in system prompt, then the project's `AGENTS.md` (or
+/// `CLAUDE.md` when there is none).
+fn system_prompt(rt: &Runtime) -> String {
+    let mut prompt = format!(
+        "You are a coding agent working in the workspace {} on {}. Use the tools to inspect and change it; \
+         paths are relative to the workspace. Commands run {}. Read a file before you change it. When the task \
+         is done, answer with a short summary of what you did.",
+        rt.workspace().display(),
+        std::env::consts::OS,
+        if rt.sandboxed() {
+            "in a sandbox"
+        } else {
+            "without a sandbox"
+        }
+    );
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        if let Ok(text) = std::fs::read_to_string(rt.workspace().join(name)) {
+            prompt.push_str(&format!("\n\n# Project instructions ({name})\n\n{}", text.trim()));
+            break;
+        }
+    }
+    prompt
+}
