@@ -24,6 +24,7 @@ mod error;
 
 pub mod client;
 pub mod server;
+mod wire;
 
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;

@@ -587,66 +587,7 @@ enum Long {
 /// The id of the message starting with `head`: the value of its top-level
 /// `"id"` member, when that is in `head`.
 fn id_in(head: &[u8]) -> Option<String> {
-    id_token(head).map(|(text, _)| text)
-}
-
-/// The request id of the message in `line`, read without parsing it (it
-/// may not parse): its top-level `"id"` member, a number or a string
-/// without escapes.
-pub fn request_id_in(line: &[u8]) -> Option<rmcp::model::RequestId> {
-    use rmcp::model::NumberOrString;
-    match id_token(line)? {
-        (text, true) => Some(NumberOrString::String(text.into())),
-        (text, false) => text.parse().ok().map(NumberOrString::Number),
-    }
-}
-
-/// The text of the top-level `"id"` member's value in `head`, and whether
-/// it is a string.
-fn id_token(head: &[u8]) -> Option<(String, bool)> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < head.len() {
-        match head[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let start = i + 1;
-                let mut end = start;
-                while end < head.len() && head[end] != b'"' {
-                    end += if head[end] == b'\\' { 2 } else { 1 };
-                }
-                if end >= head.len() {
-                    return None;
-                }
-                i = end;
-                if depth == 1
-                    && &head[start..end] == b"id"
-                    && let Some(value) = head[end + 1..].trim_ascii_start().strip_prefix(b":")
-                {
-                    return scalar(value.trim_ascii_start());
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// A JSON number or a string without escapes at the start of `text`, as
-/// its text, and whether it is a string; `None` when it is cut off or is
-/// something else.
-fn scalar(text: &[u8]) -> Option<(String, bool)> {
-    let quoted = text.strip_prefix(b"\"");
-    let value = if let Some(quoted) = quoted {
-        let end = memchr::memchr2(b'"', b'\\', quoted)?;
-        (quoted[end] == b'"').then_some(&quoted[..end])?
-    } else {
-        let end = text.iter().position(|b| !(b.is_ascii_digit() || *b == b'-'))?;
-        (end > 0).then_some(&text[..end])?
-    };
-    Some((String::from_utf8(value.to_vec()).ok()?, quoted.is_some()))
+    crate::wire::id_token(head).map(|(text, _)| text)
 }
 
 /// The length of the line being read, and its first [`HEAD`] bytes. Costs

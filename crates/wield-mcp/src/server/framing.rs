@@ -27,7 +27,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse, past_limits, reply_id, too_many};
+use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session, parse, past_limits, too_many};
+use crate::wire::{Lines, error_line, reply_id};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -418,20 +419,7 @@ where
                 Incoming::Refuse(id, error) => Some((id, error)),
             };
             if let Some((id, error)) = refused {
-                // JSON-RPC wants `"id": null` when the id cannot be read;
-                // the SDK's type leaves the member out.
-                let reply = serde_json::to_vec(&serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": error,
-                }));
-                match reply {
-                    Ok(mut bytes) => {
-                        bytes.push(b'\n');
-                        self.reply = Some(bytes);
-                    }
-                    Err(e) => tracing::debug!("encoding an error reply: {e}"),
-                }
+                self.reply = Some(error_line(id.as_ref(), &error));
             }
         }
     }

@@ -39,6 +39,7 @@ use super::http_host::{HostGuard, allowed_host, host_guard};
 use super::http_sessions::{Activities, FULL, Refused, session_capacity, spawn_reaper, track_activity};
 use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
 use crate::McpError;
+use crate::wire::{ReplyId, error_body, repair_lone_surrogates, reply_id, strip_bom};
 
 /// An idle session (no request for this long) is closed, unless
 /// [`HttpOptions::session_idle`] says otherwise.
@@ -232,12 +233,11 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 .into_response();
         }
     };
-    let refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let refuse = |id: Option<ReplyId>, error: rmcp::ErrorData| {
         (
             StatusCode::BAD_REQUEST,
             [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
+            error_body(id.as_ref(), &error),
         )
             .into_response()
     };
@@ -250,22 +250,22 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
         .get(super::http_sessions::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|session| activities.is_open(session));
-    let answer_or_refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
+    let answer_or_refuse = |id: Option<ReplyId>, error: rmcp::ErrorData| {
         let answerable = error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
             || error.code == rmcp::model::ErrorCode::INVALID_PARAMS;
         if answerable && in_open_session && id.as_ref().is_some_and(|id| !id.is_null()) {
-            let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-            return ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+            return (
+                [(header::CONTENT_TYPE, "application/json")],
+                error_body(id.as_ref(), &error),
+            )
+                .into_response();
         }
         refuse(id, error)
     };
     // A byte order mark is passed over and a string cut inside a surrogate
     // pair is taken with U+FFFD, as on stdio.
-    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
-        Some(rest) => axum::body::Bytes::copy_from_slice(rest),
-        None => bytes,
-    };
-    let mut bytes = match super::incoming::repair_lone_surrogates(&bytes) {
+    let bytes = bytes.slice(bytes.len() - strip_bom(&bytes).len()..);
+    let mut bytes = match repair_lone_surrogates(&bytes) {
         Some(repaired) => axum::body::Bytes::from(repaired),
         None => bytes,
     };
@@ -313,7 +313,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 return not_found();
             }
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
-                return answer_or_refuse(Some(super::incoming::reply_id(id)), error);
+                return answer_or_refuse(Some(reply_id(id)), error);
             }
             if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
                 match activities.claim(id, &r.id, bytes.len()) {
@@ -322,7 +322,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                     }
                     Err(Refused::Reused) => {
                         return refuse(
-                            Some(super::incoming::reply_id(r.id.clone())),
+                            Some(reply_id(r.id.clone())),
                             rmcp::ErrorData::invalid_request(
                                 format!(
                                     "request id {} is already in use by a request of this session that has not \
@@ -353,7 +353,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
             // told what to do in JSON-RPC too, not in the SDK's plain text.
             if !in_session && !opens_session(&message) {
                 let id = match &*message {
-                    rmcp::model::JsonRpcMessage::Request(r) => Some(super::incoming::reply_id(r.id.clone())),
+                    rmcp::model::JsonRpcMessage::Request(r) => Some(reply_id(r.id.clone())),
                     _ => None,
                 };
                 return refuse(
@@ -457,12 +457,12 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
     } else {
         -32603
     };
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    let body = error_body(None, &rmcp::ErrorData::new(rmcp::model::ErrorCode(code), message, None));
     parts.headers.remove(header::CONTENT_LENGTH);
     parts
         .headers
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Response::from_parts(parts, axum::body::Body::from(body.to_string()))
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// The most of a plain-text error read to send it as JSON-RPC.
@@ -579,14 +579,13 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
 /// and a JSON-RPC error to the request's id saying what to do.
 fn too_many(id: rmcp::model::RequestId, requests: usize, held: usize) -> Response {
     let error = super::incoming::too_many(requests, held);
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": super::incoming::reply_id(id), "error": error});
     (
         StatusCode::TOO_MANY_REQUESTS,
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
             (header::RETRY_AFTER, HeaderValue::from_static("1")),
         ],
-        body.to_string(),
+        error_body(Some(&reply_id(id)), &error),
     )
         .into_response()
 }
