@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::budget::OverBudget;
 use super::http_auth::{Token, require_token};
 use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
@@ -317,8 +318,8 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
             }
             if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
                 match activities.claim(id, &r.id, bytes.len()) {
-                    Err(Refused::Full { requests, held }) => {
-                        return too_many(r.id.clone(), requests, held);
+                    Err(Refused::Full(over)) => {
+                        return too_many(r.id.clone(), over);
                     }
                     Err(Refused::Reused) => {
                         return refuse(
@@ -577,8 +578,8 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
 /// A request of a session that holds as many requests in flight as it may
 /// (or as many bytes of them): `429 Too Many Requests`, with `Retry-After`
 /// and a JSON-RPC error to the request's id saying what to do.
-fn too_many(id: rmcp::model::RequestId, requests: usize, held: usize) -> Response {
-    let error = super::incoming::too_many(requests, held);
+fn too_many(id: rmcp::model::RequestId, over: OverBudget) -> Response {
+    let error = over.error();
     (
         StatusCode::TOO_MANY_REQUESTS,
         [

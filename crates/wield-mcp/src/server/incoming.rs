@@ -39,36 +39,6 @@ pub enum Incoming {
     Refuse(Option<ReplyId>, ErrorData),
 }
 
-/// Requests of one session in flight at most (calls running or waiting for
-/// their turn, and their replies not yet written), over stdio and HTTP.
-pub(crate) const MAX_IN_FLIGHT: usize = 32;
-
-/// Bytes of one session's requests in flight at most; one request of any
-/// size the transport reads is always taken.
-pub(crate) const MAX_HELD: usize = 8 << 20;
-
-/// Whether a request of `size` bytes is past the limits of a session that
-/// holds `requests` unanswered requests of `held` bytes: [`MAX_IN_FLIGHT`]
-/// requests, or [`MAX_HELD`] bytes once one is held.
-pub(crate) fn past_limits(requests: usize, held: usize, size: usize) -> bool {
-    requests >= MAX_IN_FLIGHT || (requests > 0 && held + size > MAX_HELD)
-}
-
-/// The error for a request past [`MAX_IN_FLIGHT`] or [`MAX_HELD`]: a server
-/// error (`-32000`) saying what to do.
-pub(crate) fn too_many(requests: usize, held: usize) -> ErrorData {
-    ErrorData::new(
-        rmcp::model::ErrorCode(-32000),
-        format!(
-            "too many requests in flight in this session: {requests} not answered yet, {} KiB of them \
-             (a session may have {MAX_IN_FLIGHT}, and {} MiB); wait for answers before sending more, then retry",
-            held.div_ceil(1024),
-            MAX_HELD >> 20
-        ),
-        None,
-    )
-}
-
 /// One line of input, parsed.
 pub fn parse(line: &[u8]) -> Incoming {
     let line = strip_bom(line);
