@@ -166,6 +166,7 @@ impl Runtime {
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(|e| usage(e.to_string()))?,
             front,
         );
+        crate::commands::finish_on_exit(mcp.exit());
         if !mcp.is_empty() {
             mcp.add_sources(&mut registry, |name| servers.starts(name));
             // A stop signal does not wait for slow servers: their starts

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
@@ -339,26 +339,18 @@ impl Connection {
         }
     }
 
-    /// Let go of a `url` server's connection, its session kept to be ended
-    /// by [`super::end_sessions`] (dropping it would end it only if the runtime
-    /// lived on). A local server's connection is just dropped.
-    pub fn park(self) {
+    /// Let go of a `url` server's connection, its session kept by `exit`
+    /// to be ended on the way out. A local server's connection is just
+    /// dropped.
+    pub(crate) fn park(self, exit: &super::ClientsExit) {
         if self.process.is_none() {
-            ENDING.lock().unwrap_or_else(PoisonError::into_inner).push(self.service);
+            exit.park(self.service);
         }
     }
 
     pub(crate) fn process(&self) -> Option<&ServerProcess> {
         self.process.as_ref()
     }
-}
-
-/// The sessions with `url` servers that wield let go of, still to end.
-static ENDING: std::sync::Mutex<Vec<RunningService<RoleClient, BridgeClient>>> = std::sync::Mutex::new(Vec::new());
-
-/// The sessions parked by [`Connection::park`], now taken.
-pub(crate) fn take_parked() -> Vec<RunningService<RoleClient, BridgeClient>> {
-    std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// Why a server did not start.
@@ -493,6 +485,7 @@ pub async fn connect(
     front: Option<Arc<dyn FrontEnd>>,
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     limit: Duration,
+    groups: Arc<process::ProcessGroups>,
 ) -> Result<Connection, StartError> {
     if let Some(why) = &config.unresolved {
         return Err(StartError::Failed(why.clone()));
@@ -518,7 +511,8 @@ pub async fn connect(
                 )));
             }
             let health = Arc::new(Health::default());
-            let spawned = process::spawn(command, args, env, cwd, Arc::clone(&health)).map_err(StartError::Failed)?;
+            let spawned =
+                process::spawn(command, args, env, cwd, Arc::clone(&health), groups).map_err(StartError::Failed)?;
             let process = spawned.process;
             let handshake = tokio::time::timeout(
                 limit,
