@@ -20,6 +20,7 @@
 //! front-end gives one ([`ForwardToClient`] passes them on to the client of
 //! a stdio session) and are refused as not supported otherwise.
 
+mod compat;
 mod error;
 
 pub mod client;

@@ -367,10 +367,10 @@ pub enum StartError {
 /// Connection refused (os error 111)". A cause whose text the chain already
 /// says is left out.
 pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = without_type_name(e.to_string());
+    let mut text = crate::compat::without_type_names(e.to_string());
     let mut current = e;
     while let Some(next) = cause_of(current) {
-        let part = without_type_name(next.to_string());
+        let part = crate::compat::without_type_names(next.to_string());
         if !part.is_empty() && !text.contains(&part) {
             text.push_str(": ");
             text.push_str(&part);
@@ -387,23 +387,6 @@ pub(crate) fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&
     match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         Some(StreamableHttpError::Client(inner)) => Some(inner),
         _ => e.source(),
-    }
-}
-
-/// `text` without the SDK's type names (`Transport [rust::type::Name]
-/// error: `), which say nothing to a user.
-fn without_type_name(text: String) -> String {
-    // The SDK's error for a JSON body it cannot read as a message.
-    let text = text.replace(
-        "could not parse JSON response as ServerJsonRpcMessage",
-        "the reply is not valid JSON-RPC",
-    );
-    let Some(start) = text.find("Transport [") else {
-        return text;
-    };
-    match text[start..].find("] error: ") {
-        Some(end) => format!("{}{}", &text[..start], &text[start + end + "] error: ".len()..]),
-        None => text,
     }
 }
 
@@ -470,8 +453,8 @@ async fn redirected(url: &str, limit: Duration) -> Option<String> {
 
 /// A web page, not an MCP endpoint, answered: the URL is likely the
 /// server's home rather than its MCP path.
-fn endpoint_hint(why: &str) -> &'static str {
-    if why.contains("Unexpected content type") {
+fn endpoint_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    if crate::compat::unexpected_content_type(error) {
         " (it did not answer as an MCP server: check that the URL is the server's MCP endpoint, often ending in /mcp)"
     } else {
         ""
@@ -606,14 +589,14 @@ pub async fn connect(
                     {
                         why = moved;
                     }
-                    let hint = endpoint_hint(&why);
+                    let hint = endpoint_hint(error.error.as_ref());
                     return Err(StartError::Failed(format!("cannot reach {url}: {why}{hint}")));
                 }
                 Err(e) => {
                     let why = with_causes(&e);
                     return Err(StartError::Failed(format!(
                         "cannot reach {url}: {why}{}",
-                        endpoint_hint(&why)
+                        endpoint_hint(&e)
                     )));
                 }
             };

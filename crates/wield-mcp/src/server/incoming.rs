@@ -303,14 +303,10 @@ fn refusal(line: &[u8]) -> Incoming {
         );
     }
     if let Err(e) = serde_json::from_slice::<Members>(line)
-        && e.to_string().starts_with("duplicate field")
+        && let Some(member) = crate::compat::duplicate_field(&e)
     {
         // To the id, unless the id is what was given twice.
-        let id = if e.to_string().starts_with("duplicate field `id`") {
-            None
-        } else {
-            id
-        };
+        let id = if member == "id" { None } else { id };
         return Incoming::Refuse(id, ErrorData::invalid_request(format!("Invalid request: {e}"), None));
     }
     let error = match field("method").and_then(serde_json::Value::as_str) {
