@@ -46,6 +46,7 @@ pub mod policy;
 pub mod private_dir;
 mod registry;
 pub mod schema;
+mod session_hooks;
 pub mod testing;
 mod tool;
 pub mod truncate;
@@ -59,6 +60,7 @@ pub use registry::{
     DEFAULT_SOURCE_TIMEOUT, Registered, Registry, RegistryError, SourceDone, SourceFn, SourceRegister, SourceWarning,
 };
 pub use schema::ExportFormat;
+pub use session_hooks::{SessionHooks, end_session};
 pub use tool::{
     ADDITIVE, AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, IDEMPOTENT, PathUse, TIMEOUT_ARGUMENT, Tool, ToolRef,
     ToolResult, ToolSpec, ToolTraits, default_preview, one_line,
