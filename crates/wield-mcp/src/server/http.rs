@@ -179,8 +179,8 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let router = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
-        .layer(middleware::from_fn(session_delete_ok))
-        .layer(middleware::from_fn(accept_wildcards))
+        .layer(middleware::from_fn(crate::compat::http::session_delete_ok))
+        .layer(middleware::from_fn(crate::compat::http::accept_wildcards))
         .layer(middleware::from_fn_with_state((events, manager_for_streams), streams))
         .layer(middleware::from_fn(protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
@@ -389,43 +389,6 @@ fn not_found() -> Response {
         .into_response()
 }
 
-/// A client that accepts anything (`Accept: */*`, as generic HTTP clients
-/// send), or both kinds by wildcards (`application/*, text/*`), accepts
-/// what MCP answers with: the SDK wants both named, and would refuse it
-/// with 406.
-async fn accept_wildcards(mut request: Request, next: Next) -> Response {
-    let (mut json, mut events) = (false, false);
-    for kind in request
-        .headers()
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-    {
-        let mut parts = kind.split(';');
-        let kind = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-        // `q=0` says "not this".
-        let refused = parts.any(|p| {
-            p.trim()
-                .strip_prefix("q=")
-                .and_then(|q| q.trim().parse::<f32>().ok())
-                .is_some_and(|q| q <= 0.0)
-        });
-        if refused {
-            continue;
-        }
-        json |= matches!(kind.as_str(), "*/*" | "application/*" | "application/json");
-        events |= matches!(kind.as_str(), "*/*" | "text/*" | "text/event-stream");
-    }
-    if json && events {
-        request.headers_mut().insert(
-            header::ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-    }
-    next.run(request).await
-}
-
 /// An error the SDK or a layer answers in plain text (or with no type at
 /// all) is sent as a JSON-RPC error, as MCP clients read the body of an
 /// HTTP error: the text is its message, with `-32001` for a session that
@@ -589,16 +552,4 @@ fn too_many(id: rmcp::model::RequestId, over: OverBudget) -> Response {
         error_body(Some(&reply_id(id)), &error),
     )
         .into_response()
-}
-
-/// The SDK answers a session `DELETE` with 202 Accepted; clients (the
-/// Python SDK among them) expect 200 or 204 and log a warning on anything
-/// else, so a completed termination is reported as 200.
-async fn session_delete_ok(request: Request, next: Next) -> Response {
-    let is_delete = request.method() == Method::DELETE;
-    let mut response = next.run(request).await;
-    if is_delete && response.status() == StatusCode::ACCEPTED {
-        *response.status_mut() = StatusCode::OK;
-    }
-    response
 }

@@ -55,7 +55,7 @@ pub(crate) async fn session_capacity(State(max): State<usize>, request: Request,
     }
     let (parts, body) = response.into_parts();
     let bytes = axum::body::to_bytes(body, ERROR_BODY_LIMIT).await.unwrap_or_default();
-    if !String::from_utf8_lossy(&bytes).contains(FULL) {
+    if !crate::compat::http::refused_by_factory(&bytes, FULL) {
         return Response::from_parts(parts, Body::from(bytes));
     }
     let mut response = (

@@ -10,6 +10,11 @@
 //! ([`sse_event_too_large`]; `wield-cli`'s `mcp` tests,
 //! `client::raw_http`), and its error for a reply that is not JSON-RPC
 //! names its message type ([`without_type_names`], the same tests).
+//!
+//! How the SDK's HTTP server answers is corrected by the layers of
+//! [`http`].
+
+pub(crate) mod http;
 
 use std::error::Error;
 

@@ -1,0 +1,176 @@
+//! Corrections of how the SDK's streamable HTTP server answers, as axum
+//! layers around it. The tests here run the SDK's own service and fail
+//! when it stops behaving as corrected.
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+/// A client that accepts anything (`Accept: */*`, as generic HTTP clients
+/// send), or both kinds by wildcards (`application/*, text/*`), accepts
+/// what MCP answers with: the SDK wants both named, and would refuse it
+/// with 406.
+pub(crate) async fn accept_wildcards(mut request: Request, next: Next) -> Response {
+    let (mut json, mut events) = (false, false);
+    for kind in request
+        .headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = kind.split(';');
+        let kind = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        // `q=0` says "not this".
+        let refused = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        if refused {
+            continue;
+        }
+        json |= matches!(kind.as_str(), "*/*" | "application/*" | "application/json");
+        events |= matches!(kind.as_str(), "*/*" | "text/*" | "text/event-stream");
+    }
+    if json && events {
+        request.headers_mut().insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+    }
+    next.run(request).await
+}
+
+/// The SDK answers a session `DELETE` with 202 Accepted; clients (the
+/// Python SDK among them) expect 200 or 204 and log a warning on anything
+/// else, so a completed termination is reported as 200.
+pub(crate) async fn session_delete_ok(request: Request, next: Next) -> Response {
+    let is_delete = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if is_delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
+
+/// Whether the body of the SDK's `500` answer to a session it could not
+/// open carries `refusal`, the text of the session factory's error: the
+/// SDK passes the factory's error on only as that text.
+pub(crate) fn refused_by_factory(body: &[u8], refusal: &str) -> bool {
+    String::from_utf8_lossy(body).contains(refusal)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
+    use axum::Router;
+    use axum::body::Body;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    use tower::ServiceExt;
+
+    use super::*;
+
+    struct Quiet;
+
+    impl rmcp::ServerHandler for Quiet {}
+
+    const REFUSAL: &str = "no room for another session";
+
+    /// The SDK's service alone, with sessions refused when `full`.
+    fn sdk(full: bool) -> Router {
+        let factory = move || {
+            if full {
+                Err(std::io::Error::other(REFUSAL))
+            } else {
+                Ok(Quiet)
+            }
+        };
+        let config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins();
+        let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        Router::new().route_service("/mcp", service)
+    }
+
+    fn initialize(accept: &str) -> Request {
+        Request::post("/mcp")
+            .header(header::HOST, "localhost")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, accept)
+            .body(Body::from(
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            ))
+            .unwrap()
+    }
+
+    const BOTH: &str = "application/json, text/event-stream";
+
+    #[tokio::test]
+    async fn the_sdk_answers_a_session_delete_with_202() {
+        let app = sdk(false);
+        let opened = app.clone().oneshot(initialize(BOTH)).await.unwrap();
+        assert_eq!(opened.status(), StatusCode::OK);
+        let session = opened.headers().get("mcp-session-id").unwrap().clone();
+        let delete = || {
+            Request::delete("/mcp")
+                .header(header::HOST, "localhost")
+                .header("mcp-session-id", session.clone())
+                .body(Body::empty())
+                .unwrap()
+        };
+        let deleted = app.clone().oneshot(delete()).await.unwrap();
+        assert_eq!(
+            deleted.status(),
+            StatusCode::ACCEPTED,
+            "the SDK's answer changed: drop session_delete_ok"
+        );
+        // Corrected.
+        let app = sdk(false).layer(axum::middleware::from_fn(session_delete_ok));
+        let opened = app.clone().oneshot(initialize(BOTH)).await.unwrap();
+        let session = opened.headers().get("mcp-session-id").unwrap().clone();
+        let deleted = app
+            .oneshot(
+                Request::delete("/mcp")
+                    .header(header::HOST, "localhost")
+                    .header("mcp-session-id", session)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn the_sdk_refuses_a_client_that_accepts_anything() {
+        let refused = sdk(false).oneshot(initialize("*/*")).await.unwrap();
+        assert_eq!(
+            refused.status(),
+            StatusCode::NOT_ACCEPTABLE,
+            "the SDK's answer changed: drop accept_wildcards"
+        );
+        let app = sdk(false).layer(axum::middleware::from_fn(accept_wildcards));
+        for accept in ["*/*", "application/*, text/*"] {
+            assert_eq!(
+                app.clone().oneshot(initialize(accept)).await.unwrap().status(),
+                StatusCode::OK,
+                "{accept}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sdk_passes_a_factory_refusal_on_as_the_text_of_a_500() {
+        let refused = sdk(true).oneshot(initialize(BOTH)).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(refused.into_body(), 64 * 1024).await.unwrap();
+        assert!(refused_by_factory(&body, REFUSAL), "{}", String::from_utf8_lossy(&body));
+        assert!(!refused_by_factory(b"Internal Server Error", REFUSAL));
+    }
+}
