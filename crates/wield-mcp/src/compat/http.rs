@@ -5,7 +5,7 @@
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 /// A client that accepts anything (`Accept: */*`, as generic HTTP clients
 /// send), or both kinds by wildcards (`application/*, text/*`), accepts
@@ -54,6 +54,31 @@ pub(crate) async fn session_delete_ok(request: Request, next: Next) -> Response 
         *response.status_mut() = StatusCode::OK;
     }
     response
+}
+
+/// A request naming a protocol revision this server does not speak in its
+/// `MCP-Protocol-Version` header gets 400 saying which it speaks (the SDK
+/// would take a later revision's for its stateless mode, and answer with
+/// an error about missing request metadata, or refuse an earlier one
+/// without saying which it speaks).
+pub(crate) async fn protocol_version_header(request: Request, next: Next) -> Response {
+    let spoken = rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::V_2025_11_25);
+    if let Some(asked) = request.headers().get("mcp-protocol-version")
+        && let Ok(asked) = asked.to_str()
+        && !spoken.iter().any(|v| v.as_str() == asked.trim())
+    {
+        let names: Vec<&str> = spoken.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
+        return (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version: {}; this server speaks {}\n",
+                asked.trim(),
+                names.join(", ")
+            ),
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// Whether the body of the SDK's `500` answer to a session it could not
@@ -163,6 +188,34 @@ mod tests {
                 "{accept}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn the_sdk_does_not_say_which_revisions_it_speaks() {
+        let later = || {
+            let mut request = initialize(BOTH);
+            request
+                .headers_mut()
+                .insert("mcp-protocol-version", HeaderValue::from_static("2099-01-01"));
+            request
+        };
+        let answered = sdk(false).oneshot(later()).await.unwrap();
+        let body = axum::body::to_bytes(answered.into_body(), 64 * 1024).await.unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            !body.contains("2025-11-25"),
+            "the SDK's answer changed (drop protocol_version_header if it says which it speaks): {body}"
+        );
+        let app = sdk(false).layer(axum::middleware::from_fn(protocol_version_header));
+        let refused = app.oneshot(later()).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(refused.into_body(), 64 * 1024).await.unwrap();
+        assert!(
+            String::from_utf8_lossy(&body)
+                .contains("this server speaks 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
     }
 
     #[tokio::test]

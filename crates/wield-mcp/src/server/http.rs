@@ -182,7 +182,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn(crate::compat::http::session_delete_ok))
         .layer(middleware::from_fn(crate::compat::http::accept_wildcards))
         .layer(middleware::from_fn_with_state((events, manager_for_streams), streams))
-        .layer(middleware::from_fn(protocol_version_header))
+        .layer(middleware::from_fn(crate::compat::http::protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
         .layer(middleware::from_fn_with_state(guard, host_guard))
@@ -431,31 +431,6 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
 
 /// The most of a plain-text error read to send it as JSON-RPC.
 const ERROR_TEXT: usize = 64 * 1024;
-
-/// A request naming a protocol revision this server does not speak in its
-/// `MCP-Protocol-Version` header gets 400 saying which it speaks (the SDK
-/// would take a later revision's for its stateless mode, and answer with
-/// an error about missing request metadata, or refuse an earlier one
-/// without saying which it speaks).
-async fn protocol_version_header(request: Request, next: Next) -> Response {
-    let spoken = rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::V_2025_11_25);
-    if let Some(asked) = request.headers().get("mcp-protocol-version")
-        && let Ok(asked) = asked.to_str()
-        && !spoken.iter().any(|v| v.as_str() == asked.trim())
-    {
-        let names: Vec<&str> = spoken.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
-        return (
-            StatusCode::BAD_REQUEST,
-            format!(
-                "Bad Request: unsupported MCP-Protocol-Version: {}; this server speaks {}\n",
-                asked.trim(),
-                names.join(", ")
-            ),
-        )
-            .into_response();
-    }
-    next.run(request).await
-}
 
 /// A `GET` is served from the kept events (see [`super::http_events`]): a
 /// new standalone stream from what was sent on it so far (the request is
