@@ -7,6 +7,8 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::wire::error_body;
+
 /// A client that accepts anything (`Accept: */*`, as generic HTTP clients
 /// send), or both kinds by wildcards (`application/*, text/*`), accepts
 /// what MCP answers with: the SDK wants both named, and would refuse it
@@ -80,6 +82,49 @@ pub(crate) async fn protocol_version_header(request: Request, next: Next) -> Res
     }
     next.run(request).await
 }
+
+/// An error the SDK or a layer answers in plain text (or with no type at
+/// all) is sent as a JSON-RPC error, as MCP clients read the body of an
+/// HTTP error: the text is its message, with `-32001` for a session that
+/// is not found and `-32600` or `-32603` for the rest. Its headers
+/// (`WWW-Authenticate`, `Retry-After`, `Allow`) stay.
+pub(crate) async fn json_error_bodies(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, ERROR_TEXT).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("HTTP error").to_owned()
+    } else {
+        text.to_owned()
+    };
+    let code = if status == StatusCode::NOT_FOUND {
+        -32001
+    } else if status.is_client_error() {
+        -32600
+    } else {
+        -32603
+    };
+    let body = error_body(None, &rmcp::ErrorData::new(rmcp::model::ErrorCode(code), message, None));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
+
+/// The most of a plain-text error read to send it as JSON-RPC.
+const ERROR_TEXT: usize = 64 * 1024;
 
 /// Whether the body of the SDK's `500` answer to a session it could not
 /// open carries `refusal`, the text of the session factory's error: the
@@ -215,6 +260,38 @@ mod tests {
                 .contains("this server speaks 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"),
             "{}",
             String::from_utf8_lossy(&body)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_sdk_answers_an_unknown_session_in_plain_text() {
+        let unknown = || {
+            Request::post("/mcp")
+                .header(header::HOST, "localhost")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, BOTH)
+                .header("mcp-session-id", "no-such-session")
+                .body(Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+                .unwrap()
+        };
+        let answered = sdk(false).oneshot(unknown()).await.unwrap();
+        assert_eq!(answered.status(), StatusCode::NOT_FOUND);
+        let json = |r: &Response| {
+            r.headers()
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+        };
+        assert!(!json(&answered), "the SDK's answer changed: it is JSON now");
+        let app = sdk(false).layer(axum::middleware::from_fn(json_error_bodies));
+        let answered = app.oneshot(unknown()).await.unwrap();
+        assert_eq!(answered.status(), StatusCode::NOT_FOUND);
+        assert!(json(&answered));
+        let body = axum::body::to_bytes(answered.into_body(), 64 * 1024).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            (body["id"].is_null(), body["error"]["code"].as_i64()),
+            (true, Some(-32001)),
+            "{body}"
         );
     }
 

@@ -187,7 +187,7 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
         .layer(middleware::from_fn_with_state(max, session_capacity))
         .layer(middleware::from_fn_with_state(guard, host_guard))
         .layer(middleware::from_fn_with_state(token, require_token))
-        .layer(middleware::from_fn(json_error_bodies));
+        .layer(middleware::from_fn(crate::compat::http::json_error_bodies));
     let task = tokio::spawn(super::http_serve::serve(listener, router, shutdown.clone()));
     Ok(HttpServer {
         local_addr,
@@ -388,49 +388,6 @@ fn not_found() -> Response {
     )
         .into_response()
 }
-
-/// An error the SDK or a layer answers in plain text (or with no type at
-/// all) is sent as a JSON-RPC error, as MCP clients read the body of an
-/// HTTP error: the text is its message, with `-32001` for a session that
-/// is not found and `-32600` or `-32603` for the rest. Its headers
-/// (`WWW-Authenticate`, `Retry-After`, `Allow`) stay.
-async fn json_error_bodies(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, ERROR_TEXT).await.unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.trim();
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("HTTP error").to_owned()
-    } else {
-        text.to_owned()
-    };
-    let code = if status == StatusCode::NOT_FOUND {
-        -32001
-    } else if status.is_client_error() {
-        -32600
-    } else {
-        -32603
-    };
-    let body = error_body(None, &rmcp::ErrorData::new(rmcp::model::ErrorCode(code), message, None));
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Response::from_parts(parts, axum::body::Body::from(body))
-}
-
-/// The most of a plain-text error read to send it as JSON-RPC.
-const ERROR_TEXT: usize = 64 * 1024;
 
 /// A `GET` is served from the kept events (see [`super::http_events`]): a
 /// new standalone stream from what was sent on it so far (the request is
