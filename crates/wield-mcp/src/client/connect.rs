@@ -505,8 +505,8 @@ pub async fn connect(
             // stdout open would leave the handshake waiting: its exit ends
             // the wait too.
             let served = tokio::select! {
-                r = handshake => r.ok().map(|r| r.map_err(|e| with_causes(&e))),
-                () = health.exited() => Some(Err(String::new())),
+                r = handshake => r.ok().map(|r| r.map_err(|e| (crate::compat::closed_in_handshake(&e), with_causes(&e)))),
+                () = health.exited() => Some(Err((false, String::new()))),
             };
             let failure = match served {
                 Some(Ok(service)) => match unspoken_version(&service) {
@@ -524,13 +524,13 @@ pub async fn connect(
                         StartError::Failed(why)
                     }
                 },
-                Some(Err(detail)) => {
+                Some(Err((closed, detail))) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
                     let _ = tokio::time::timeout(process::EXIT_AFTER_CLOSE, health.settled()).await;
                     let reason = if let Some(status) = health.status() {
                         format!("it exited ({status}) before completing the MCP handshake")
-                    } else if detail.contains("connection closed") || detail.contains("Broken pipe") {
+                    } else if closed {
                         "it exited (or closed its output) before completing the MCP handshake".to_owned()
                     } else {
                         format!("the MCP handshake failed: {detail}")
@@ -584,7 +584,7 @@ pub async fn connect(
                     let left = limit.saturating_sub(started.elapsed()).min(Duration::from_secs(2));
                     if let Some(net) = unreachable(url, left).await {
                         why = format!("{net} ({why})");
-                    } else if why.contains("HTTP 30")
+                    } else if crate::compat::refused_redirect(error.error.as_ref())
                         && let Some(moved) = redirected(url, left).await
                     {
                         why = moved;

@@ -18,6 +18,7 @@ pub(crate) mod http;
 
 use std::error::Error;
 
+use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::{SseError, StreamableHttpError};
 
 /// The SDK's `LocalSessionManager` names the standalone stream of session
@@ -74,6 +75,44 @@ pub(crate) fn unexpected_content_type(error: &(dyn Error + 'static)) -> bool {
         current = e.source();
     }
     false
+}
+
+/// Whether the SDK's HTTP client stopped at a redirect it does not follow
+/// (only same-origin 307 and 308 are): it says so only in the text of its
+/// `UnexpectedServerResponse` error, `HTTP 302 Found: ...`.
+pub(crate) fn refused_redirect(error: &(dyn Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(StreamableHttpError::UnexpectedServerResponse(text)) =
+            e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return text.starts_with("HTTP 30");
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// Whether the SDK's handshake failed because the server closed its end
+/// (it exited, or closed its output): the SDK's `ConnectionClosed`, or a
+/// write that found the pipe broken.
+pub(crate) fn closed_in_handshake(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::ConnectionClosed(_) => true,
+        ClientInitializeError::TransportError { error, .. } => {
+            let mut current: Option<&(dyn Error + 'static)> = Some(error.error.as_ref());
+            while let Some(e) = current {
+                if e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                {
+                    return true;
+                }
+                current = e.source();
+            }
+            false
+        }
+        _ => false,
+    }
 }
 
 /// Which member serde says a message gives twice, from the error of a
@@ -172,6 +211,31 @@ mod tests {
         assert_eq!(duplicate_field(&e).as_deref(), Some("method"));
         let e = serde_json::from_str::<Members>("[").unwrap_err();
         assert_eq!(duplicate_field(&e), None);
+    }
+
+    /// A server that closes its output at once: the SDK's handshake says
+    /// the connection closed.
+    #[tokio::test]
+    async fn a_server_gone_before_the_handshake_is_a_closed_connection() {
+        let error = ().serve((tokio::io::empty(), tokio::io::sink())).await.err().unwrap();
+        assert!(closed_in_handshake(&error), "{error:?}");
+    }
+
+    /// A redirect the SDK does not follow: its error names the status.
+    #[tokio::test]
+    async fn a_redirect_the_sdk_does_not_follow_is_told() {
+        use rmcp::service::ClientInitializeError;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().fallback(|| async { axum::response::Redirect::to("/mcp/") });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+        let error = ().serve(transport).await.err().unwrap();
+        let ClientInitializeError::TransportError { error, .. } = error else {
+            panic!("{error:?}");
+        };
+        assert!(refused_redirect(error.error.as_ref()), "{error:?}");
+        assert!(!unexpected_content_type(error.error.as_ref()));
     }
 
     #[test]
