@@ -105,6 +105,8 @@ impl Runtime {
             tools: crate::test_hooks::debug_tools(),
             // Model providers are configured in the same files.
             config_keys: wield_llm::settings::CONFIG_KEYS.to_vec(),
+            // wield finishes what the bridged servers started on its way out.
+            on_mcp_clients: Some(Arc::new(crate::commands::finish_on_exit)),
             stop: Some(stop),
         };
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;

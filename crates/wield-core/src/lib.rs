@@ -47,6 +47,7 @@ pub mod private_dir;
 mod refusal;
 mod registry;
 pub mod schema;
+mod session_hooks;
 pub mod testing;
 mod tool;
 pub mod truncate;
@@ -65,6 +66,7 @@ pub use registry::{
     SourceWarning,
 };
 pub use schema::ExportFormat;
+pub use session_hooks::{SessionHooks, end_session};
 pub use tool::{
     ADDITIVE, AUTO_APPROVE_IF_SANDBOXED, Access, HANDLES_TIMEOUT, IDEMPOTENT, PathUse, TIMEOUT_ARGUMENT, Tool,
     ToolBase, ToolRef, ToolResult, ToolSpec, ToolTraits, default_preview, one_line,

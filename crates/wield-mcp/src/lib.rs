@@ -20,10 +20,12 @@
 //! front-end gives one ([`ForwardToClient`] passes them on to the client of
 //! a stdio session) and are refused as not supported otherwise.
 
+mod compat;
 mod error;
 
 pub mod client;
 pub mod server;
+mod wire;
 
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;

@@ -83,6 +83,10 @@ pub struct RuntimeOptions {
     /// any name, a trailing `**` any content), so that they are not refused
     /// as unknown.
     pub config_keys: Vec<&'static str>,
+    /// Given the way out of the bridged MCP servers as soon as they exist
+    /// (before they start), for a front-end that finishes their shutdown
+    /// after the runtime is gone.
+    pub on_mcp_clients: Option<Arc<dyn Fn(wield_mcp::client::ClientsExit) + Send + Sync>>,
     /// Cancelled to stop loading while bridged servers start
     /// ([`Error::Interrupted`]).
     pub stop: Option<CancellationToken>,
@@ -150,6 +154,9 @@ impl Runtime {
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,
             options.front_end.clone(),
         );
+        if let Some(hand_over) = &options.on_mcp_clients {
+            hand_over(mcp.exit());
+        }
         if !mcp.is_empty() {
             mcp.add_sources(&mut registry, |name| options.servers.starts(name));
             let stop = options.stop.clone().unwrap_or_default();

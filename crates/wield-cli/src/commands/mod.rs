@@ -79,7 +79,12 @@ pub fn main() -> ExitCode {
             },
         };
         // Sessions with bridged `url` servers end with an HTTP `DELETE`.
-        wield_mcp::client::end_sessions(std::time::Duration::from_millis(500)).await;
+        // (One set of servers per command: the limit is shared all the same.)
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
+        for exit in mcp_exits() {
+            exit.end_sessions(deadline.saturating_duration_since(tokio::time::Instant::now()))
+                .await;
+        }
         outcome
     });
     // A read of stdin that cannot be cancelled (a blocking one, when stdin
@@ -87,7 +92,9 @@ pub fn main() -> ExitCode {
     // what the command started was stopped on its way out.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     // Bridged servers whose stop the runtime's end cut short.
-    wield_mcp::client::stop_stragglers(std::time::Duration::from_millis(500));
+    for exit in mcp_exits() {
+        exit.stop_stragglers(std::time::Duration::from_millis(500));
+    }
     match outcome {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<crate::app::Interrupted>().is_some() => ExitCode::from(130),
@@ -132,13 +139,39 @@ fn stop_token() -> CancellationToken {
                     _ = term.recv() => {}
                     _ = hup.recv() => {}
                 }
-                wield_mcp::client::hurry();
                 stop.cancel();
+                for exit in mcp_exits() {
+                    exit.hurry();
+                }
             });
         }
         token
     })
     .clone()
+}
+
+/// The way out of every set of bridged MCP servers the command made
+/// ([`finish_on_exit`]): the process, which outlives them, finishes what
+/// they started once the command returned.
+static MCP_EXITS: std::sync::Mutex<Vec<wield_mcp::client::ClientsExit>> = std::sync::Mutex::new(Vec::new());
+
+/// Have `exit` done on wield's way out (its `url` sessions ended, its
+/// local servers' stop finished), in a hurry if a stop signal has come.
+pub fn finish_on_exit(exit: wield_mcp::client::ClientsExit) {
+    if stop_token().is_cancelled() {
+        exit.hurry();
+    }
+    MCP_EXITS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(exit);
+}
+
+fn mcp_exits() -> Vec<wield_mcp::client::ClientsExit> {
+    MCP_EXITS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 fn init_tracing() {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
@@ -339,26 +339,18 @@ impl Connection {
         }
     }
 
-    /// Let go of a `url` server's connection, its session kept to be ended
-    /// by [`super::end_sessions`] (dropping it would end it only if the runtime
-    /// lived on). A local server's connection is just dropped.
-    pub fn park(self) {
+    /// Let go of a `url` server's connection, its session kept by `exit`
+    /// to be ended on the way out. A local server's connection is just
+    /// dropped.
+    pub(crate) fn park(self, exit: &super::ClientsExit) {
         if self.process.is_none() {
-            ENDING.lock().unwrap_or_else(PoisonError::into_inner).push(self.service);
+            exit.park(self.service);
         }
     }
 
     pub(crate) fn process(&self) -> Option<&ServerProcess> {
         self.process.as_ref()
     }
-}
-
-/// The sessions with `url` servers that wield let go of, still to end.
-static ENDING: std::sync::Mutex<Vec<RunningService<RoleClient, BridgeClient>>> = std::sync::Mutex::new(Vec::new());
-
-/// The sessions parked by [`Connection::park`], now taken.
-pub(crate) fn take_parked() -> Vec<RunningService<RoleClient, BridgeClient>> {
-    std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// Why a server did not start.
@@ -375,10 +367,10 @@ pub enum StartError {
 /// Connection refused (os error 111)". A cause whose text the chain already
 /// says is left out.
 pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = without_type_name(e.to_string());
+    let mut text = crate::compat::without_type_names(e.to_string());
     let mut current = e;
     while let Some(next) = cause_of(current) {
-        let part = without_type_name(next.to_string());
+        let part = crate::compat::without_type_names(next.to_string());
         if !part.is_empty() && !text.contains(&part) {
             text.push_str(": ");
             text.push_str(&part);
@@ -395,23 +387,6 @@ pub(crate) fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&
     match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         Some(StreamableHttpError::Client(inner)) => Some(inner),
         _ => e.source(),
-    }
-}
-
-/// `text` without the SDK's type names (`Transport [rust::type::Name]
-/// error: `), which say nothing to a user.
-fn without_type_name(text: String) -> String {
-    // The SDK's error for a JSON body it cannot read as a message.
-    let text = text.replace(
-        "could not parse JSON response as ServerJsonRpcMessage",
-        "the reply is not valid JSON-RPC",
-    );
-    let Some(start) = text.find("Transport [") else {
-        return text;
-    };
-    match text[start..].find("] error: ") {
-        Some(end) => format!("{}{}", &text[..start], &text[start + end + "] error: ".len()..]),
-        None => text,
     }
 }
 
@@ -478,8 +453,8 @@ async fn redirected(url: &str, limit: Duration) -> Option<String> {
 
 /// A web page, not an MCP endpoint, answered: the URL is likely the
 /// server's home rather than its MCP path.
-fn endpoint_hint(why: &str) -> &'static str {
-    if why.contains("Unexpected content type") {
+fn endpoint_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    if crate::compat::unexpected_content_type(error) {
         " (it did not answer as an MCP server: check that the URL is the server's MCP endpoint, often ending in /mcp)"
     } else {
         ""
@@ -493,6 +468,7 @@ pub async fn connect(
     front: Option<Arc<dyn FrontEnd>>,
     on_list_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     limit: Duration,
+    groups: Arc<process::ProcessGroups>,
 ) -> Result<Connection, StartError> {
     if let Some(why) = &config.unresolved {
         return Err(StartError::Failed(why.clone()));
@@ -518,7 +494,8 @@ pub async fn connect(
                 )));
             }
             let health = Arc::new(Health::default());
-            let spawned = process::spawn(command, args, env, cwd, Arc::clone(&health)).map_err(StartError::Failed)?;
+            let spawned =
+                process::spawn(command, args, env, cwd, Arc::clone(&health), groups).map_err(StartError::Failed)?;
             let process = spawned.process;
             let handshake = tokio::time::timeout(
                 limit,
@@ -528,8 +505,8 @@ pub async fn connect(
             // stdout open would leave the handshake waiting: its exit ends
             // the wait too.
             let served = tokio::select! {
-                r = handshake => r.ok().map(|r| r.map_err(|e| with_causes(&e))),
-                () = health.exited() => Some(Err(String::new())),
+                r = handshake => r.ok().map(|r| r.map_err(|e| (crate::compat::closed_in_handshake(&e), with_causes(&e)))),
+                () = health.exited() => Some(Err((false, String::new()))),
             };
             let failure = match served {
                 Some(Ok(service)) => match unspoken_version(&service) {
@@ -547,13 +524,13 @@ pub async fn connect(
                         StartError::Failed(why)
                     }
                 },
-                Some(Err(detail)) => {
+                Some(Err((closed, detail))) => {
                     // Give the reader a moment to collect what the server
                     // said before it died: that is usually the reason.
                     let _ = tokio::time::timeout(process::EXIT_AFTER_CLOSE, health.settled()).await;
                     let reason = if let Some(status) = health.status() {
                         format!("it exited ({status}) before completing the MCP handshake")
-                    } else if detail.contains("connection closed") || detail.contains("Broken pipe") {
+                    } else if closed {
                         "it exited (or closed its output) before completing the MCP handshake".to_owned()
                     } else {
                         format!("the MCP handshake failed: {detail}")
@@ -607,19 +584,19 @@ pub async fn connect(
                     let left = limit.saturating_sub(started.elapsed()).min(Duration::from_secs(2));
                     if let Some(net) = unreachable(url, left).await {
                         why = format!("{net} ({why})");
-                    } else if why.contains("HTTP 30")
+                    } else if crate::compat::refused_redirect(error.error.as_ref())
                         && let Some(moved) = redirected(url, left).await
                     {
                         why = moved;
                     }
-                    let hint = endpoint_hint(&why);
+                    let hint = endpoint_hint(error.error.as_ref());
                     return Err(StartError::Failed(format!("cannot reach {url}: {why}{hint}")));
                 }
                 Err(e) => {
                     let why = with_causes(&e);
                     return Err(StartError::Failed(format!(
                         "cannot reach {url}: {why}{}",
-                        endpoint_hint(&why)
+                        endpoint_hint(&e)
                     )));
                 }
             };

@@ -180,7 +180,7 @@ fn readable(
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     events
         .map(move |event| match (event, &id) {
-            (Err(e), Some(id)) if e.to_string().contains("exceeded the maximum size") => Ok(too_large(id, &e)),
+            (Err(e), Some(id)) if crate::compat::sse_event_too_large(&e) => Ok(too_large(id, &e)),
             (event, _) => event.map(mend),
         })
         .boxed()

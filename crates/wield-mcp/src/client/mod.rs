@@ -29,6 +29,7 @@ mod bridge;
 mod callers;
 mod config;
 mod connect;
+mod exit;
 mod http_link;
 mod listing;
 mod process;
@@ -48,7 +49,7 @@ pub use bridge::{McpTool, tool_name, tool_names};
 pub use callers::{RouteToCallers, SessionFrontEnd};
 pub use config::{CONFIG_KEYS, DEFAULT_TIMEOUT, ServerConfig, Transport};
 pub use connect::{BridgeClient, FrontEnd, MAX_FORWARDED};
-pub use process::{hurry, stop_stragglers};
+pub use exit::ClientsExit;
 pub use result::map_result;
 
 use connect::{Connection, Link, StartError, connect};
@@ -124,6 +125,8 @@ pub(crate) struct ServerEntry {
     /// holds them, so the server holding them would be a cycle that keeps
     /// the server's process alive past wield's exit.
     tools: Mutex<Vec<Listed>>,
+    /// The process groups of every local server of its [`McpClients`].
+    groups: Arc<process::ProcessGroups>,
     /// Set by [`McpClients::watch`], shared by every server.
     on_change: Arc<OnceLock<OnChange>>,
     /// (a listing runs, another is wanted after it).
@@ -226,6 +229,7 @@ impl ServerEntry {
             self.front.clone(),
             Some(on_list_changed),
             self.config.timeout,
+            Arc::clone(&self.groups),
         )
         .await
         {
@@ -295,6 +299,8 @@ pub struct McpClients {
     /// Servers of [`McpClients::start_in_background`] whose first start has
     /// not ended yet.
     starting: tokio::sync::watch::Sender<usize>,
+    /// What is left to do for its servers on the way out.
+    exit: ClientsExit,
 }
 
 impl McpClients {
@@ -308,6 +314,7 @@ impl McpClients {
     /// to `front` (when it answers them).
     pub fn with_front_end(configs: Vec<ServerConfig>, front: Option<Arc<dyn FrontEnd>>) -> Arc<Self> {
         let on_change = Arc::new(OnceLock::new());
+        let groups = Arc::new(process::ProcessGroups::default());
         let servers = configs
             .into_iter()
             .map(|config| {
@@ -321,6 +328,7 @@ impl McpClients {
                     status: Mutex::new((state, None)),
                     conn: tokio::sync::Mutex::new(None),
                     front: front.clone(),
+                    groups: Arc::clone(&groups),
                     tools: Mutex::new(Vec::new()),
                     on_change: Arc::clone(&on_change),
                     relisting: Mutex::new((false, false)),
@@ -331,20 +339,23 @@ impl McpClients {
                 })
             })
             .collect::<Vec<Arc<ServerEntry>>>();
-        {
-            let mut live = URL_SERVERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            live.retain(|e| e.strong_count() > 0);
-            live.extend(
-                servers
-                    .iter()
-                    .filter(|e| matches!(e.config.transport, Transport::Http { .. }))
-                    .map(Arc::downgrade),
-            );
-        }
+        let url_servers = servers
+            .iter()
+            .filter(|e| matches!(e.config.transport, Transport::Http { .. }))
+            .map(Arc::downgrade)
+            .collect();
         Arc::new(Self {
             servers,
             starting: tokio::sync::watch::Sender::new(0),
+            exit: ClientsExit::new(groups, url_servers),
         })
+    }
+
+    /// What is left to do for these servers on wield's way out, for the
+    /// front-end to keep past the clients ([`ClientsExit::end_sessions`],
+    /// [`ClientsExit::stop_stragglers`]).
+    pub fn exit(&self) -> ClientsExit {
+        self.exit.clone()
     }
 
     /// For a long-running front-end: from now on, list a server's tools
@@ -552,7 +563,7 @@ impl Drop for McpClients {
             if conn.as_ref().is_some_and(|c| c.process().is_none())
                 && let Some(c) = conn.take()
             {
-                c.park();
+                c.park(&self.exit);
             }
         }
         let processes: Vec<&process::ServerProcess> = conns
@@ -561,36 +572,6 @@ impl Drop for McpClients {
             .collect();
         process::stop_all(&processes);
     }
-}
-
-/// The servers reached by `url`, whose sessions [`end_sessions`] ends.
-static URL_SERVERS: Mutex<Vec<std::sync::Weak<ServerEntry>>> = Mutex::new(Vec::new());
-
-/// End wield's sessions with `url` servers (each with an HTTP `DELETE`, so
-/// the server can free it at once rather than when it times out), all at
-/// once, within `limit`: those of servers still in use (their clients may
-/// be held by tasks that outlive the command) and those let go of. Called
-/// on the way out.
-pub async fn end_sessions(limit: Duration) {
-    let live: Vec<Arc<ServerEntry>> =
-        std::mem::take(&mut *URL_SERVERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .collect();
-    let parked = connect::take_parked();
-    if live.is_empty() && parked.is_empty() {
-        return;
-    }
-    let ending = futures::future::join(
-        futures::future::join_all(live.iter().map(|e| async move {
-            let conn = e.conn.lock().await.take();
-            if let Some(c) = conn {
-                c.end().await;
-            }
-        })),
-        futures::future::join_all(parked.into_iter().map(rmcp::service::RunningService::cancel)),
-    );
-    let _ = tokio::time::timeout(limit, ending).await;
 }
 
 /// One start of [`McpClients::start_in_background`] under way; dropping it

@@ -206,46 +206,90 @@ struct Group {
     /// and wield, a subreaper, is its parent once the server is gone.
     tree: Option<ProcessTree>,
     killed: Mutex<bool>,
+    /// Every group of the servers of one [`super::McpClients`].
+    groups: Arc<ProcessGroups>,
 }
 
-/// The groups (and trees) of every server started and not killed yet, for
-/// [`stop_stragglers`].
-static LIVE: Mutex<Vec<(Pid, Option<ProcessTree>)>> = Mutex::new(Vec::new());
-
-/// Set once wield is told to stop (Ctrl-C, SIGTERM, SIGHUP): servers are
-/// stopped with SIGTERM at once rather than first given time to exit on
-/// the end of their input.
-static HURRY: AtomicBool = AtomicBool::new(false);
-
-/// wield is on its way out at a signal: stop servers without the grace
-/// they get for the end of their input.
-pub fn hurry() {
-    HURRY.store(true, Ordering::SeqCst);
+/// The process groups of the local servers of one [`super::McpClients`],
+/// started and not killed yet, and whether wield is told to stop.
+#[derive(Default)]
+pub(crate) struct ProcessGroups {
+    /// Each group's id and its tree, for [`ProcessGroups::stop_stragglers`].
+    live: Mutex<Vec<(Pid, Option<ProcessTree>)>>,
+    /// Set once wield is told to stop (Ctrl-C, SIGTERM, SIGHUP): servers
+    /// are stopped with SIGTERM at once rather than first given time to
+    /// exit on the end of their input.
+    hurry: AtomicBool,
 }
 
-/// How long a server has to exit after its stdin closes.
-fn input_grace() -> Duration {
-    if HURRY.load(Ordering::SeqCst) {
-        Duration::ZERO
-    } else {
-        EXIT_GRACE
+impl ProcessGroups {
+    /// wield is on its way out at a signal: stop servers without the grace
+    /// they get for the end of their input.
+    pub(crate) fn hurry(&self) {
+        self.hurry.store(true, Ordering::SeqCst);
+    }
+
+    /// How long a server has to exit after its stdin closes.
+    pub(super) fn input_grace(&self) -> Duration {
+        if self.hurry.load(Ordering::SeqCst) {
+            Duration::ZERO
+        } else {
+            EXIT_GRACE
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Pid, Option<ProcessTree>)>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// For the very end of the process, after the async runtime is gone:
+    /// the servers whose stop never ran or never finished (wield was
+    /// interrupted while they were starting, and the runtime dropped what
+    /// held them) get SIGTERM, up to `grace` to exit, then SIGKILL, each
+    /// group whole.
+    pub(crate) fn stop_stragglers(&self, grace: Duration) {
+        let groups = std::mem::take(&mut *self.lock());
+        if groups.is_empty() {
+            return;
+        }
+        for (pgid, _) in &groups {
+            let _ = rustix::process::kill_process_group(*pgid, Signal::TERM);
+        }
+        let deadline = Instant::now() + grace;
+        // A leader that exited stays a zombie, and its group seems alive,
+        // until it is reaped: nothing else is left to reap it.
+        let gone = |pgid: Pid| {
+            while let Ok(Some(_)) =
+                rustix::process::waitid(WaitId::Pgid(Some(pgid)), WaitIdOptions::EXITED | WaitIdOptions::NOHANG)
+            {
+            }
+            rustix::process::test_kill_process_group(pgid).is_err()
+        };
+        while Instant::now() < deadline && !groups.iter().all(|(p, _)| gone(*p)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (pgid, tree) in &groups {
+            let _ = rustix::process::kill_process_group(*pgid, Signal::KILL);
+            if let Some(tree) = tree {
+                tree.kill_now();
+            }
+        }
     }
 }
 
 impl Group {
-    fn new(pgid: Option<Pid>, marker: String) -> Self {
+    fn new(pgid: Option<Pid>, marker: String, groups: Arc<ProcessGroups>) -> Self {
         let tree = pgid
             .and_then(|p| u32::try_from(p.as_raw_pid()).ok())
             .map(|leader| ProcessTree::new(leader, marker));
         if let Some(pgid) = pgid {
-            LIVE.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((pgid, tree.clone()));
+            groups.lock().push((pgid, tree.clone()));
         }
         Self {
             pgid,
             tree,
             killed: Mutex::new(false),
+            groups,
         }
     }
 
@@ -263,43 +307,9 @@ impl Group {
             if let Some(tree) = &self.tree {
                 tree.kill_now();
             }
-            LIVE.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|(p, _)| *p != pgid);
+            self.groups.lock().retain(|(p, _)| *p != pgid);
         }
         *killed = true;
-    }
-}
-
-/// For the very end of the process, after the async runtime is gone: the
-/// servers whose stop never ran or never finished (wield was interrupted
-/// while they were starting, and the runtime dropped what held them) get
-/// SIGTERM, up to `grace` to exit, then SIGKILL, each group whole.
-pub fn stop_stragglers(grace: Duration) {
-    let groups = std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
-    if groups.is_empty() {
-        return;
-    }
-    for (pgid, _) in &groups {
-        let _ = rustix::process::kill_process_group(*pgid, Signal::TERM);
-    }
-    let deadline = Instant::now() + grace;
-    // A leader that exited stays a zombie, and its group seems alive,
-    // until it is reaped: nothing else is left to reap it.
-    let gone = |pgid: Pid| {
-        while let Ok(Some(_)) =
-            rustix::process::waitid(WaitId::Pgid(Some(pgid)), WaitIdOptions::EXITED | WaitIdOptions::NOHANG)
-        {}
-        rustix::process::test_kill_process_group(pgid).is_err()
-    };
-    while Instant::now() < deadline && !groups.iter().all(|(p, _)| gone(*p)) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for (pgid, tree) in &groups {
-        let _ = rustix::process::kill_process_group(*pgid, Signal::KILL);
-        if let Some(tree) = tree {
-            tree.kill_now();
-        }
     }
 }
 
@@ -333,6 +343,7 @@ pub fn spawn(
     env: &std::collections::BTreeMap<String, String>,
     cwd: &std::path::Path,
     health: Arc<Health>,
+    groups: Arc<ProcessGroups>,
 ) -> Result<Spawned, String> {
     // What the server starts and leaves behind (a `setsid` child) is
     // re-parented to wield and known by the marker, so it goes too.
@@ -361,7 +372,7 @@ pub fn spawn(
     })?;
     let pid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
     let pidfd = pid.and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
-    let group = Arc::new(Group::new(pid, marker));
+    let group = Arc::new(Group::new(pid, marker, groups));
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         group.kill();
         return Err(format!("cannot start `{command}`: its stdio could not be set up"));
@@ -382,7 +393,7 @@ pub fn spawn(
             health.set_exited(&status);
             // Killing polls until the tree is gone: not on a runtime
             // thread. (Should the runtime be shutting down, the group is
-            // still in `LIVE` for `stop_stragglers`.)
+            // still among its `ProcessGroups` for `stop_stragglers`.)
             let _ = tokio::task::spawn_blocking(move || group.kill()).await;
         });
     }
@@ -434,7 +445,10 @@ impl ServerProcess {
             return;
         }
         self.close_input();
-        if tokio::time::timeout(input_grace(), self.health.exited()).await.is_err() {
+        if tokio::time::timeout(self.group.groups.input_grace(), self.health.exited())
+            .await
+            .is_err()
+        {
             self.group.signal(Signal::TERM);
             let _ = tokio::time::timeout(EXIT_GRACE, self.health.exited()).await;
         }
@@ -464,7 +478,13 @@ pub fn stop_all(processes: &[&ServerProcess]) {
     for p in &pending {
         p.close_input();
     }
-    let mut alive = wait_blocking(pending.clone(), input_grace());
+    // The servers of one `McpClients` share its groups, and so its hurry.
+    let grace = pending
+        .iter()
+        .map(|p| p.group.groups.input_grace())
+        .min()
+        .unwrap_or(EXIT_GRACE);
+    let mut alive = wait_blocking(pending.clone(), grace);
     if !alive.is_empty() {
         for p in &alive {
             p.group.signal(Signal::TERM);
@@ -587,66 +607,7 @@ enum Long {
 /// The id of the message starting with `head`: the value of its top-level
 /// `"id"` member, when that is in `head`.
 fn id_in(head: &[u8]) -> Option<String> {
-    id_token(head).map(|(text, _)| text)
-}
-
-/// The request id of the message in `line`, read without parsing it (it
-/// may not parse): its top-level `"id"` member, a number or a string
-/// without escapes.
-pub fn request_id_in(line: &[u8]) -> Option<rmcp::model::RequestId> {
-    use rmcp::model::NumberOrString;
-    match id_token(line)? {
-        (text, true) => Some(NumberOrString::String(text.into())),
-        (text, false) => text.parse().ok().map(NumberOrString::Number),
-    }
-}
-
-/// The text of the top-level `"id"` member's value in `head`, and whether
-/// it is a string.
-fn id_token(head: &[u8]) -> Option<(String, bool)> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < head.len() {
-        match head[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let start = i + 1;
-                let mut end = start;
-                while end < head.len() && head[end] != b'"' {
-                    end += if head[end] == b'\\' { 2 } else { 1 };
-                }
-                if end >= head.len() {
-                    return None;
-                }
-                i = end;
-                if depth == 1
-                    && &head[start..end] == b"id"
-                    && let Some(value) = head[end + 1..].trim_ascii_start().strip_prefix(b":")
-                {
-                    return scalar(value.trim_ascii_start());
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// A JSON number or a string without escapes at the start of `text`, as
-/// its text, and whether it is a string; `None` when it is cut off or is
-/// something else.
-fn scalar(text: &[u8]) -> Option<(String, bool)> {
-    let quoted = text.strip_prefix(b"\"");
-    let value = if let Some(quoted) = quoted {
-        let end = memchr::memchr2(b'"', b'\\', quoted)?;
-        (quoted[end] == b'"').then_some(&quoted[..end])?
-    } else {
-        let end = text.iter().position(|b| !(b.is_ascii_digit() || *b == b'-'))?;
-        (end > 0).then_some(&text[..end])?
-    };
-    Some((String::from_utf8(value.to_vec()).ok()?, quoted.is_some()))
+    crate::wire::id_token(head).map(|(text, _)| text)
 }
 
 /// The length of the line being read, and its first [`HEAD`] bytes. Costs

@@ -23,8 +23,8 @@ use rmcp::{ErrorData, RoleClient};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
-use super::process::{ServerInput, WatchedOutput, request_id_in};
-use crate::server::incoming::{Lines, repair_lone_surrogates};
+use super::process::{ServerInput, WatchedOutput};
+use crate::wire::{Lines, repair_lone_surrogates, request_id_in, strip_bom};
 
 /// Messages to a server waiting to be written at most: past this the
 /// server has stopped reading its input (a pipe holds 64 KiB), and a new
@@ -126,7 +126,7 @@ impl Transport<RoleClient> for StdioLink {
 
 /// The message in `line`; `None` for a line to pass over.
 fn read(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = strip_bom(line);
     if line.trim_ascii().is_empty() {
         return None;
     }

@@ -11,7 +11,7 @@
 //! random nonce and must occur exactly once after the previous one's place,
 //! or the message is encoded the plain way.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
@@ -26,8 +26,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::RequestBudget;
 use super::escape::{escaped_capacity, push_json_string};
-use super::incoming::{Incoming, Lifecycle, Lines, lifecycle, opens_session, parse, past_limits, reply_id, too_many};
+use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session, parse};
+use crate::wire::{Lines, error_line, reply_id};
 
 /// Strings at least this long take the fast path.
 pub const BIG: usize = 1024;
@@ -54,10 +56,10 @@ where
     in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
     /// The requests taken and not finished (their answers not written yet,
     /// nor cancelled), with their sizes: past the session's limits
-    /// ([`past_limits`]) a request is refused, and the refusal is written before
+    /// ([`RequestBudget`]) a request is refused, and the refusal is written before
     /// anything more is read, so a client that sends and never reads stops
     /// being read rather than making the server hold more and more.
-    unfinished: Arc<std::sync::Mutex<Unfinished>>,
+    unfinished: Arc<std::sync::Mutex<RequestBudget>>,
     /// Cancelled when the client stopped reading (a write found the pipe
     /// broken, or nothing was written for [`CLOSE_STALL`] after the input
     /// ended): the session ends, though its input may stay open.
@@ -122,17 +124,15 @@ where
         let mut unfinished = self.unfinished.lock().unwrap_or_else(PoisonError::into_inner);
         match message {
             JsonRpcMessage::Request(request) => {
-                let requests = unfinished.sizes.len();
-                if past_limits(requests, unfinished.held, size) {
-                    return Some((request.id.clone(), too_many(requests, unfinished.held)));
+                if let Err(over) = unfinished.take(request.id.clone(), size) {
+                    return Some((request.id.clone(), over.error()));
                 }
-                unfinished.take(request.id.clone(), size);
             }
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification
                     && let Some(id) = &c.params.request_id
                 {
-                    unfinished.finish(id);
+                    unfinished.release(id);
                 }
             }
             _ => {}
@@ -156,32 +156,10 @@ where
     }
 }
 
-/// The requests of a session taken and not finished, with their sizes.
-#[derive(Default)]
-struct Unfinished {
-    sizes: HashMap<RequestId, usize>,
-    held: usize,
-}
-
-impl Unfinished {
-    fn take(&mut self, id: RequestId, size: usize) {
-        if let Some(old) = self.sizes.insert(id, size) {
-            self.held -= old;
-        }
-        self.held += size;
-    }
-
-    fn finish(&mut self, id: &RequestId) {
-        if let Some(size) = self.sizes.remove(id) {
-            self.held -= size;
-        }
-    }
-}
-
 /// Ends the count of an answered request when dropped: once its answer is
 /// written, or its writing given up.
 struct Finished {
-    unfinished: Arc<std::sync::Mutex<Unfinished>>,
+    unfinished: Arc<std::sync::Mutex<RequestBudget>>,
     id: Option<RequestId>,
 }
 
@@ -191,7 +169,7 @@ impl Drop for Finished {
             self.unfinished
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .finish(id);
+                .release(id);
         }
     }
 }
@@ -418,20 +396,7 @@ where
                 Incoming::Refuse(id, error) => Some((id, error)),
             };
             if let Some((id, error)) = refused {
-                // JSON-RPC wants `"id": null` when the id cannot be read;
-                // the SDK's type leaves the member out.
-                let reply = serde_json::to_vec(&serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": error,
-                }));
-                match reply {
-                    Ok(mut bytes) => {
-                        bytes.push(b'\n');
-                        self.reply = Some(bytes);
-                    }
-                    Err(e) => tracing::debug!("encoding an error reply: {e}"),
-                }
+                self.reply = Some(error_line(id.as_ref(), &error));
             }
         }
     }
@@ -515,7 +480,7 @@ fn big_strings(item: &mut TxJsonRpcMessage<RoleServer>) -> impl Iterator<Item = 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::incoming::MAX_IN_FLIGHT;
+    use crate::server::budget::MAX_IN_FLIGHT;
     use rmcp::model::{CallToolResult, JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
     use std::time::Duration;
 

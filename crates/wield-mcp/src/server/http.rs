@@ -33,12 +33,14 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::budget::OverBudget;
 use super::http_auth::{Token, require_token};
 use super::http_events::Events;
 use super::http_host::{HostGuard, allowed_host, host_guard};
 use super::http_sessions::{Activities, FULL, Refused, session_capacity, spawn_reaper, track_activity};
 use super::incoming::{Incoming, Lifecycle, lifecycle, opens_session};
 use crate::McpError;
+use crate::wire::{ReplyId, error_body, repair_lone_surrogates, reply_id, strip_bom};
 
 /// An idle session (no request for this long) is closed, unless
 /// [`HttpOptions::session_idle`] says otherwise.
@@ -177,15 +179,15 @@ pub(crate) async fn bind(server: McpServer, options: HttpOptions) -> Result<Http
     let router = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(Arc::clone(&activities), json_rpc_errors))
-        .layer(middleware::from_fn(session_delete_ok))
-        .layer(middleware::from_fn(accept_wildcards))
+        .layer(middleware::from_fn(crate::compat::http::session_delete_ok))
+        .layer(middleware::from_fn(crate::compat::http::accept_wildcards))
         .layer(middleware::from_fn_with_state((events, manager_for_streams), streams))
-        .layer(middleware::from_fn(protocol_version_header))
+        .layer(middleware::from_fn(crate::compat::http::protocol_version_header))
         .layer(middleware::from_fn_with_state(activities, track_activity))
         .layer(middleware::from_fn_with_state(max, session_capacity))
         .layer(middleware::from_fn_with_state(guard, host_guard))
         .layer(middleware::from_fn_with_state(token, require_token))
-        .layer(middleware::from_fn(json_error_bodies));
+        .layer(middleware::from_fn(crate::compat::http::json_error_bodies));
     let task = tokio::spawn(super::http_serve::serve(listener, router, shutdown.clone()));
     Ok(HttpServer {
         local_addr,
@@ -232,12 +234,11 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 .into_response();
         }
     };
-    let refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let refuse = |id: Option<ReplyId>, error: rmcp::ErrorData| {
         (
             StatusCode::BAD_REQUEST,
             [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
+            error_body(id.as_ref(), &error),
         )
             .into_response()
     };
@@ -250,22 +251,22 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
         .get(super::http_sessions::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|session| activities.is_open(session));
-    let answer_or_refuse = |id: Option<super::incoming::ReplyId>, error: rmcp::ErrorData| {
+    let answer_or_refuse = |id: Option<ReplyId>, error: rmcp::ErrorData| {
         let answerable = error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
             || error.code == rmcp::model::ErrorCode::INVALID_PARAMS;
         if answerable && in_open_session && id.as_ref().is_some_and(|id| !id.is_null()) {
-            let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-            return ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+            return (
+                [(header::CONTENT_TYPE, "application/json")],
+                error_body(id.as_ref(), &error),
+            )
+                .into_response();
         }
         refuse(id, error)
     };
     // A byte order mark is passed over and a string cut inside a surrogate
     // pair is taken with U+FFFD, as on stdio.
-    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
-        Some(rest) => axum::body::Bytes::copy_from_slice(rest),
-        None => bytes,
-    };
-    let mut bytes = match super::incoming::repair_lone_surrogates(&bytes) {
+    let bytes = bytes.slice(bytes.len() - strip_bom(&bytes).len()..);
+    let mut bytes = match repair_lone_surrogates(&bytes) {
         Some(repaired) => axum::body::Bytes::from(repaired),
         None => bytes,
     };
@@ -313,16 +314,16 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
                 return not_found();
             }
             if let Lifecycle::Refuse(id, error) = lifecycle(&message, in_session) {
-                return answer_or_refuse(Some(super::incoming::reply_id(id)), error);
+                return answer_or_refuse(Some(reply_id(id)), error);
             }
             if let (Some(id), rmcp::model::JsonRpcMessage::Request(r)) = (session, &*message) {
                 match activities.claim(id, &r.id, bytes.len()) {
-                    Err(Refused::Full { requests, held }) => {
-                        return too_many(r.id.clone(), requests, held);
+                    Err(Refused::Full(over)) => {
+                        return too_many(r.id.clone(), over);
                     }
                     Err(Refused::Reused) => {
                         return refuse(
-                            Some(super::incoming::reply_id(r.id.clone())),
+                            Some(reply_id(r.id.clone())),
                             rmcp::ErrorData::invalid_request(
                                 format!(
                                     "request id {} is already in use by a request of this session that has not \
@@ -353,7 +354,7 @@ async fn json_rpc_errors(State(activities): State<Arc<Activities>>, request: Req
             // told what to do in JSON-RPC too, not in the SDK's plain text.
             if !in_session && !opens_session(&message) {
                 let id = match &*message {
-                    rmcp::model::JsonRpcMessage::Request(r) => Some(super::incoming::reply_id(r.id.clone())),
+                    rmcp::model::JsonRpcMessage::Request(r) => Some(reply_id(r.id.clone())),
                     _ => None,
                 };
                 return refuse(
@@ -386,111 +387,6 @@ fn not_found() -> Response {
          without an `Mcp-Session-Id` to open a new one\n",
     )
         .into_response()
-}
-
-/// A client that accepts anything (`Accept: */*`, as generic HTTP clients
-/// send), or both kinds by wildcards (`application/*, text/*`), accepts
-/// what MCP answers with: the SDK wants both named, and would refuse it
-/// with 406.
-async fn accept_wildcards(mut request: Request, next: Next) -> Response {
-    let (mut json, mut events) = (false, false);
-    for kind in request
-        .headers()
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-    {
-        let mut parts = kind.split(';');
-        let kind = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-        // `q=0` says "not this".
-        let refused = parts.any(|p| {
-            p.trim()
-                .strip_prefix("q=")
-                .and_then(|q| q.trim().parse::<f32>().ok())
-                .is_some_and(|q| q <= 0.0)
-        });
-        if refused {
-            continue;
-        }
-        json |= matches!(kind.as_str(), "*/*" | "application/*" | "application/json");
-        events |= matches!(kind.as_str(), "*/*" | "text/*" | "text/event-stream");
-    }
-    if json && events {
-        request.headers_mut().insert(
-            header::ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-    }
-    next.run(request).await
-}
-
-/// An error the SDK or a layer answers in plain text (or with no type at
-/// all) is sent as a JSON-RPC error, as MCP clients read the body of an
-/// HTTP error: the text is its message, with `-32001` for a session that
-/// is not found and `-32600` or `-32603` for the rest. Its headers
-/// (`WWW-Authenticate`, `Retry-After`, `Allow`) stay.
-async fn json_error_bodies(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, ERROR_TEXT).await.unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.trim();
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("HTTP error").to_owned()
-    } else {
-        text.to_owned()
-    };
-    let code = if status == StatusCode::NOT_FOUND {
-        -32001
-    } else if status.is_client_error() {
-        -32600
-    } else {
-        -32603
-    };
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Response::from_parts(parts, axum::body::Body::from(body.to_string()))
-}
-
-/// The most of a plain-text error read to send it as JSON-RPC.
-const ERROR_TEXT: usize = 64 * 1024;
-
-/// A request naming a protocol revision this server does not speak in its
-/// `MCP-Protocol-Version` header gets 400 saying which it speaks (the SDK
-/// would take a later revision's for its stateless mode, and answer with
-/// an error about missing request metadata, or refuse an earlier one
-/// without saying which it speaks).
-async fn protocol_version_header(request: Request, next: Next) -> Response {
-    let spoken = rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::V_2025_11_25);
-    if let Some(asked) = request.headers().get("mcp-protocol-version")
-        && let Ok(asked) = asked.to_str()
-        && !spoken.iter().any(|v| v.as_str() == asked.trim())
-    {
-        let names: Vec<&str> = spoken.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
-        return (
-            StatusCode::BAD_REQUEST,
-            format!(
-                "Bad Request: unsupported MCP-Protocol-Version: {}; this server speaks {}\n",
-                asked.trim(),
-                names.join(", ")
-            ),
-        )
-            .into_response();
-    }
-    next.run(request).await
 }
 
 /// A `GET` is served from the kept events (see [`super::http_events`]): a
@@ -577,28 +473,15 @@ async fn claimed(events: &Arc<Events>, request: Request, next: Next) -> Response
 /// A request of a session that holds as many requests in flight as it may
 /// (or as many bytes of them): `429 Too Many Requests`, with `Retry-After`
 /// and a JSON-RPC error to the request's id saying what to do.
-fn too_many(id: rmcp::model::RequestId, requests: usize, held: usize) -> Response {
-    let error = super::incoming::too_many(requests, held);
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": super::incoming::reply_id(id), "error": error});
+fn too_many(id: rmcp::model::RequestId, over: OverBudget) -> Response {
+    let error = over.error();
     (
         StatusCode::TOO_MANY_REQUESTS,
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
             (header::RETRY_AFTER, HeaderValue::from_static("1")),
         ],
-        body.to_string(),
+        error_body(Some(&reply_id(id)), &error),
     )
         .into_response()
-}
-
-/// The SDK answers a session `DELETE` with 202 Accepted; clients (the
-/// Python SDK among them) expect 200 or 204 and log a warning on anything
-/// else, so a completed termination is reported as 200.
-async fn session_delete_ok(request: Request, next: Next) -> Response {
-    let is_delete = request.method() == Method::DELETE;
-    let mut response = next.run(request).await;
-    if is_delete && response.status() == StatusCode::ACCEPTED {
-        *response.status_mut() = StatusCode::OK;
-    }
-    response
 }

@@ -57,8 +57,6 @@ pub const KEEP_IDLE: Duration = Duration::from_secs(3600);
 /// Streams kept at most.
 pub const MAX_STREAMS: usize = 8192;
 
-/// The SDK names a session's standalone stream `SESSION:common`.
-const COMMON: &str = ":common";
 /// `TOKEN-start`: a stream from its first kept event.
 const START: &str = "start";
 /// `TOKEN-shadow`: a stream that only stays open (another reads it).
@@ -109,7 +107,7 @@ impl Kept {
 
     /// The session whose standalone stream this is.
     fn standalone_of(&self) -> Option<&str> {
-        self.stream_id.strip_suffix(COMMON)
+        crate::compat::standalone_session(&self.stream_id)
     }
 
     /// The session the stream belongs to, when known.
@@ -221,7 +219,7 @@ impl Events {
     /// gets no events.
     pub fn standalone(&self, session: &str) -> String {
         let mut inner = self.lock();
-        let t = inner.token_of(&format!("{session}{COMMON}"), Instant::now());
+        let t = inner.token_of(&crate::compat::standalone_stream(session), Instant::now());
         let readers = inner.streams.get(&t).map_or(0, |k| k.readers);
         format!("{t:032x}-{}", if readers == 0 { START } else { SHADOW })
     }

@@ -9,7 +9,7 @@
 //! - **Request ids**: a request reusing the id of one of the session's
 //!   requests still in flight is refused.
 //! - **Requests in flight**: a session holds a bounded number of requests
-//!   not answered yet, and of bytes of them ([`past_limits`]); past either,
+//!   not answered yet, and of bytes of them ([`RequestBudget`]); past either,
 //!   a request gets `429 Too Many Requests` with `Retry-After`, so one
 //!   client cannot make the server hold more and more memory by sending
 //!   calls faster than they run. The
@@ -35,7 +35,7 @@ use super::http_events::Events;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
-use super::incoming::past_limits;
+use super::budget::{OverBudget, RequestBudget};
 
 /// What the session factory's refusal says; the SDK answers it with a 500,
 /// which [`session_capacity`] turns into a 503.
@@ -55,7 +55,7 @@ pub(crate) async fn session_capacity(State(max): State<usize>, request: Request,
     }
     let (parts, body) = response.into_parts();
     let bytes = axum::body::to_bytes(body, ERROR_BODY_LIMIT).await.unwrap_or_default();
-    if !String::from_utf8_lossy(&bytes).contains(FULL) {
+    if !crate::compat::http::refused_by_factory(&bytes, FULL) {
         return Response::from_parts(parts, Body::from(bytes));
     }
     let mut response = (
@@ -79,11 +79,9 @@ struct Activity {
     /// Cancelled when the session ends (deleted or idle), which cancels
     /// its running calls at once.
     end: CancellationToken,
-    /// The ids of its requests in flight, each with how many hold it (its
-    /// POST's reply, the call it runs) and its size.
-    in_flight: HashMap<RequestId, (usize, usize)>,
-    /// The bytes of its requests in flight.
-    held: usize,
+    /// Its requests in flight, each held by its POST's reply and the call
+    /// it runs.
+    budget: RequestBudget,
 }
 
 impl Activity {
@@ -94,8 +92,7 @@ impl Activity {
             busy,
             last: Instant::now(),
             end: CancellationToken::new(),
-            in_flight: HashMap::new(),
-            held: 0,
+            budget: RequestBudget::default(),
         }
     }
 }
@@ -105,8 +102,8 @@ pub(crate) enum Refused {
     /// Its id is that of a request of the session still in flight.
     Reused,
     /// The session holds as many requests, or bytes of them, in flight as
-    /// it may ([`past_limits`]).
-    Full { requests: usize, held: usize },
+    /// it may.
+    Full(OverBudget),
 }
 
 /// The activity of every open session, by session id.
@@ -148,18 +145,10 @@ impl Activities {
         let Some(activity) = sessions.get_mut(&key) else {
             return Ok(None);
         };
-        if activity.in_flight.contains_key(request) {
+        if activity.budget.contains(request) {
             return Err(Refused::Reused);
         }
-        let requests = activity.in_flight.len();
-        if past_limits(requests, activity.held, size) {
-            return Err(Refused::Full {
-                requests,
-                held: activity.held,
-            });
-        }
-        activity.in_flight.insert(request.clone(), (1, size));
-        activity.held += size;
+        activity.budget.take(request.clone(), size).map_err(Refused::Full)?;
         Ok(Some(InFlight {
             activities: Arc::clone(self),
             id: key,
@@ -174,7 +163,7 @@ impl Activities {
         let busy = self.begin(id)?;
         let mut sessions = self.lock();
         let activity = sessions.get_mut(&busy.id)?;
-        activity.in_flight.entry(request.clone()).or_insert((0, 0)).0 += 1;
+        activity.budget.hold(request.clone());
         let held = InFlight {
             activities: Arc::clone(self),
             id: Arc::clone(&busy.id),
@@ -263,14 +252,8 @@ pub(crate) struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some(a) = self.activities.lock().get_mut(&self.id)
-            && let Some((holders, size)) = a.in_flight.get_mut(&self.request)
-        {
-            *holders = holders.saturating_sub(1);
-            if *holders == 0 {
-                a.held = a.held.saturating_sub(*size);
-                a.in_flight.remove(&self.request);
-            }
+        if let Some(a) = self.activities.lock().get_mut(&self.id) {
+            a.budget.release(&self.request);
         }
     }
 }

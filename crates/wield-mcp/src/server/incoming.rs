@@ -14,7 +14,6 @@
 //! result is the same message either way (tested).
 
 use std::borrow::Cow;
-use std::io;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcError,
@@ -23,13 +22,9 @@ use rmcp::model::{
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::{ErrorData, RoleServer};
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::strict::StrictObject;
-
-/// The longest line accepted (the SDK's own default): a longer one is
-/// dropped, without being buffered, and the connection stays open.
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
+use crate::wire::{ReplyId, repair_lone_surrogates, reply_id, strip_bom};
 
 /// What one line of input holds.
 #[derive(Debug)]
@@ -44,107 +39,9 @@ pub enum Incoming {
     Refuse(Option<ReplyId>, ErrorData),
 }
 
-/// The id an error reply goes to, as the client wrote it: a request id the
-/// SDK can hold, or a number it cannot (an integer past `i64`, a fraction),
-/// which is refused but still answered to its own id.
-pub type ReplyId = serde_json::Value;
-
-/// Requests of one session in flight at most (calls running or waiting for
-/// their turn, and their replies not yet written), over stdio and HTTP.
-pub(crate) const MAX_IN_FLIGHT: usize = 32;
-
-/// Bytes of one session's requests in flight at most; one request of any
-/// size the transport reads is always taken.
-pub(crate) const MAX_HELD: usize = 8 << 20;
-
-/// Whether a request of `size` bytes is past the limits of a session that
-/// holds `requests` unanswered requests of `held` bytes: [`MAX_IN_FLIGHT`]
-/// requests, or [`MAX_HELD`] bytes once one is held.
-pub(crate) fn past_limits(requests: usize, held: usize, size: usize) -> bool {
-    requests >= MAX_IN_FLIGHT || (requests > 0 && held + size > MAX_HELD)
-}
-
-/// The error for a request past [`MAX_IN_FLIGHT`] or [`MAX_HELD`]: a server
-/// error (`-32000`) saying what to do.
-pub(crate) fn too_many(requests: usize, held: usize) -> ErrorData {
-    ErrorData::new(
-        rmcp::model::ErrorCode(-32000),
-        format!(
-            "too many requests in flight in this session: {requests} not answered yet, {} KiB of them \
-             (a session may have {MAX_IN_FLIGHT}, and {} MiB); wait for answers before sending more, then retry",
-            held.div_ceil(1024),
-            MAX_HELD >> 20
-        ),
-        None,
-    )
-}
-
-/// `id` as an error reply's id.
-pub fn reply_id(id: RequestId) -> ReplyId {
-    match id {
-        RequestId::Number(n) => n.into(),
-        RequestId::String(s) => s.as_ref().into(),
-    }
-}
-
-/// Lines from a reader, each at most [`MAX_LINE`] bytes. Cancel-safe: a
-/// partial line stays here for the next call.
-pub struct Lines<R> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    /// `line` holds a line already returned (cleared on the next call).
-    returned: bool,
-    /// Dropping the rest of an oversized line.
-    discarding: bool,
-}
-
-impl<R: AsyncRead + Unpin> Lines<R> {
-    pub fn new(read: R) -> Self {
-        Self {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            returned: false,
-            discarding: false,
-        }
-    }
-
-    /// The next line, without its terminator; `None` at the end of input.
-    pub async fn next(&mut self) -> io::Result<Option<&[u8]>> {
-        if std::mem::take(&mut self.returned) {
-            self.line.clear();
-        }
-        loop {
-            let available = self.read.fill_buf().await?;
-            if available.is_empty() {
-                return Ok(None);
-            }
-            let newline = memchr::memchr(b'\n', available);
-            let take = newline.map_or(available.len(), |at| at + 1);
-            let mut done = newline.is_some();
-            if self.discarding {
-                self.discarding = !done;
-                done = false;
-            } else if self.line.len().saturating_add(take) > MAX_LINE {
-                tracing::error!(max = MAX_LINE, "an incoming message is longer than allowed; dropped");
-                self.line.clear();
-                self.discarding = !done;
-                done = false;
-            } else {
-                self.line.extend_from_slice(&available[..take]);
-            }
-            self.read.consume(take);
-            if done {
-                self.returned = true;
-                let line = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
-                return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line)));
-            }
-        }
-    }
-}
-
 /// One line of input, parsed.
 pub fn parse(line: &[u8]) -> Incoming {
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = strip_bom(line);
     if line.trim_ascii().is_empty() {
         return Incoming::Skip;
     }
@@ -363,44 +260,6 @@ fn readable_id(line: &[u8]) -> Option<ReplyId> {
         .map(reply_id)
 }
 
-/// `line` with every `\uD800`–`\uDFFF` escape that is not half of a pair
-/// written `\uFFFD`; `None` when there is none.
-pub fn repair_lone_surrogates(line: &[u8]) -> Option<Vec<u8>> {
-    fn escape_at(line: &[u8], at: usize) -> Option<u16> {
-        let hex = line.get(at..at + 6)?.strip_prefix(b"\\u")?;
-        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-    }
-    let high = |u: u16| (0xD800..0xDC00).contains(&u);
-    let low = |u: u16| (0xDC00..0xE000).contains(&u);
-    let mut out: Option<Vec<u8>> = None;
-    let mut i = 0;
-    while i < line.len() {
-        let step = if line[i] != b'\\' {
-            1
-        } else {
-            match escape_at(line, i) {
-                Some(u) if high(u) && escape_at(line, i + 6).is_some_and(low) => 12,
-                Some(u) if high(u) || low(u) => {
-                    let out = out.get_or_insert_with(|| line[..i].to_vec());
-                    out.extend_from_slice(b"\\uFFFD");
-                    i += 6;
-                    continue;
-                }
-                Some(_) => 6,
-                // `\\`, `\"`, …: two bytes, so an escaped backslash
-                // before a `u` is not taken for an escape.
-                None => 2,
-            }
-        };
-        let end = (i + step).min(line.len());
-        if let Some(out) = out.as_mut() {
-            out.extend_from_slice(&line[i..end]);
-        }
-        i = end;
-    }
-    out
-}
-
 /// The answer to JSON that is not a valid message: to its `id` when it has
 /// one of the right kind (a number or a string), so the client can match
 /// the error to its request: for a JSON-RPC 2.0 request, `Invalid params`
@@ -444,14 +303,10 @@ fn refusal(line: &[u8]) -> Incoming {
         );
     }
     if let Err(e) = serde_json::from_slice::<Members>(line)
-        && e.to_string().starts_with("duplicate field")
+        && let Some(member) = crate::compat::duplicate_field(&e)
     {
         // To the id, unless the id is what was given twice.
-        let id = if e.to_string().starts_with("duplicate field `id`") {
-            None
-        } else {
-            id
-        };
+        let id = if member == "id" { None } else { id };
         return Incoming::Refuse(id, ErrorData::invalid_request(format!("Invalid request: {e}"), None));
     }
     let error = match field("method").and_then(serde_json::Value::as_str) {

@@ -10,6 +10,7 @@
 //! notifications, and file services narrowed to the client's roots.
 
 mod approver;
+mod budget;
 mod escape;
 mod forward;
 mod framing;

@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 use wield_core::approval::YesApprover;
 use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
-use wield_tools::shell::{Processes, ShellService};
 
 use super::approver::ClientApprover;
 use super::http::SessionSlot;
@@ -152,11 +151,11 @@ impl SessionHandler {
         }
         let session = Arc::downgrade(&self.session);
         let end = end.clone();
+        let services = self.inner.services.clone();
         tokio::spawn(async move {
             end.cancelled().await;
-            let processes = session.upgrade().and_then(|s| s.get_extension::<Processes>());
-            if let Some(processes) = processes {
-                processes.stop_all().await;
+            if let Some(session) = session.upgrade() {
+                wield_core::end_session(&services, &session).await;
             }
         });
     }
@@ -219,16 +218,14 @@ impl SessionHandler {
                 format!("the client's roots narrow the write roots to {}", writable.join(", "))
             };
             self.log(peer, LoggingLevel::Info, text).await;
-            // Commands write where the file tools may: the sandbox
-            // of this session gets the same narrowed write roots.
-            if let Some(shell) = services.get::<ShellService>() {
-                let write = narrowed
-                    .roots(Access::Write)
-                    .into_iter()
-                    .map(Path::to_path_buf)
-                    .collect();
-                services.insert(Arc::new(shell.with_write_roots(write)));
-            }
+            // What else decides where this session writes (the command
+            // sandbox) gets the same narrowed write roots.
+            let write: Vec<_> = narrowed
+                .roots(Access::Write)
+                .into_iter()
+                .map(Path::to_path_buf)
+                .collect();
+            services.narrow_writes(&write);
             services.insert(Arc::new(narrowed));
         }
         let events = EventSink::default();
@@ -267,11 +264,7 @@ impl SessionHandler {
     fn tools(&self) -> Vec<Tool> {
         let note = self.inner.deferred_note.as_ref().and_then(|n| n(&self.session));
         // Commands reach the world when the sandbox lets them.
-        let commands_reach_network = self
-            .inner
-            .services
-            .get::<ShellService>()
-            .is_none_or(|shell| shell.reaches_network());
+        let commands_reach_network = self.inner.services.tools_reach_network();
         (self.inner.catalog)(&self.session)
             .iter()
             .map(|r| {

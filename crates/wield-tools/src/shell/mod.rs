@@ -37,12 +37,14 @@ pub(crate) mod git_watch;
 mod output;
 mod processes;
 mod protected_globs;
+mod session_hooks;
 mod settings;
 
 pub use bash::BashTool;
 pub use processes::{
     ProcessKillTool, ProcessListTool, ProcessOutputTool, ProcessStartTool, ProcessStatusTool, Processes,
 };
+pub use session_hooks::ShellSessionHooks;
 pub use settings::{CONFIG_KEYS, ShellService, ShellSettings, sandbox_settings};
 
 pub fn tools() -> Vec<ToolRef> {
@@ -59,6 +61,7 @@ pub fn tools() -> Vec<ToolRef> {
 /// Install the [`ShellService`] built from `[bash]` and `[sandbox]`.
 pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
     services.insert(Arc::new(ShellService::from_config(config, workspace)?));
+    services.add_session_hooks(Arc::new(ShellSessionHooks));
     Ok(())
 }
 

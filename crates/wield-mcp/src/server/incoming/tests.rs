@@ -308,16 +308,3 @@ fn valid_json_the_parser_cannot_take_is_answered() {
         }
     }
 }
-
-#[tokio::test]
-async fn lines_are_bounded_and_cut_at_newlines() {
-    let long = "x".repeat(MAX_LINE + 10);
-    let input = format!("one\r\n\n{long}\ntwo\nlast");
-    let mut lines = Lines::new(input.as_bytes());
-    assert_eq!(lines.next().await.unwrap(), Some(&b"one"[..]));
-    assert_eq!(lines.next().await.unwrap(), Some(&b""[..]));
-    // The oversized line is dropped whole; reading goes on after it.
-    assert_eq!(lines.next().await.unwrap(), Some(&b"two"[..]));
-    // A last line without a newline is not a message.
-    assert_eq!(lines.next().await.unwrap(), None);
-}
