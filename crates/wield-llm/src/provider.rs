@@ -92,6 +92,11 @@ pub struct Endpoint {
     /// reads of its stream.
     pub timeout: Duration,
     pub thinking: ThinkingLevel,
+    /// A thinking budget in tokens (Anthropic, Gemini) that wins over
+    /// `thinking`.
+    pub thinking_budget: Option<u32>,
+    /// A reasoning effort (Responses) that wins over `thinking`.
+    pub reasoning_effort: Option<String>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -105,6 +110,8 @@ impl std::fmt::Debug for Endpoint {
             .field("max_retries", &self.max_retries)
             .field("timeout", &self.timeout)
             .field("thinking", &self.thinking)
+            .field("thinking_budget", &self.thinking_budget)
+            .field("reasoning_effort", &self.reasoning_effort)
             .finish()
     }
 }
@@ -117,36 +124,36 @@ impl Endpoint {
         let model = self.model.as_str();
         match self.kind {
             Kind::Anthropic => {
-                let budget = match self.thinking {
+                let budget = self.thinking_budget.or(match self.thinking {
                     ThinkingLevel::Off => None,
                     ThinkingLevel::Low => Some(2_048),
                     ThinkingLevel::Medium => Some(8_192),
                     ThinkingLevel::High => Some(24_576),
-                };
+                });
                 (format!("{base}/messages"), anthropic_body(kind, model, request, budget))
             }
             Kind::OpenAi | Kind::OpenAiCompatible => {
                 (format!("{base}/chat/completions"), chat_body(kind, model, request))
             }
             Kind::OpenAiResponses => {
-                let effort = match self.thinking {
+                let effort = self.reasoning_effort.as_deref().or(match self.thinking {
                     ThinkingLevel::Off => None,
                     ThinkingLevel::Low => Some("low"),
                     ThinkingLevel::Medium => Some("medium"),
                     ThinkingLevel::High => Some("high"),
-                };
+                });
                 (
                     format!("{base}/responses"),
                     responses_body(kind, model, request, effort),
                 )
             }
             Kind::Gemini => {
-                let budget = match self.thinking {
+                let budget = self.thinking_budget.map(i64::from).or(match self.thinking {
                     ThinkingLevel::Off => None,
                     ThinkingLevel::Low => Some(1_024),
                     ThinkingLevel::Medium => Some(8_192),
                     ThinkingLevel::High => Some(24_576),
-                };
+                });
                 (
                     format!("{base}/models/{model}:streamGenerateContent?alt=sse"),
                     gemini_body(kind, model, request, budget),

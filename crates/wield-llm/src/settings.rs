@@ -84,6 +84,12 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
     pub thinking: ThinkingLevel,
+    /// Wins over `thinking` for Anthropic and Gemini.
+    pub thinking_budget: Option<u32>,
+    /// Wins over `thinking` for OpenAI Responses.
+    pub reasoning_effort: Option<String>,
+    /// What to do with reasoning another provider or model produced.
+    pub foreign_thinking: crate::conversation::ForeignThinking,
     pub context_window: Option<u64>,
     pub tool_protocol: ToolProtocol,
     pub tool_choice: ToolChoice,
@@ -119,6 +125,8 @@ impl ProviderSettings {
             max_retries: self.max_retries,
             timeout: self.timeout,
             thinking: self.thinking,
+            thinking_budget: self.thinking_budget,
+            reasoning_effort: self.reasoning_effort.clone(),
         })
     }
 }
@@ -242,6 +250,9 @@ fn defaults(name: &str, kind: Kind) -> ProviderSettings {
         max_tokens: None,
         temperature: None,
         thinking: ThinkingLevel::Off,
+        thinking_budget: None,
+        reasoning_effort: None,
+        foreign_thinking: crate::conversation::ForeignThinking::Text,
         context_window: None,
         tool_protocol: ToolProtocol::Native,
         tool_choice: ToolChoice::Auto,
@@ -349,6 +360,18 @@ fn parse(name: &str, value: &Value) -> Result<ProviderSettings, SettingsError> {
             )));
         }
     };
+    s.thinking_budget = number("thinking_budget")?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    s.reasoning_effort = string("reasoning_effort")?;
+    s.foreign_thinking = match string("foreign_thinking")?.as_deref() {
+        None | Some("text") => crate::conversation::ForeignThinking::Text,
+        Some("drop") => crate::conversation::ForeignThinking::Drop,
+        Some(other) => {
+            return Err(SettingsError(format!(
+                "`{}` = \"{other}\": use \"text\" or \"drop\"",
+                key("foreign_thinking")
+            )));
+        }
+    };
     s.context_window = number("context_window")?;
     s.tool_protocol = match string("tool_protocol")?.as_deref() {
         None | Some("native") => ToolProtocol::Native,
@@ -419,7 +442,7 @@ mod tests {
             "kind": "openai-compatible", "base_url": "http://127.0.0.1:8080/v1", "model": "smollm2",
             "headers": { "x-team": "a" }, "max_tokens": 100, "temperature": 0.5, "thinking": "low",
             "context_window": 4096, "tool_protocol": "xml", "tool_choice": "required", "timeout": "90s",
-            "max_retries": 2
+            "max_retries": 2, "thinking_budget": 3000, "reasoning_effort": "minimal", "foreign_thinking": "drop"
         }});
         let p = Providers::from_config(Some(&config), None, env(&[])).unwrap();
         let s = p.pick(None).unwrap();
@@ -435,7 +458,9 @@ mod tests {
             (s.timeout, s.max_retries, s.thinking),
             (Duration::from_secs(90), 2, ThinkingLevel::Low)
         );
+        assert_eq!(s.foreign_thinking, crate::conversation::ForeignThinking::Drop);
         let e = s.endpoint(env(&[])).unwrap();
+        assert_eq!((e.thinking_budget, e.reasoning_effort.as_deref()), (Some(3000), Some("minimal")));
         assert_eq!((e.api_key, e.headers), (None, vec![("x-team".into(), "a".into())]));
     }
 

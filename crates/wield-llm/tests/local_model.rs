@@ -99,6 +99,8 @@ fn provider(server: &Server) -> Provider {
         max_retries: 0,
         timeout: Duration::from_secs(60),
         thinking: ThinkingLevel::Off,
+        thinking_budget: None,
+        reasoning_effort: None,
     })
     .unwrap()
 }

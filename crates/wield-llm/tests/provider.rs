@@ -119,6 +119,8 @@ fn provider_of(kind: Kind, url: &str, retries: u32) -> Provider {
         max_retries: retries,
         timeout: Duration::from_secs(10),
         thinking: ThinkingLevel::Off,
+        thinking_budget: None,
+        reasoning_effort: None,
     })
     .unwrap()
 }

@@ -69,7 +69,7 @@ pub async fn run(global: &GlobalArgs, args: CompleteArgs) -> anyhow::Result<Exit
         parallel_tool_calls: None,
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
-        foreign_thinking: Default::default(),
+        foreign_thinking: settings.foreign_thinking,
     };
 
     let cancel = CancellationToken::new();
