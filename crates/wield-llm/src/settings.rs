@@ -460,7 +460,10 @@ mod tests {
         );
         assert_eq!(s.foreign_thinking, crate::conversation::ForeignThinking::Drop);
         let e = s.endpoint(env(&[])).unwrap();
-        assert_eq!((e.thinking_budget, e.reasoning_effort.as_deref()), (Some(3000), Some("minimal")));
+        assert_eq!(
+            (e.thinking_budget, e.reasoning_effort.as_deref()),
+            (Some(3000), Some("minimal"))
+        );
         assert_eq!((e.api_key, e.headers), (None, vec![("x-team".into(), "a".into())]));
     }
 
