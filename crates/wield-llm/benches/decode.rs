@@ -33,6 +33,18 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller's pointer and layout, passed on.
         unsafe { System.dealloc(ptr, layout) }
     }
+    // The system's own realloc (which grows a large block in place when it
+    // can), counted by the change in size.
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            let now = IN_USE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        } else {
+            IN_USE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's pointer, layout and size, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
 }
 
 #[global_allocator]
