@@ -60,7 +60,7 @@ fn start() -> Server {
             "--chat-template-file",
         ])
         .arg(dir.join("tools.jinja"))
-        .args(["-a", "smollm2-135m", "-c", "4096", "-np", "1", "-t", "2", "--no-webui"])
+        .args(["-a", "smollm2-135m", "-c", "4096", "-np", "1", "-t", "1", "--no-webui"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -88,8 +88,9 @@ fn server_everything_tools_work_through_wield_call() {
 
 #[test]
 fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
-    // Start-up is quick; the 2 s limit applies to the call itself.
-    let ws = Ws::new(&everything_config().replace("timeout = \"30s\"", "timeout = \"2s\""));
+    // Start-up is quick (under 4 s even on a busy machine); the limit
+    // applies to the call itself.
+    let ws = Ws::new(&everything_config().replace("timeout = \"30s\"", "timeout = \"4s\""));
     let started = std::time::Instant::now();
     let out = ws
         .wield()
@@ -103,7 +104,7 @@ fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["success"], false, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("did not answer within 2s"), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("did not answer within 4s"), "{v}");
     assert_eq!(v["metadata"]["timed_out"], true, "{v}");
     assert!(started.elapsed().as_secs() < 15, "the call was not cut short");
 }
