@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Origin, Response};
 use crate::decode::{Anthropic, Chat, Decoding, Flow, Gemini, Responses, WireDecoder, error_of};
-use crate::encode::{anthropic_body, chat_body, gemini_body, responses_body};
+use crate::encode::{AnthropicThinking, anthropic_body, chat_body, gemini_body, responses_body};
 use crate::error::LlmError;
 use crate::event::StreamEvent;
 use crate::request::Request;
@@ -74,6 +74,9 @@ pub enum ThinkingLevel {
     Low,
     Medium,
     High,
+    /// The model decides (Anthropic's adaptive thinking, Gemini's dynamic
+    /// budget; `medium` effort for Responses).
+    Adaptive,
 }
 
 /// Where and how to reach one provider. Its `Debug` form hides the key.
@@ -124,13 +127,18 @@ impl Endpoint {
         let model = self.model.as_str();
         match self.kind {
             Kind::Anthropic => {
-                let budget = self.thinking_budget.or(match self.thinking {
-                    ThinkingLevel::Off => None,
-                    ThinkingLevel::Low => Some(2_048),
-                    ThinkingLevel::Medium => Some(8_192),
-                    ThinkingLevel::High => Some(24_576),
-                });
-                (format!("{base}/messages"), anthropic_body(kind, model, request, budget))
+                let thinking = match (self.thinking_budget, self.thinking) {
+                    (Some(budget), _) => AnthropicThinking::Budget(budget),
+                    (None, ThinkingLevel::Off) => AnthropicThinking::Off,
+                    (None, ThinkingLevel::Low) => AnthropicThinking::Budget(2_048),
+                    (None, ThinkingLevel::Medium) => AnthropicThinking::Budget(8_192),
+                    (None, ThinkingLevel::High) => AnthropicThinking::Budget(24_576),
+                    (None, ThinkingLevel::Adaptive) => AnthropicThinking::Adaptive,
+                };
+                (
+                    format!("{base}/messages"),
+                    anthropic_body(kind, model, request, thinking),
+                )
             }
             Kind::OpenAi | Kind::OpenAiCompatible => {
                 (format!("{base}/chat/completions"), chat_body(kind, model, request))
@@ -141,6 +149,7 @@ impl Endpoint {
                     ThinkingLevel::Low => Some("low"),
                     ThinkingLevel::Medium => Some("medium"),
                     ThinkingLevel::High => Some("high"),
+                    ThinkingLevel::Adaptive => Some("medium"),
                 });
                 (
                     format!("{base}/responses"),
@@ -153,6 +162,8 @@ impl Endpoint {
                     ThinkingLevel::Low => Some(1_024),
                     ThinkingLevel::Medium => Some(8_192),
                     ThinkingLevel::High => Some(24_576),
+                    // Gemini's dynamic thinking.
+                    ThinkingLevel::Adaptive => Some(-1),
                 });
                 (
                     format!("{base}/models/{model}:streamGenerateContent?alt=sse"),

@@ -353,9 +353,10 @@ fn parse(name: &str, value: &Value) -> Result<ProviderSettings, SettingsError> {
         Some("low") => ThinkingLevel::Low,
         Some("medium") => ThinkingLevel::Medium,
         Some("high") => ThinkingLevel::High,
+        Some("adaptive") => ThinkingLevel::Adaptive,
         Some(other) => {
             return Err(SettingsError(format!(
-                "`{}` = \"{other}\": use \"off\", \"low\", \"medium\" or \"high\"",
+                "`{}` = \"{other}\": use \"off\", \"low\", \"medium\", \"high\" or \"adaptive\"",
                 key("thinking")
             )));
         }

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
-use wield_llm::encode::{anthropic_body, chat_body, gemini_body, responses_body};
+use wield_llm::encode::{AnthropicThinking, anthropic_body, chat_body, gemini_body, responses_body};
 use wield_llm::{Block, ForeignThinking, Message, Origin, Request, ResultPart, Role, Thinking, ToolChoice, ToolDef};
 
 fn thinking(provider: &str, model: &str, text: &str, signature: Option<&str>, data: Option<&str>) -> Block {
@@ -138,7 +138,7 @@ fn chat_completions() {
 
 #[test]
 fn anthropic_messages() {
-    let body = anthropic_body("anthropic", "model-1", &request("anthropic"), None);
+    let body = anthropic_body("anthropic", "model-1", &request("anthropic"), AnthropicThinking::Off);
     let blocks: Vec<&Value> = body["messages"]
         .as_array()
         .unwrap()
@@ -164,8 +164,21 @@ fn anthropic_messages() {
 
 #[test]
 fn anthropic_thinking_budget_drops_the_temperature() {
-    let body = anthropic_body("anthropic", "model-1", &request("anthropic"), Some(4096));
+    let body = anthropic_body(
+        "anthropic",
+        "model-1",
+        &request("anthropic"),
+        AnthropicThinking::Budget(4096),
+    );
     assert_eq!(body["thinking"], json!({ "type": "enabled", "budget_tokens": 4096 }));
+    assert!(body.get("temperature").is_none());
+    let body = anthropic_body(
+        "anthropic",
+        "model-1",
+        &request("anthropic"),
+        AnthropicThinking::Adaptive,
+    );
+    assert_eq!(body["thinking"], json!({ "type": "adaptive" }));
     assert!(body.get("temperature").is_none());
 }
 
@@ -227,10 +240,10 @@ fn gemini() {
 fn foreign_thinking_can_be_dropped() {
     let mut r = request("anthropic");
     r.foreign_thinking = ForeignThinking::Drop;
-    let text = anthropic_body("anthropic", "model-1", &r, None).to_string();
+    let text = anthropic_body("anthropic", "model-1", &r, AnthropicThinking::Off).to_string();
     assert!(!text.contains("Earlier musing."), "{text}");
     r.foreign_thinking = ForeignThinking::Text;
-    let text = anthropic_body("anthropic", "model-1", &r, None).to_string();
+    let text = anthropic_body("anthropic", "model-1", &r, AnthropicThinking::Off).to_string();
     assert!(
         text.contains("Earlier musing.") && !text.contains("FOREIGN-SIG"),
         "{text}"

@@ -5,6 +5,16 @@ use serde_json::{Map, Value, json};
 use crate::conversation::{Block, ForeignThinking, Message, ResultPart, Role};
 use crate::request::{Request, ToolChoice, paired};
 
+/// How an Anthropic model thinks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnthropicThinking {
+    Off,
+    /// Extended thinking with this budget of tokens.
+    Budget(u32),
+    /// The model decides how much to think (models that take it).
+    Adaptive,
+}
+
 /// Output tokens when the request names none (the API requires a number).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -13,7 +23,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// the provider and model that made it; otherwise as text or not at all.
 /// Prompt-caching marks go on the system prompt, the last tool and the last
 /// message.
-pub fn anthropic_body(kind: &str, model: &str, request: &Request, thinking_budget: Option<u32>) -> Value {
+pub fn anthropic_body(kind: &str, model: &str, request: &Request, thinking: AnthropicThinking) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert(
@@ -66,11 +76,15 @@ pub fn anthropic_body(kind: &str, model: &str, request: &Request, thinking_budge
         }
         body.insert("tool_choice".into(), choice);
     }
-    match thinking_budget {
-        Some(budget) => {
+    // Thinking is incompatible with a non-default temperature.
+    match thinking {
+        AnthropicThinking::Budget(budget) => {
             body.insert("thinking".into(), json!({ "type": "enabled", "budget_tokens": budget }));
         }
-        None => {
+        AnthropicThinking::Adaptive => {
+            body.insert("thinking".into(), json!({ "type": "adaptive" }));
+        }
+        AnthropicThinking::Off => {
             if let Some(t) = request.temperature {
                 body.insert("temperature".into(), json!(t));
             }

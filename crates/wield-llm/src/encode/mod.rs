@@ -7,7 +7,7 @@ mod chat;
 mod gemini;
 mod responses;
 
-pub use anthropic::{DEFAULT_MAX_TOKENS, anthropic_body};
+pub use anthropic::{AnthropicThinking, DEFAULT_MAX_TOKENS, anthropic_body};
 pub use chat::chat_body;
 pub use gemini::gemini_body;
 pub use responses::responses_body;
