@@ -5,15 +5,15 @@
 // The replay server and the local model's start are helpers outside #[test] fns.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
+#[path = "support/http_request.rs"]
+mod http_request;
 #[path = "support/wield_cmd.rs"]
 mod wield_cmd;
 
@@ -28,19 +28,7 @@ fn replay(status: u16, body: &'static str) -> (String, std::sync::mpsc::Receiver
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut request = vec![0; len];
-            let _ = reader.read_exact(&mut request);
+            let request = http_request::read_body(&stream);
             let _ = tx.send(String::from_utf8_lossy(&request).into_owned());
             let kind = if status == 200 {
                 "text/event-stream"
@@ -185,73 +173,12 @@ fn providers_list_shows_whether_the_key_is_set_never_the_key() {
     );
 }
 
-/// The local model server, on a free port; stopped when dropped.
-struct LocalModel {
-    child: Child,
-    url: String,
-}
-
-impl Drop for LocalModel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn local_model() -> LocalModel {
-    let deps = std::env::var_os("WIELD_TEST_DEPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps"));
-    let dir = deps.join("llm");
-    assert!(
-        dir.join("bin/llama-server").is_file(),
-        "the local model server is not installed in {}: run scripts/test-deps.sh",
-        dir.display()
-    );
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(dir.join("bin/llama-server"))
-        .arg("-m")
-        .arg(dir.join("model.gguf"))
-        .args([
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--jinja",
-            "--chat-template-file",
-        ])
-        .arg(dir.join("tools.jinja"))
-        .args(["-a", "smollm2-135m", "-c", "4096", "-np", "1", "-t", "1", "--no-webui"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = LocalModel {
-        child,
-        url: format!("http://127.0.0.1:{port}/v1"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            let _ = write!(s, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-            let mut answer = String::new();
-            let _ = s.read_to_string(&mut answer);
-            if answer.starts_with("HTTP/1.1 200") {
-                return server;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "llama-server did not become healthy within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+#[path = "../../wield-llm/tests/support/local_model.rs"]
+mod local_model;
 
 #[test]
 fn a_real_local_model_answers_and_calls_a_tool_when_it_must() {
-    let model = local_model();
+    let model = local_model::start();
     let env = Env::new();
     env.put(
         ".wield/config.toml",

@@ -32,14 +32,19 @@ impl Message {
 
     /// The text blocks, joined.
     pub fn joined_text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        joined_text(&self.content)
     }
+}
+
+/// The text blocks of `content`, joined.
+fn joined_text(content: &[Block]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A piece of a message.
@@ -205,13 +210,7 @@ impl Response {
 
     /// The text blocks, joined.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        joined_text(&self.content)
     }
 }
 

@@ -4,9 +4,7 @@
 //! tests assert structure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -15,79 +13,10 @@ use wield_llm::{
     ToolDef,
 };
 
-/// A `llama-server` on a free port, stopped when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
+#[path = "support/local_model.rs"]
+mod local_model;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn peer_dir() -> PathBuf {
-    let deps = std::env::var_os("WIELD_TEST_DEPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps"));
-    let dir = deps.join("llm");
-    assert!(
-        dir.join("bin/llama-server").is_file() && dir.join("model.gguf").is_file(),
-        "the local model server is not installed in {}: run scripts/test-deps.sh (or scripts/llm-peer.sh)",
-        dir.display()
-    );
-    dir
-}
-
-fn start() -> Server {
-    let dir = peer_dir();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(dir.join("bin/llama-server"))
-        .args(["-m"])
-        .arg(dir.join("model.gguf"))
-        .args([
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--jinja",
-            "--chat-template-file",
-        ])
-        .arg(dir.join("tools.jinja"))
-        .args(["-a", "smollm2-135m", "-c", "4096", "-np", "1", "-t", "1", "--no-webui"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server {
-        child,
-        url: format!("http://127.0.0.1:{port}/v1"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            use std::io::{Read, Write};
-            let _ = write!(s, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-            let mut answer = String::new();
-            let _ = s.read_to_string(&mut answer);
-            if answer.starts_with("HTTP/1.1 200") {
-                return server;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "llama-server did not become healthy within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use local_model::{LocalModel as Server, start};
 
 fn provider(server: &Server) -> Provider {
     Provider::new(Endpoint {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use wield_llm::settings::ToolProtocol;
 use wield_llm::{Message, Request, Role, StreamEvent, ToolChoice, ToolDef};
 
-use super::providers::{connect, providers};
+use super::providers::choose;
 use crate::app::{Runtime, Servers, usage};
 use crate::cli::{CompleteArgs, GlobalArgs};
 
@@ -27,15 +27,7 @@ pub async fn run(global: &GlobalArgs, args: CompleteArgs) -> anyhow::Result<Exit
     let conversation = conversation(&args)?;
     let servers = if args.tools { Servers::All } else { Servers::None };
     let rt = Runtime::load_servers(global, servers).await?;
-    let all = providers(&rt)?;
-    let mut settings = all
-        .pick(args.provider.as_deref())
-        .map_err(|e| usage(e.to_string()))?
-        .clone();
-    if let Some(model) = &args.model {
-        settings.model = model.clone();
-    }
-    let provider = connect(&settings)?;
+    let (settings, provider) = choose(&rt, args.provider.as_deref(), args.model.as_deref())?;
 
     // Tools go on the wire under their provider-safe names.
     let visible = if args.tools { rt.visible() } else { Vec::new() };

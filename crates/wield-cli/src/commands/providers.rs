@@ -26,6 +26,18 @@ pub fn providers(rt: &Runtime) -> anyhow::Result<Providers> {
     Providers::from_config(table.as_ref(), default, |var| std::env::var(var).ok()).map_err(|e| usage(e.to_string()))
 }
 
+/// The provider `name` names (else the default one), with `model` instead
+/// of its own when given, ready to send requests.
+pub fn choose(rt: &Runtime, name: Option<&str>, model: Option<&str>) -> anyhow::Result<(ProviderSettings, Provider)> {
+    let all = providers(rt)?;
+    let mut settings = all.pick(name).map_err(|e| usage(e.to_string()))?.clone();
+    if let Some(model) = model {
+        settings.model = model.to_owned();
+    }
+    let provider = connect(&settings)?;
+    Ok((settings, provider))
+}
+
 /// A provider ready to send requests: its settings and the client.
 pub fn connect(settings: &ProviderSettings) -> anyhow::Result<Provider> {
     let endpoint = settings

@@ -8,22 +8,14 @@ use tokio_util::sync::CancellationToken;
 use wield_agent::{Agent, AgentEvent, Limits, StopReason};
 use wield_core::approval;
 
-use super::providers::{connect, providers};
+use super::providers::choose;
 use crate::app::{Runtime, Servers, exit_error, usage};
 use crate::cli::{GlobalArgs, RunArgs};
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let task = task(&args)?;
     let rt = Runtime::load_servers(global, Servers::All).await?;
-    let all = providers(&rt)?;
-    let mut settings = all
-        .pick(args.provider.as_deref())
-        .map_err(|e| usage(e.to_string()))?
-        .clone();
-    if let Some(model) = &args.model {
-        settings.model = model.clone();
-    }
-    let provider = connect(&settings)?;
+    let (settings, provider) = choose(&rt, args.provider.as_deref(), args.model.as_deref())?;
     // Headless: nobody to ask; a call that needs approval is refused with
     // a result telling the model so, unless --yes or a rule approves it.
     let approver: Arc<dyn approval::Approver> = if global.yes {

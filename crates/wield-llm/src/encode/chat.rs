@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::conversation::{Block, Message, ResultPart, Role};
+use crate::conversation::{Block, Message, Role};
 use crate::request::{Request, ToolChoice, paired};
 
 /// The body of a streamed Chat Completions request for `model` of provider
@@ -105,17 +105,7 @@ fn encode_message(kind: &str, model: &str, message: &Message, out: &mut Vec<Valu
                     is_error,
                 } = block
                 {
-                    let mut text: String = content
-                        .iter()
-                        .filter_map(|p| match p {
-                            ResultPart::Text { text } => Some(text.as_str()),
-                            ResultPart::Image { .. } => None,
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    if *is_error && !text.starts_with("Error") {
-                        text = format!("Error: {text}");
-                    }
+                    let text = super::result_text(content, *is_error);
                     out.push(json!({ "role": "tool", "tool_call_id": tool_use_id, "content": text }));
                 }
             }

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::conversation::{Block, ForeignThinking, Message, ResultPart, Role};
+use crate::conversation::{Block, ForeignThinking, Message, Role};
 use crate::request::{Request, ToolChoice, paired};
 
 /// The body of a streamed Responses request for `model` of provider kind
@@ -100,17 +100,7 @@ fn encode_message(kind: &str, model: &str, foreign: ForeignThinking, message: &M
                 is_error,
             } => {
                 flush(&mut parts, out);
-                let mut text: String = content
-                    .iter()
-                    .filter_map(|p| match p {
-                        ResultPart::Text { text } => Some(text.as_str()),
-                        ResultPart::Image { .. } => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if *is_error && !text.starts_with("Error") {
-                    text = format!("Error: {text}");
-                }
+                let text = super::result_text(content, *is_error);
                 out.push(json!({ "type": "function_call_output", "call_id": tool_use_id, "output": text }));
             }
             Block::Thinking(t) if t.made_by(kind, model) && t.redacted_data.is_some() => {
