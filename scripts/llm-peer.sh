@@ -69,8 +69,10 @@ if [ ! -x "$dir/bin/llama-server" ] || [ "$(cat "$dir/bin/build-id" 2>/dev/null)
   cmake -S "$src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_CCACHE=OFF \
-    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >/dev/null
-  cmake --build "$tmp/build" --target llama-server -j "$(nproc)" >/dev/null
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+    >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; exit 1; }
+  cmake --build "$tmp/build" --target llama-server -j "$(nproc)" >"$tmp/build.log" 2>&1 \
+    || { tail -50 "$tmp/build.log" >&2; exit 1; }
   install -m 755 "$tmp/build/bin/llama-server" "$dir/bin/llama-server.new"
   mv "$dir/bin/llama-server.new" "$dir/bin/llama-server"
   echo "$build_id" > "$dir/bin/build-id"
