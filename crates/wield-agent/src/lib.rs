@@ -110,11 +110,15 @@ pub enum AgentEvent<'a> {
         id: &'a str,
         name: &'a str,
         input: &'a Value,
+        /// The tool's one-line preview of the call.
+        preview: String,
     },
     ToolFinished {
         id: &'a str,
         name: &'a str,
         result: &'a ToolResult,
+        /// How long the step's calls took (they may run together).
+        duration: Duration,
     },
     StepFinished {
         step: u32,
@@ -270,7 +274,17 @@ impl Agent {
             let mut to_run = Vec::new();
             for (id, name, input) in &calls {
                 *outcome.tool_calls.entry(name.clone()).or_default() += 1;
-                on_event(AgentEvent::ToolStarted { id, name, input });
+                let preview = self
+                    .tools
+                    .iter()
+                    .find(|r| r.tool.spec().name == *name)
+                    .map_or_else(|| name.clone(), |r| r.tool.preview(input, 120));
+                on_event(AgentEvent::ToolStarted {
+                    id,
+                    name,
+                    input,
+                    preview,
+                });
                 if let Some(message) = bad.get(id.as_str()) {
                     results.push((id.clone(), ToolResult::error(message.clone()), true));
                 } else {
@@ -278,7 +292,9 @@ impl Agent {
                     results.push((id.clone(), ToolResult::ok(""), false));
                 }
             }
+            let batch_started = Instant::now();
             let ran = self.executor.run_batch(to_run, &self.session, &step_cancel).await;
+            let duration = batch_started.elapsed();
             let mut ran = ran.into_iter();
             for (id, result, refused) in &mut results {
                 if !*refused {
@@ -288,7 +304,12 @@ impl Agent {
                     *refused = result.metadata.contains_key("refused");
                 }
                 let name = calls.iter().find(|(i, ..)| i == id).map_or("", |(_, n, _)| n.as_str());
-                on_event(AgentEvent::ToolFinished { id, name, result });
+                on_event(AgentEvent::ToolFinished {
+                    id,
+                    name,
+                    result,
+                    duration,
+                });
             }
             let used = guard::conversation_tokens(&self.messages);
             let content: Vec<Block> = results

@@ -138,6 +138,9 @@ pub struct RunArgs {
     /// Also write the final answer to FILE.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Stream JSON Lines events to stdout instead of the answer (see the README for the schema).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -261,3 +261,50 @@ fn a_real_local_model_runs_one_step_and_answers() {
     assert!(stderr.contains("[max_steps: 2 steps, 1 tool call"), "{stderr}");
     assert!(!stdout.trim().is_empty(), "no answer: {stderr}");
 }
+
+#[test]
+fn json_lines_events_follow_the_documented_schema() {
+    let (url, _) = scripted(vec![
+        Turn::Call("read", json!({ "path": "notes.txt" })),
+        Turn::Text("It says 42."),
+    ]);
+    let env = project(&url);
+    let (code, stdout, stderr) = run(&env, &["-p", "Read notes.txt", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "session.started",
+            "step.started",
+            "tool.started",
+            "tool.finished",
+            "step.finished",
+            "step.started",
+            "text.delta",
+            "step.finished",
+            "session.finished"
+        ]
+    );
+    assert_eq!(
+        (events[0]["provider"].as_str(), events[0]["model"].as_str()),
+        (Some("fake"), Some("m"))
+    );
+    assert!(events[0]["tools"].as_array().unwrap().iter().any(|t| t == "read"));
+    assert_eq!(events[2]["name"], "read");
+    assert_eq!(events[2]["input"], json!({ "path": "notes.txt" }));
+    assert!(
+        events[2]["preview"].as_str().unwrap().contains("notes.txt"),
+        "{}",
+        events[2]
+    );
+    assert_eq!(events[3]["success"], true);
+    assert!(events[3]["output"].as_str().unwrap().contains("the answer is 42"));
+    assert!(events[3]["duration_ms"].is_u64());
+    assert_eq!(events[4]["usage"]["input"], 100);
+    let last = &events[8];
+    assert_eq!((last["stop"].as_str(), last["steps"].as_u64()), (Some("done"), Some(2)));
+    assert_eq!(last["answer"], "It says 42.");
+    assert_eq!(last["usage"]["output"], 20);
+}

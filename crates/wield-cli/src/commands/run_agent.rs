@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wield_agent::{Agent, AgentEvent, Limits, StopReason};
 use wield_core::approval;
@@ -24,7 +25,13 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         Arc::new(approval::HeadlessApprover)
     };
     let executor = rt.inner.executor(approver).map_err(exit_error)?;
-    let session = rt.session("run", true);
+    let session_id = format!(
+        "run-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    );
+    let session = rt.session(session_id.clone(), true);
     let limits = Limits {
         max_steps: args.max_steps,
         token_budget: args.token_budget,
@@ -50,17 +57,36 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         super::stop_signal().await;
         on_signal.cancel();
     });
+    if args.json {
+        let tools: Vec<String> = rt.visible().iter().map(|r| r.tool.spec().name.clone()).collect();
+        emit(&json!({
+            "type": "session.started",
+            "id": session_id,
+            "provider": settings.name,
+            "model": settings.model,
+            "tools": tools,
+        }));
+    }
+    let json_events = args.json;
     let outcome = agent
-        .run(&task, &cancel, |event| match event {
-            AgentEvent::ToolStarted { name, input, .. } => {
-                let shown: String = input.to_string().chars().take(160).collect();
-                eprintln!("→ {name} {shown}");
+        .run(&task, &cancel, |event| {
+            if json_events {
+                if let Some(line) = json_event(&event) {
+                    emit(&line);
+                }
+                return;
             }
-            AgentEvent::ToolFinished { result, .. } if !result.success => {
-                let why: String = result.error.clone().unwrap_or_default().chars().take(200).collect();
-                eprintln!("  ✗ {why}");
+            match event {
+                AgentEvent::ToolStarted { name, input, .. } => {
+                    let shown: String = input.to_string().chars().take(160).collect();
+                    eprintln!("→ {name} {shown}");
+                }
+                AgentEvent::ToolFinished { result, .. } if !result.success => {
+                    let why: String = result.error.clone().unwrap_or_default().chars().take(200).collect();
+                    eprintln!("  ✗ {why}");
+                }
+                _ => {}
             }
-            _ => {}
         })
         .await;
     let outcome = match outcome {
@@ -70,9 +96,19 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             return Ok(ExitCode::from(1));
         }
     };
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", outcome.answer.trim_end())?;
-    out.flush()?;
+    if args.json {
+        emit(&json!({
+            "type": "session.finished",
+            "stop": outcome.stop.as_str(),
+            "steps": outcome.steps,
+            "usage": outcome.usage,
+            "answer": outcome.answer.trim_end(),
+        }));
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", outcome.answer.trim_end())?;
+        out.flush()?;
+    }
     if let Some(path) = &args.output {
         std::fs::write(path, format!("{}\n", outcome.answer.trim_end()))
             .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
@@ -144,4 +180,46 @@ fn system_prompt(rt: &Runtime) -> String {
         }
     }
     prompt
+}
+
+/// Most characters of a tool's output a `tool.finished` event carries.
+const EVENT_OUTPUT: usize = 2_000;
+
+/// One JSON Lines event on stdout.
+fn emit(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+/// The JSON Lines event for an agent event (the README documents the schema).
+fn json_event(event: &AgentEvent<'_>) -> Option<Value> {
+    Some(match event {
+        AgentEvent::StepStarted { step } => json!({ "type": "step.started", "step": step }),
+        AgentEvent::Stream(wield_llm::StreamEvent::TextDelta { text }) => {
+            json!({ "type": "text.delta", "text": text })
+        }
+        AgentEvent::Stream(_) => return None,
+        AgentEvent::ToolStarted {
+            id,
+            name,
+            input,
+            preview,
+        } => json!({ "type": "tool.started", "id": id, "name": name, "input": input, "preview": preview }),
+        AgentEvent::ToolFinished {
+            id, result, duration, ..
+        } => {
+            let output: String = result.output.chars().take(EVENT_OUTPUT).collect();
+            json!({
+                "type": "tool.finished",
+                "id": id,
+                "success": result.success,
+                "output": output,
+                "truncated": result.output.chars().count() > EVENT_OUTPUT,
+                "error": result.error,
+                "duration_ms": u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            })
+        }
+        AgentEvent::StepFinished { step, usage } => json!({ "type": "step.finished", "step": step, "usage": usage }),
+    })
 }
