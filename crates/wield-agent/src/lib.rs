@@ -179,6 +179,12 @@ impl Agent {
         &self.messages
     }
 
+    /// Goes on with an earlier conversation (a resumed session): the next
+    /// task is appended to it.
+    pub fn resume(&mut self, messages: Vec<Message>) {
+        self.messages = messages;
+    }
+
     /// Runs `prompt` to its end: a text answer, a limit, or cancellation.
     /// A provider failure is an error; the conversation stays well-formed.
     pub async fn run(

@@ -141,6 +141,12 @@ pub struct RunArgs {
     /// Stream JSON Lines events to stdout instead of the answer (see the README for the schema).
     #[arg(long)]
     pub json: bool,
+    /// Go on with a saved session (.wield/sessions/ID.json; alone: the newest).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// Save nothing of this session.
+    #[arg(long)]
+    pub ephemeral: bool,
 }
 
 #[derive(Debug, Args)]

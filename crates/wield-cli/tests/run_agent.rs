@@ -308,3 +308,57 @@ fn json_lines_events_follow_the_documented_schema() {
     assert_eq!(last["answer"], "It says 42.");
     assert_eq!(last["usage"]["output"], 20);
 }
+
+#[test]
+fn a_session_is_saved_and_resumed_unless_ephemeral() {
+    let (url, requests) = scripted(vec![
+        Turn::Call("read", json!({ "path": "notes.txt" })),
+        Turn::Text("It says 42."),
+        Turn::Text("You asked what notes.txt says."),
+    ]);
+    let env = project(&url);
+    let (code, _, stderr) = run(&env, &["-p", "Read notes.txt"]);
+    assert_eq!(code, 0, "{stderr}");
+    let sessions: Vec<std::path::PathBuf> = std::fs::read_dir(env.ws(".wield/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [file] = sessions.as_slice() else {
+        panic!("{sessions:?}")
+    };
+    assert!(stderr.contains("[saved "), "{stderr}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(env.ws(".wield/sessions"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(saved["stop"], "done");
+    assert_eq!(saved["messages"].as_array().unwrap().len(), 4, "{saved}");
+
+    // Resumed: the earlier conversation goes with the next task.
+    let (code, stdout, stderr) = run(&env, &["--resume", "-p", "What did I ask?"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "You asked what notes.txt says.\n");
+    let last = requests.lock().unwrap().last().cloned().unwrap();
+    let text = last.to_string();
+    assert!(
+        text.contains("Read notes.txt") && text.contains("What did I ask?"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_dir(env.ws(".wield/sessions")).unwrap().count(),
+        1,
+        "resumed into the same file"
+    );
+
+    // Ephemeral: nothing more is written.
+    let env = project(&url);
+    let (_, _, stderr) = run(&env, &["-p", "Again", "--ephemeral"]);
+    assert!(!env.ws(".wield/sessions").exists(), "{stderr}");
+    let (code, _, stderr) = run(&env, &["--resume", "-p", "x"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no saved session to resume"), "{stderr}");
+}

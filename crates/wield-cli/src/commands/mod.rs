@@ -9,6 +9,7 @@ mod patch;
 mod providers;
 mod run_agent;
 mod sandbox;
+mod sessions;
 mod tools;
 mod tools_debug;
 

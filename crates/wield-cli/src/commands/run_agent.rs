@@ -39,6 +39,10 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         context_window: settings.context_window,
         ..Limits::default()
     };
+    let resumed = match &args.resume {
+        Some(name) => Some(super::sessions::load(rt.workspace(), name)?),
+        None => None,
+    };
     let mut agent = Agent::new(
         provider,
         executor,
@@ -50,6 +54,13 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         settings.temperature,
         limits,
     );
+    let session_id = match resumed {
+        Some(saved) => {
+            agent.resume(saved.messages);
+            saved.id
+        }
+        None => session_id,
+    };
 
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -89,13 +100,34 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             }
         })
         .await;
+    // Saved whatever happened: the conversation is well-formed even after
+    // a failure (every call answered).
+    let save = |stop: Option<&str>, steps: u32, usage: wield_llm::Usage| -> anyhow::Result<()> {
+        if args.ephemeral {
+            return Ok(());
+        }
+        let saved = super::sessions::Saved {
+            id: session_id.clone(),
+            provider: settings.name.clone(),
+            model: settings.model.clone(),
+            messages: agent_messages(&agent),
+            stop: stop.map(str::to_owned),
+            steps,
+            usage,
+        };
+        let path = super::sessions::save(rt.workspace(), &saved)?;
+        eprintln!("[saved {}]", path.display());
+        Ok(())
+    };
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}: {e}", settings.name);
+            save(None, 0, wield_llm::Usage::default())?;
             return Ok(ExitCode::from(1));
         }
     };
+    save(Some(outcome.stop.as_str()), outcome.steps, outcome.usage)?;
     if args.json {
         emit(&json!({
             "type": "session.finished",
@@ -180,6 +212,11 @@ fn system_prompt(rt: &Runtime) -> String {
         }
     }
     prompt
+}
+
+/// The agent's conversation, to save.
+fn agent_messages(agent: &Agent) -> Vec<wield_llm::Message> {
+    agent.messages().to_vec()
 }
 
 /// Most characters of a tool's output a `tool.finished` event carries.
