@@ -15,7 +15,14 @@ fn zombie_children(pid: u32) -> Vec<String> {
             if let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat"))
                 && stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'))
             {
-                out.push(stat);
+                // With its namespace pids: what tells whose it was.
+                let nspid = std::fs::read_to_string(format!("/proc/{child}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| l.starts_with("NSpid") || l.starts_with("NSsid"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.push(format!("{} [{nspid}]", stat.trim_end()));
             }
         }
     }
@@ -48,7 +55,7 @@ fn cancelled_sandboxed_calls_leave_no_zombie() {
     assert_eq!(done["id"], 100, "{done}");
     // Reaping may trail the last cancellation a little on a busy machine;
     // the zombies this guards against stayed for good.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
     let mut zombies = zombie_children(serve.child.id());
     while !zombies.is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));

@@ -372,9 +372,10 @@ impl ProcessTree {
                 std::thread::sleep(pause);
                 if settled(&tree) {
                     // The leader's children are handed over as it goes, a
-                    // while later on a loaded machine: keep looking for a
-                    // couple of seconds.
-                    for _ in 0..20 {
+                    // while later on a loaded machine (bubblewrap's
+                    // namespace init has been seen to die seconds after
+                    // bubblewrap): keep looking for ten seconds.
+                    for _ in 0..ADOPTED_LOOKS {
                         std::thread::sleep(Duration::from_millis(100));
                         reap_adopted_namespace_zombies();
                     }
@@ -463,6 +464,10 @@ fn children_of(pid: i32) -> Vec<i32> {
 /// wield's: orphans adopted from a sandbox (the init of a bubblewrap
 /// sandbox that outlived bubblewrap), never processes wield started itself,
 /// so reaping them takes no one's exit status.
+/// How many times, 100 ms apart, a settled tree's reaper still looks for
+/// zombies adopted from its PID namespace.
+const ADOPTED_LOOKS: usize = 100;
+
 fn reap_adopted_namespace_zombies() {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     for child in children_of(me) {
