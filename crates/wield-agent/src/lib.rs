@@ -24,6 +24,7 @@
 
 mod guard;
 mod prune;
+mod wire_names;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,11 +33,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wield_core::{Call, Executor, Registered, Session, ToolResult};
-use wield_llm::{
-    Block, LlmError, Message, Provider, Request, ResultPart, Role, StreamEvent, ToolChoice, ToolDef, Usage,
-};
+use wield_llm::{Block, LlmError, Message, Provider, Request, ResultPart, Role, StreamEvent, ToolChoice, Usage};
 
 pub use guard::estimate_tokens;
+pub use wire_names::{registry_names, tool_defs};
 
 /// The loop's limits and settings.
 #[derive(Clone, Debug)]
@@ -235,14 +235,7 @@ impl Agent {
             }
             let mut reply = reply?;
             add_usage(&mut outcome.usage, reply.usage);
-            // Calls come back under their registry names.
-            for block in &mut reply.content {
-                if let Block::ToolUse { name, .. } = block
-                    && let Some(r) = self.tools.iter().find(|r| &r.api_name == name)
-                {
-                    *name = r.tool.spec().name.clone();
-                }
-            }
+            registry_names(&mut reply, &self.tools);
             let text = reply.text();
             if !text.trim().is_empty() {
                 outcome.answer = text;
@@ -276,7 +269,8 @@ impl Agent {
             }
             // The calls: unreadable ones answered at once, the rest run.
             let bad: BTreeMap<&str, String> = reply.bad_calls.iter().map(|b| (b.id.as_str(), b.message())).collect();
-            let mut results: Vec<(String, ToolResult, bool)> = Vec::with_capacity(calls.len());
+            // Per call: its error when it cannot run, `None` when it runs.
+            let mut answered: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
             let mut to_run = Vec::new();
             for (id, name, input) in &calls {
                 *outcome.tool_calls.entry(name.clone()).or_default() += 1;
@@ -292,24 +286,31 @@ impl Agent {
                     preview,
                 });
                 if let Some(message) = bad.get(id.as_str()) {
-                    results.push((id.clone(), ToolResult::error(message.clone()), true));
+                    answered.push(Some(ToolResult::error(message.clone())));
                 } else {
                     to_run.push(Call::new(id.clone(), name.clone(), input.clone()));
-                    results.push((id.clone(), ToolResult::ok(""), false));
+                    answered.push(None);
                 }
             }
             let batch_started = Instant::now();
             let ran = self.executor.run_batch(to_run, &self.session, &step_cancel).await;
             let duration = batch_started.elapsed();
+            // In call order; a call refused before it ran is marked so.
             let mut ran = ran.into_iter();
-            for (id, result, refused) in &mut results {
-                if !*refused {
-                    *result = ran
-                        .next()
-                        .unwrap_or_else(|| ToolResult::error("internal error: no result"));
-                    *refused = result.metadata.contains_key("refused");
-                }
-                let name = calls.iter().find(|(i, ..)| i == id).map_or("", |(_, n, _)| n.as_str());
+            let results: Vec<(ToolResult, bool)> = answered
+                .into_iter()
+                .map(|pre| match pre {
+                    Some(error) => (error, true),
+                    None => {
+                        let result = ran
+                            .next()
+                            .unwrap_or_else(|| ToolResult::error("internal error: no result"));
+                        let refused = result.metadata.contains_key("refused");
+                        (result, refused)
+                    }
+                })
+                .collect();
+            for ((id, name, _), (result, _)) in calls.iter().zip(&results) {
                 on_event(AgentEvent::ToolFinished {
                     id,
                     name,
@@ -318,15 +319,16 @@ impl Agent {
                 });
             }
             let used = guard::conversation_tokens(&self.messages);
-            let content: Vec<Block> = results
+            let content: Vec<Block> = calls
                 .iter()
-                .map(|(id, result, _)| result_block(id, guard::guard(result, used, &self.limits)))
+                .zip(&results)
+                .map(|((id, ..), (result, _))| result_block(id, guard::guard(result, used, &self.limits)))
                 .collect();
             self.messages.push(Message {
                 role: Role::User,
                 content,
             });
-            for (id, _, refused) in &results {
+            for ((id, ..), (_, refused)) in calls.iter().zip(&results) {
                 if *refused {
                     self.pruner.mark(id, step);
                 }
@@ -358,19 +360,7 @@ impl Agent {
 
     /// The request of a step; the last one goes without tools.
     fn request(&self, last: bool) -> Request {
-        let tools: Vec<ToolDef> = if last {
-            Vec::new()
-        } else {
-            self.tools
-                .iter()
-                .map(|r| ToolDef {
-                    name: r.api_name.clone(),
-                    description: r.tool.spec().description.clone(),
-                    input_schema: r.tool.spec().input_schema.clone(),
-                    strict: r.tool.spec().strict,
-                })
-                .collect()
-        };
+        let tools = if last { Vec::new() } else { tool_defs(&self.tools) };
         Request {
             system: self.system.clone(),
             messages: self.messages.clone(),

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wield_llm::settings::ToolProtocol;
-use wield_llm::{Message, Request, Role, StreamEvent, ToolChoice, ToolDef};
+use wield_llm::{Message, Request, Role, StreamEvent, ToolChoice};
 
 use super::providers::choose;
 use crate::app::{Runtime, Servers, usage};
@@ -31,15 +31,7 @@ pub async fn run(global: &GlobalArgs, args: CompleteArgs) -> anyhow::Result<Exit
 
     // Tools go on the wire under their provider-safe names.
     let visible = if args.tools { rt.visible() } else { Vec::new() };
-    let tools: Vec<ToolDef> = visible
-        .iter()
-        .map(|r| ToolDef {
-            name: r.api_name.clone(),
-            description: r.tool.spec().description.clone(),
-            input_schema: r.tool.spec().input_schema.clone(),
-            strict: r.tool.spec().strict,
-        })
-        .collect();
+    let tools = wield_agent::tool_defs(&visible);
     let mut system = args.system.clone().or(conversation.system);
     let xml = settings.tool_protocol == ToolProtocol::Xml && !tools.is_empty();
     if xml {
@@ -94,14 +86,7 @@ pub async fn run(global: &GlobalArgs, args: CompleteArgs) -> anyhow::Result<Exit
     if xml {
         response = wield_llm::xml::read_reply(response, &tools, "call_");
     }
-    // Calls come back under their registry names.
-    for block in &mut response.content {
-        if let wield_llm::Block::ToolUse { name, .. } = block
-            && let Some(r) = visible.iter().find(|r| &r.api_name == name)
-        {
-            *name = r.tool.spec().name.clone();
-        }
-    }
+    wield_agent::registry_names(&mut response, &visible);
     let mut out = stdout.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if args.json {
         let calls: Vec<serde_json::Value> = response
