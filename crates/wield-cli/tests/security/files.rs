@@ -391,11 +391,7 @@ fn commands_setting_git_hooks_or_programs_are_reported() {
         git config alias.st '!id' && printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit && \
         chmod +x .git/hooks/pre-commit && mkdir hooks2 && printf '#!/bin/sh\\nid\\n' > hooks2/pre-push && \
         chmod +x hooks2/pre-push && echo done";
-    for backend in ["bwrap", "landlock", "off"] {
-        let ws = Ws::new();
-        if backend != "off" {
-            crate::support::require_backends(&ws);
-        }
+    for (backend, ws) in crate::each_backend() {
         // Git reads HOME's config: give it an empty one.
         let (code, v) = ws.bash(backend, &format!("export HOME=$PWD; {script}"));
         assert_eq!(code, 0, "{backend}: {v}");

@@ -13,3 +13,16 @@ mod sandbox;
 mod support;
 #[path = "../support/wield_cmd.rs"]
 mod wield_cmd;
+
+/// A fresh workspace for each sandbox backend and for none (`off`); the
+/// backends are checked to be usable here first, so a missing one fails the
+/// test instead of skipping it.
+fn each_backend() -> impl Iterator<Item = (&'static str, support::Ws)> {
+    ["bwrap", "landlock", "off"].into_iter().map(|backend| {
+        let ws = support::Ws::new();
+        if backend != "off" {
+            support::require_backends(&ws);
+        }
+        (backend, ws)
+    })
+}

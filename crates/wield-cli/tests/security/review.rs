@@ -64,11 +64,7 @@ fn file_tools_cannot_write_a_linked_worktrees_common_directory() {
 /// directory is reported like one that sets it in a `.git` directory.
 #[test]
 fn commands_setting_git_programs_in_a_common_directory_are_reported() {
-    for backend in ["bwrap", "landlock", "off"] {
-        let ws = Ws::new();
-        if backend != "off" {
-            crate::support::require_backends(&ws);
-        }
+    for (backend, ws) in crate::each_backend() {
         // Under Landlock the workspace's top directory is not writable.
         let ws_dir = ws.ws.join("src");
         linked_worktree(&ws_dir);
@@ -378,11 +374,7 @@ fn the_workspaces_hooks_path_always_asks() {
 /// git hook.
 #[test]
 fn commands_writing_a_nested_wield_config_are_reported() {
-    for backend in ["bwrap", "landlock", "off"] {
-        let ws = Ws::new();
-        if backend != "off" {
-            crate::support::require_backends(&ws);
-        }
+    for (backend, ws) in crate::each_backend() {
         let (code, v) = ws.bash(
             backend,
             "mkdir -p src/pkg/.wield && printf '[sandbox]\\nenabled = false\\n' > src/pkg/.wield/config.toml && echo done",
@@ -415,11 +407,7 @@ fn commands_writing_a_nested_wield_config_are_reported() {
 /// there went unreported.
 #[test]
 fn a_git_link_to_a_repository_elsewhere_is_watched() {
-    for backend in ["bwrap", "landlock", "off"] {
-        let ws = Ws::new();
-        if backend != "off" {
-            crate::support::require_backends(&ws);
-        }
+    for (backend, ws) in crate::each_backend() {
         let (code, v) = ws.bash(
             backend,
             "export HOME=$PWD; git init -q \"$TMPDIR/store\" && mkdir -p src/sub && \
