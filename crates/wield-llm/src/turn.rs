@@ -43,7 +43,15 @@ struct Call {
     /// endpoint), to send back with it.
     signature: Option<String>,
     started: bool,
-    finished: bool,
+    /// The arguments read (or why they could not be), once the call is
+    /// finished; `None` while it is open.
+    parsed: Option<Result<Value, String>>,
+}
+
+impl Call {
+    fn open(&self) -> bool {
+        self.parsed.is_none()
+    }
 }
 
 /// The blocks of a reply in the order they came.
@@ -183,11 +191,11 @@ impl Turn {
             Some(i) => self
                 .calls
                 .iter()
-                .rposition(|c| c.index == Some(i) && !c.finished)
+                .rposition(|c| c.index == Some(i) && c.open())
                 .filter(|&k| id.is_none_or(|id| self.calls[k].id == id || self.calls[k].generated)),
             None => match id {
-                Some(id) => self.calls.iter().rposition(|c| c.id == id && !c.finished),
-                None => self.calls.iter().rposition(|c| !c.finished),
+                Some(id) => self.calls.iter().rposition(|c| c.id == id && c.open()),
+                None => self.calls.iter().rposition(Call::open),
             },
         };
         let k = match found {
@@ -268,7 +276,7 @@ impl Turn {
 
     /// Finishes the call started under `index` (Anthropic `content_block_stop`).
     pub fn finish_index(&mut self, index: u64) {
-        if let Some(k) = self.calls.iter().rposition(|c| c.index == Some(index) && !c.finished) {
+        if let Some(k) = self.calls.iter().rposition(|c| c.index == Some(index) && c.open()) {
             self.finish_call(k);
         }
     }
@@ -287,7 +295,7 @@ impl Turn {
             args: String::new(),
             signature: None,
             started: false,
-            finished: false,
+            parsed: None,
         });
         self.slots.push(Slot::Call(k));
         k
@@ -315,11 +323,12 @@ impl Turn {
 
     fn finish_call(&mut self, k: usize) {
         let call = &mut self.calls[k];
-        if call.finished {
+        if !call.open() {
             return;
         }
-        call.finished = true;
-        let input = parse_args(&call.args).unwrap_or_else(|_| Value::Object(Default::default()));
+        let parsed = parse_args(&call.args);
+        let input = parsed.clone().unwrap_or_else(|_| Value::Object(Default::default()));
+        call.parsed = Some(parsed);
         self.events.push(StreamEvent::ToolCallFinished {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -380,7 +389,7 @@ impl Turn {
                     }
                 }
                 Slot::Call(k) => {
-                    let call = &self.calls[k];
+                    let call = &mut self.calls[k];
                     if let Some(signature) = &call.signature {
                         content.push(Block::Thinking(Thinking {
                             signature: Some(signature.clone()),
@@ -388,7 +397,9 @@ impl Turn {
                             ..Thinking::default()
                         }));
                     }
-                    let input = match parse_args(&call.args) {
+                    // Every call is finished by now.
+                    let parsed = call.parsed.take().unwrap_or_else(|| parse_args(&call.args));
+                    let input = match parsed {
                         Ok(v) => v,
                         Err(error) => {
                             bad_calls.push(BadCall {
