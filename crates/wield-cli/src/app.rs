@@ -48,12 +48,7 @@ pub fn workspace(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
         Some(d) => d.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let workspace =
-        std::fs::canonicalize(&workspace).map_err(|e| usage(format!("workspace {}: {e}", workspace.display())))?;
-    if !workspace.is_dir() {
-        return Err(usage(format!("workspace {} is not a directory", workspace.display())));
-    }
-    Ok(workspace)
+    wield_runtime::canonical_workspace(&workspace).map_err(exit_error)
 }
 
 /// The runtime a command runs on: [`wield_runtime::Runtime`] loaded from

@@ -322,8 +322,9 @@ impl Runtime {
     }
 }
 
-/// `workspace`, canonical, when it is a directory.
-fn canonical_workspace(workspace: &Path) -> Result<PathBuf, Error> {
+/// `workspace`, canonical, when it is a directory (a usage error saying
+/// which, otherwise).
+pub fn canonical_workspace(workspace: &Path) -> Result<PathBuf, Error> {
     let canonical = std::fs::canonicalize(workspace)
         .map_err(|e| Error::usage(format!("workspace {}: {e}", workspace.display())))?;
     if !canonical.is_dir() {
