@@ -283,6 +283,17 @@ pub fn update_file<E: From<ApprovalsError>>(
     }
 }
 
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced,
+/// renamed over it, the directory synced. A reader sees the old content or
+/// the new, never part of either.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ApprovalsError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    replace(path, dir, bytes)
+}
+
 fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> Result<(), ApprovalsError> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let name = path

@@ -22,7 +22,7 @@ mod serve;
 mod shell_hooks;
 mod tool_set;
 
-pub use approvals::{ApprovalsError, FileApprovalStore, check_pattern, update_file};
+pub use approvals::{ApprovalsError, FileApprovalStore, check_pattern, update_file, write_atomic};
 pub use error::Error;
 pub use runtime::{ExecutorFactory, Runtime, RuntimeOptions, Servers, canonical_workspace};
 pub use serve::ServeOptions;

@@ -142,8 +142,8 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         out.flush()?;
     }
     if let Some(path) = &args.output {
-        std::fs::write(path, format!("{}\n", outcome.answer.trim_end()))
-            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+        wield_runtime::write_atomic(path, format!("{}\n", outcome.answer.trim_end()).as_bytes())
+            .map_err(|e| usage(format!("cannot write the answer: {e}")))?;
     }
     eprintln!(
         "[{}: {} step{}, {} tool call{}, {} tokens in, {} out, {:.1} s]",

@@ -3,7 +3,6 @@
 //! directory only its owner can read (a conversation holds what the tools
 //! read).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -31,23 +30,13 @@ pub fn dir(workspace: &Path) -> PathBuf {
     workspace.join(".wield").join("sessions")
 }
 
-/// Writes `saved` as `dir/ID.json`: a temp file in the same directory,
-/// synced, renamed over.
+/// Writes `saved` as `dir/ID.json`, atomically.
 pub fn save(workspace: &Path, saved: &Saved) -> anyhow::Result<PathBuf> {
     let dir = dir(workspace);
     wield_core::private_dir::ensure_private_dir(&dir)?;
     let path = dir.join(format!("{}.json", saved.id));
-    let tmp = dir.join(format!(".{}.{}.tmp", saved.id, std::process::id()));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(serde_json::to_string_pretty(saved)?.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow::anyhow!("cannot save the session to {}: {e}", path.display()));
-    }
+    wield_runtime::write_atomic(&path, serde_json::to_string_pretty(saved)?.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot save the session: {e}"))?;
     Ok(path)
 }
 
