@@ -8,6 +8,7 @@ command -v rg >/dev/null 2>&1 || need_apt+=(ripgrep)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

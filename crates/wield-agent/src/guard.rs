@@ -12,7 +12,7 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 /// The estimated tokens of a conversation's text.
-pub(crate) fn conversation_tokens(messages: &[Message]) -> usize {
+pub fn conversation_tokens(messages: &[Message]) -> usize {
     messages
         .iter()
         .flat_map(|m| &m.content)

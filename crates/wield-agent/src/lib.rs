@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use wield_core::{Call, Executor, Registered, Session, ToolResult};
 use wield_llm::{Block, LlmError, Message, Provider, Request, ResultPart, Role, StreamEvent, ToolChoice, Usage};
 
-pub use guard::estimate_tokens;
+pub use guard::{conversation_tokens, estimate_tokens};
 pub use wire_names::{registry_names, tool_defs};
 
 /// The loop's limits and settings.
@@ -185,6 +185,23 @@ impl Agent {
         self.messages = messages;
     }
 
+    /// Talks to another provider or model from the next step on; the
+    /// conversation stays.
+    pub fn switch_provider(
+        &mut self,
+        provider: Provider,
+        tool_choice: ToolChoice,
+        max_tokens: Option<u32>,
+        temperature: Option<f64>,
+        context_window: Option<u64>,
+    ) {
+        self.provider = provider;
+        self.tool_choice = tool_choice;
+        self.max_tokens = max_tokens;
+        self.temperature = temperature;
+        self.limits.context_window = context_window;
+    }
+
     /// Runs `prompt` to its end: a text answer, a limit, or cancellation.
     /// A provider failure is an error; the conversation stays well-formed.
     pub async fn run(
@@ -234,7 +251,7 @@ impl Agent {
                 t.abort();
             }
             let mut reply = reply?;
-            add_usage(&mut outcome.usage, reply.usage);
+            outcome.usage.add(reply.usage);
             registry_names(&mut reply, &self.tools);
             let text = reply.text();
             if !text.trim().is_empty() {
@@ -410,12 +427,4 @@ fn result_block(id: &str, result: ToolResult) -> Block {
         content: vec![ResultPart::Text { text }],
         is_error: !result.success,
     }
-}
-
-fn add_usage(total: &mut Usage, more: Usage) {
-    total.input += more.input;
-    total.output += more.output;
-    total.cache_read += more.cache_read;
-    total.cache_write += more.cache_write;
-    total.reasoning += more.reasoning;
 }

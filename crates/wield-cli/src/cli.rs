@@ -117,7 +117,8 @@ pub struct RunArgs {
     /// The task (`-` to read it from stdin; without -p it is read from stdin).
     #[arg(short = 'p', long = "prompt", value_name = "TASK")]
     pub prompt: Option<String>,
-    /// Run without asking anything (the only mode so far; implied).
+    /// Run without asking anything, even in a terminal (implied by -p, --json or a
+    /// stdin that is not a terminal).
     #[arg(long)]
     pub headless: bool,
     /// The provider to use (a `[providers.NAME]`; default: `default_provider`).

@@ -157,6 +157,15 @@ impl Usage {
     pub fn total_input(&self) -> u64 {
         self.input + self.cache_read + self.cache_write
     }
+
+    /// Adds `more` (another request's usage) to these totals.
+    pub fn add(&mut self, more: Usage) {
+        self.input += more.input;
+        self.output += more.output;
+        self.cache_read += more.cache_read;
+        self.cache_write += more.cache_write;
+        self.reasoning += more.reasoning;
+    }
 }
 
 /// Why a turn ended, the same for every provider.

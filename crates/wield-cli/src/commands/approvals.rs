@@ -28,33 +28,7 @@ pub fn run(global: &GlobalArgs, cmd: ApprovalsCommand) -> anyhow::Result<ExitCod
     let store = FileApprovalStore::new(&workspace(global)?);
     let mut out = std::io::stdout().lock();
     match cmd {
-        ApprovalsCommand::List { json } => {
-            let mut files = Vec::new();
-            for s in [Scope::Project, Scope::Global] {
-                let path = store.path(s).ok().map(|p| p.display().to_string());
-                let patterns = if path.is_some() { store.load(s)? } else { Vec::new() };
-                files.push((s, path, patterns));
-            }
-            if json {
-                let mut v = serde_json::Map::new();
-                for (s, path, patterns) in &files {
-                    v.insert(name(*s).into(), json!({"path": path, "auto": patterns}));
-                }
-                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-            } else if files.iter().all(|(_, _, p)| p.is_empty()) {
-                let paths: Vec<String> = files
-                    .iter()
-                    .filter_map(|(s, p, _)| p.as_ref().map(|p| format!("{}: {p}", name(*s))))
-                    .collect();
-                writeln!(out, "no remembered approvals ({})", paths.join(", "))?;
-            } else {
-                for (s, _, patterns) in &files {
-                    for p in patterns {
-                        writeln!(out, "{:8} {p}", name(*s))?;
-                    }
-                }
-            }
-        }
+        ApprovalsCommand::List { json } => list(&store, json, &mut out)?,
         ApprovalsCommand::Add { pattern, scope: s } => {
             let s = scope(&s)?;
             wield_runtime::check_pattern(&pattern).map_err(|e| usage(e.to_string()))?;
@@ -94,4 +68,35 @@ pub fn run(global: &GlobalArgs, cmd: ApprovalsCommand) -> anyhow::Result<ExitCod
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The remembered approvals, project and global (`wield approvals list`
+/// and the interactive agent's `/approvals`).
+pub fn list(store: &FileApprovalStore, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut files = Vec::new();
+    for s in [Scope::Project, Scope::Global] {
+        let path = store.path(s).ok().map(|p| p.display().to_string());
+        let patterns = if path.is_some() { store.load(s)? } else { Vec::new() };
+        files.push((s, path, patterns));
+    }
+    if json {
+        let mut v = serde_json::Map::new();
+        for (s, path, patterns) in &files {
+            v.insert(name(*s).into(), json!({"path": path, "auto": patterns}));
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else if files.iter().all(|(_, _, p)| p.is_empty()) {
+        let paths: Vec<String> = files
+            .iter()
+            .filter_map(|(s, p, _)| p.as_ref().map(|p| format!("{}: {p}", name(*s))))
+            .collect();
+        writeln!(out, "no remembered approvals ({})", paths.join(", "))?;
+    } else {
+        for (s, _, patterns) in &files {
+            for p in patterns {
+                writeln!(out, "{:8} {p}", name(*s))?;
+            }
+        }
+    }
+    Ok(())
 }

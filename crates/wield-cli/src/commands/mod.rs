@@ -8,6 +8,7 @@ mod mcp;
 mod patch;
 mod providers;
 mod run_agent;
+mod run_interactive;
 mod sandbox;
 mod sessions;
 mod tools;

@@ -10,27 +10,32 @@ use wield_agent::{Agent, AgentEvent, Limits, StopReason};
 use wield_core::approval;
 
 use super::providers::choose;
+use super::run_interactive;
 use crate::app::{Runtime, Servers, exit_error, usage};
 use crate::cli::{GlobalArgs, RunArgs};
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let task = task(&args)?;
+    // In a terminal without a task: the interactive agent.
+    let interactive = !args.headless
+        && !args.json
+        && args.prompt.is_none()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    let task = if interactive { String::new() } else { task(&args)? };
     let rt = Runtime::load_servers(global, Servers::All).await?;
     let (settings, provider) = choose(&rt, args.provider.as_deref(), args.model.as_deref())?;
     // Headless: nobody to ask; a call that needs approval is refused with
     // a result telling the model so, unless --yes or a rule approves it.
-    let approver: Arc<dyn approval::Approver> = if global.yes {
+    let spinner = run_interactive::Spinner::default();
+    let approver: Arc<dyn approval::Approver> = if interactive {
+        run_interactive::approver(global.yes, &spinner)
+    } else if global.yes {
         Arc::new(approval::YesApprover)
     } else {
         Arc::new(approval::HeadlessApprover)
     };
     let executor = rt.inner.executor(approver).map_err(exit_error)?;
-    let session_id = format!(
-        "run-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis())
-    );
+    let session_id = run_interactive::new_session_id();
     let session = rt.session(session_id.clone(), true);
     let limits = Limits {
         max_steps: args.max_steps,
@@ -61,6 +66,22 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         }
         None => session_id,
     };
+    if interactive {
+        return run_interactive::run(run_interactive::Interactive {
+            rt,
+            settings,
+            agent,
+            session_id,
+            ephemeral: args.ephemeral,
+            spinner,
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            show_thinking: false,
+            usage: wield_llm::Usage::default(),
+            steps: 0,
+            calls: 0,
+        })
+        .await;
+    }
 
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -173,7 +194,7 @@ fn task(args: &RunArgs) -> anyhow::Result<String> {
         Some("-") | None => {
             if args.prompt.is_none() && std::io::stdin().is_terminal() {
                 return Err(usage(
-                    "give the task with -p TASK (or on stdin); the interactive agent is not available yet",
+                    "give the task with -p TASK (or on stdin), or run `wield run` in a terminal",
                 ));
             }
             let mut s = String::new();

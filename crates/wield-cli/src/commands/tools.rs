@@ -35,11 +35,7 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
                     .collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
             } else {
-                let width = visible.iter().map(|r| r.tool.spec().name.len()).max().unwrap_or(0);
-                for r in &visible {
-                    let s = r.tool.spec();
-                    writeln!(out, "{:width$}  {}", s.name, printable(first_line(&s.description)))?;
-                }
+                list(&visible, &mut out)?;
             }
         }
         ToolsCommand::Show { name } => {
@@ -75,4 +71,15 @@ pub async fn run(global: &GlobalArgs, cmd: ToolsCommand) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per tool: its name and the first sentence of its description
+/// (`wield tools list` and the interactive agent's `/tools`).
+pub fn list(visible: &[std::sync::Arc<wield_core::Registered>], out: &mut impl Write) -> std::io::Result<()> {
+    let width = visible.iter().map(|r| r.tool.spec().name.len()).max().unwrap_or(0);
+    for r in visible {
+        let s = r.tool.spec();
+        writeln!(out, "{:width$}  {}", s.name, printable(first_line(&s.description)))?;
+    }
+    Ok(())
 }

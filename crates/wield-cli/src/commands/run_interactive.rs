@@ -1,0 +1,639 @@
+//! `wield run` in a terminal: a line editor with history, the reply
+//! streamed as it comes, thinking dimmed (and collapsed on request), each
+//! tool call's preview, the terminal approver with its coloured diff, a
+//! spinner with the latest output line while a tool runs, Ctrl-C to cancel
+//! the current step (twice to quit), and slash commands.
+//!
+//! The session is saved after every exchange, so a crash or a closed
+//! terminal loses at most the exchange under way; `--resume` goes on with it.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rustyline::error::ReadlineError;
+use tokio_util::sync::CancellationToken;
+use wield_agent::{Agent, AgentEvent, Outcome, StopReason};
+use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, approval};
+use wield_llm::settings::ProviderSettings;
+use wield_llm::{Message, Usage};
+
+use super::providers::{choose, providers};
+use crate::app::Runtime;
+
+/// The commands, as `/help` lists them.
+const HELP: &[(&str, &str)] = &[
+    ("/help", "this list"),
+    (
+        "/tools",
+        "the tools the model may call (/tools debug: why each is visible or not)",
+    ),
+    ("/approvals", "the remembered approvals"),
+    (
+        "/model [NAME]",
+        "the provider and model; NAME switches to a provider or a model",
+    ),
+    ("/thinking", "show or collapse the model's thinking"),
+    ("/compact", "summarise the conversation to free the context window"),
+    ("/clear", "start a new conversation"),
+    ("/usage", "tokens used, steps and the context window's use"),
+    ("/exit", "save and quit (also Ctrl-D)"),
+];
+
+/// How the interactive loop ends.
+enum Next {
+    Continue,
+    Quit,
+}
+
+/// Everything a turn and the slash commands work with.
+pub struct Interactive {
+    pub rt: Runtime,
+    pub settings: ProviderSettings,
+    pub agent: Agent,
+    pub session_id: String,
+    pub ephemeral: bool,
+    pub spinner: Spinner,
+    pub color: bool,
+    pub show_thinking: bool,
+    /// Totals over the session's exchanges.
+    pub usage: Usage,
+    pub steps: u32,
+    pub calls: u32,
+}
+
+/// Runs the interactive agent until `/exit`, Ctrl-D or Ctrl-C twice.
+pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
+    let history = it.rt.workspace().join(".wield").join("history");
+    let mut editor = Editor::open(&history)?;
+    let resumed = !it.agent.messages().is_empty();
+    it.banner(resumed);
+
+    // Ctrl-C while a step runs cancels it; a second one quits. (While the
+    // line editor or an approval dialog has the terminal, Ctrl-C is a key
+    // they read themselves.)
+    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
+    let quit = Arc::new(AtomicBool::new(false));
+    {
+        let current = Arc::clone(&current);
+        let quit = Arc::clone(&quit);
+        let color = it.color;
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                let token = current.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                match token {
+                    Some(t) if t.is_cancelled() => quit.store(true, Ordering::SeqCst),
+                    Some(t) => {
+                        t.cancel();
+                        eprintln!("\n{}", paint(color, "2", "(cancelling the step; Ctrl-C again quits)"));
+                    }
+                    None => quit.store(true, Ordering::SeqCst),
+                }
+            }
+        });
+    }
+
+    let mut last_interrupt: Option<Instant> = None;
+    let mut code = ExitCode::SUCCESS;
+    loop {
+        let line = match editor.read(&paint(it.color, "1;36", "› ")).await {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => {
+                if last_interrupt.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
+                    code = ExitCode::from(130);
+                    break;
+                }
+                last_interrupt = Some(Instant::now());
+                eprintln!("{}", paint(it.color, "2", "(Ctrl-C again, Ctrl-D or /exit quits)"));
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(anyhow::anyhow!("cannot read the terminal: {e}")),
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        editor.remember(text);
+        if text.starts_with('/') {
+            match it.command(text).await {
+                Ok(Next::Continue) => continue,
+                Ok(Next::Quit) => break,
+                Err(e) => {
+                    eprintln!("{}", paint(it.color, "31", &format!("error: {e:#}")));
+                    continue;
+                }
+            }
+        }
+        let cancel = CancellationToken::new();
+        *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+        let outcome = it.turn(text, &cancel).await;
+        *current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        it.save(outcome.as_ref().ok().map(|o| o.stop.as_str()))?;
+        if quit.load(Ordering::SeqCst) {
+            code = ExitCode::from(130);
+            break;
+        }
+    }
+    it.save(None)?;
+    editor.close();
+    Ok(code)
+}
+
+impl Interactive {
+    fn banner(&self, resumed: bool) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{} {}/{} in {}",
+            paint(self.color, "1", "wield"),
+            self.settings.name,
+            self.settings.model,
+            self.rt.workspace().display()
+        );
+        if resumed {
+            let last = self
+                .agent
+                .messages()
+                .iter()
+                .rev()
+                .find(|m| m.role == wield_llm::Role::Assistant)
+                .map(Message::joined_text)
+                .unwrap_or_default();
+            let recap: String = last.lines().take(6).collect::<Vec<_>>().join("\n");
+            let _ = writeln!(
+                err,
+                "{}",
+                paint(
+                    self.color,
+                    "2",
+                    &format!(
+                        "resumed session {} ({} messages); the model last said:",
+                        self.session_id,
+                        self.agent.messages().len()
+                    )
+                )
+            );
+            let _ = writeln!(err, "{recap}");
+        }
+        let _ = writeln!(
+            err,
+            "{}",
+            paint(self.color, "2", "/help lists the commands; Ctrl-D quits")
+        );
+    }
+
+    /// One exchange: the person's text, then the agent until it answers.
+    async fn turn(&mut self, text: &str, cancel: &CancellationToken) -> Result<Outcome, wield_llm::LlmError> {
+        let mut view = View::new(self.color, self.show_thinking, self.spinner.clone());
+        let outcome = self.agent.run(text, cancel, |event| view.show(&event)).await;
+        view.end();
+        match &outcome {
+            Ok(o) => {
+                self.usage.add(o.usage);
+                self.steps += o.steps;
+                self.calls += o.tool_calls.values().sum::<u32>();
+                let note = match o.stop {
+                    StopReason::Done => String::new(),
+                    StopReason::Cancelled => "cancelled; every call answered — go on or ask something else".into(),
+                    other => format!("stopped: {}", other.as_str()),
+                };
+                let tokens = o.usage.total_input() + o.usage.output;
+                let summary = format!(
+                    "[{} step{} · {} tokens · {:.1} s{}{}]",
+                    o.steps,
+                    plural(o.steps),
+                    tokens,
+                    o.wall.as_secs_f64(),
+                    if note.is_empty() { "" } else { " · " },
+                    note
+                );
+                eprintln!("{}", paint(self.color, "2", &summary));
+            }
+            Err(e) => eprintln!(
+                "{}",
+                paint(self.color, "31", &format!("error: {}: {e}", self.settings.name))
+            ),
+        }
+        outcome
+    }
+
+    /// A slash command.
+    async fn command(&mut self, text: &str) -> anyhow::Result<Next> {
+        let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let rest = rest.trim();
+        let mut out = std::io::stdout().lock();
+        match name {
+            "/help" => {
+                for (c, what) in HELP {
+                    writeln!(out, "  {c:16} {what}")?;
+                }
+            }
+            "/tools" if rest == "debug" => super::tools_debug::print(&self.rt, false, &mut out)?,
+            "/tools" => super::tools::list(&self.rt.visible(), &mut out)?,
+            "/approvals" => {
+                let store = wield_runtime::FileApprovalStore::new(self.rt.workspace());
+                super::approvals::list(&store, false, &mut out)?;
+            }
+            "/model" if rest.is_empty() => {
+                writeln!(out, "{}/{}", self.settings.name, self.settings.model)?;
+                let all = providers(&self.rt)?;
+                let names: Vec<&str> = all.providers.keys().map(String::as_str).collect();
+                writeln!(out, "providers: {}", names.join(", "))?;
+            }
+            "/model" => {
+                drop(out);
+                self.switch(rest)?;
+            }
+            "/thinking" => {
+                self.show_thinking = !self.show_thinking;
+                let state = if self.show_thinking { "shown" } else { "collapsed" };
+                writeln!(out, "thinking is {state}")?;
+            }
+            "/compact" => {
+                drop(out);
+                self.compact().await;
+            }
+            "/clear" => {
+                self.agent.resume(Vec::new());
+                self.session_id = new_session_id();
+                writeln!(out, "(a new conversation: session {})", self.session_id)?;
+            }
+            "/usage" => {
+                let used = wield_agent::conversation_tokens(self.agent.messages());
+                writeln!(
+                    out,
+                    "{} steps, {} tool calls, {} tokens in ({} from cache), {} out",
+                    self.steps,
+                    self.calls,
+                    self.usage.total_input(),
+                    self.usage.cache_read,
+                    self.usage.output
+                )?;
+                match self.settings.context_window {
+                    Some(window) if window > 0 => writeln!(
+                        out,
+                        "the conversation: about {used} tokens, {:.0} % of the context window ({window})",
+                        used as f64 * 100.0 / window as f64
+                    )?,
+                    _ => writeln!(out, "the conversation: about {used} tokens")?,
+                }
+            }
+            "/exit" | "/quit" => return Ok(Next::Quit),
+            other => {
+                let known = HELP.iter().map(|(c, _)| c.split(' ').next().unwrap_or(c));
+                let hint = wield_core::names::closest(other, known)
+                    .map(|c| format!(" Did you mean {c}?"))
+                    .unwrap_or_default();
+                writeln!(out, "unknown command {other}.{hint} /help lists them.")?;
+            }
+        }
+        Ok(Next::Continue)
+    }
+
+    /// `/model NAME`: a configured provider, or another model of this one.
+    fn switch(&mut self, name: &str) -> anyhow::Result<()> {
+        let all = providers(&self.rt)?;
+        let (settings, provider) = if all.providers.contains_key(name) {
+            choose(&self.rt, Some(name), None)?
+        } else {
+            choose(&self.rt, Some(&self.settings.name), Some(name))?
+        };
+        self.agent.switch_provider(
+            provider,
+            settings.tool_choice.clone(),
+            settings.max_tokens,
+            settings.temperature,
+            settings.context_window,
+        );
+        self.settings = settings;
+        eprintln!("now {}/{}", self.settings.name, self.settings.model);
+        Ok(())
+    }
+
+    /// `/compact`.
+    async fn compact(&mut self) {
+        eprintln!(
+            "{}",
+            paint(
+                self.color,
+                "2",
+                "compaction is not available in this build; /clear starts a new conversation"
+            )
+        );
+    }
+
+    /// Saves the session (unless `--ephemeral`).
+    fn save(&self, stop: Option<&str>) -> anyhow::Result<()> {
+        if self.ephemeral || self.agent.messages().is_empty() {
+            return Ok(());
+        }
+        let saved = super::sessions::Saved {
+            id: self.session_id.clone(),
+            provider: self.settings.name.clone(),
+            model: self.settings.model.clone(),
+            messages: self.agent.messages().to_vec(),
+            stop: stop.map(str::to_owned),
+            steps: self.steps,
+            usage: self.usage,
+        };
+        super::sessions::save(self.rt.workspace(), &saved)?;
+        Ok(())
+    }
+}
+
+/// A new session's id.
+pub fn new_session_id() -> String {
+    format!(
+        "run-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    )
+}
+
+/// The approver of the interactive agent: the terminal dialog, with the
+/// spinner out of its way while it asks.
+pub struct Asking {
+    pub inner: Arc<dyn Approver>,
+    pub spinner: Spinner,
+}
+
+#[async_trait]
+impl Approver for Asking {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        self.spinner.pause();
+        let answer = self.inner.ask(request).await;
+        self.spinner.resume();
+        answer
+    }
+}
+
+/// The approver `wield run` uses in a terminal: `--yes`, else the dialog.
+pub fn approver(yes: bool, spinner: &Spinner) -> Arc<dyn Approver> {
+    let inner: Arc<dyn Approver> = if yes {
+        Arc::new(approval::YesApprover)
+    } else {
+        Arc::new(crate::terminal_approver::TerminalApprover::new())
+    };
+    Arc::new(Asking {
+        inner,
+        spinner: spinner.clone(),
+    })
+}
+
+/// The spinner shown while tools run, with the latest line of their output.
+#[derive(Clone, Default)]
+pub struct Spinner {
+    state: Arc<Mutex<SpinnerState>>,
+}
+
+#[derive(Default)]
+struct SpinnerState {
+    bar: Option<indicatif::ProgressBar>,
+    message: String,
+    /// Running (shown unless paused).
+    on: bool,
+}
+
+impl Spinner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SpinnerState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn start(&self, message: String) {
+        let mut s = self.lock();
+        s.on = true;
+        s.message = message;
+        draw(&mut s);
+    }
+
+    fn stop(&self) {
+        let mut s = self.lock();
+        s.on = false;
+        if let Some(bar) = s.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Out of the way of a dialog.
+    fn pause(&self) {
+        if let Some(bar) = self.lock().bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn resume(&self) {
+        let mut s = self.lock();
+        if s.on {
+            draw(&mut s);
+        }
+    }
+}
+
+fn draw(s: &mut SpinnerState) {
+    if s.bar.is_none() {
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(120));
+        s.bar = Some(bar);
+    }
+    if let Some(bar) = &s.bar {
+        bar.set_message(s.message.clone());
+    }
+}
+
+/// How one exchange is shown as it happens.
+struct View {
+    color: bool,
+    show_thinking: bool,
+    spinner: Spinner,
+    /// The cursor is at the start of a line.
+    line_start: bool,
+    /// Thinking is being streamed (or counted, when collapsed).
+    thinking: Option<usize>,
+}
+
+impl View {
+    fn new(color: bool, show_thinking: bool, spinner: Spinner) -> Self {
+        Self {
+            color,
+            show_thinking,
+            spinner,
+            line_start: true,
+            thinking: None,
+        }
+    }
+
+    fn out(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        if !text.is_empty() {
+            self.line_start = text.ends_with('\n');
+        }
+    }
+
+    fn new_line(&mut self) {
+        if !self.line_start {
+            self.out("\n");
+        }
+    }
+
+    fn end_thinking(&mut self) {
+        if let Some(chars) = self.thinking.take() {
+            self.new_line();
+            if !self.show_thinking {
+                let note = format!("(thought for {chars} characters; /thinking shows it)\n");
+                self.out(&paint(self.color, "2", &note));
+            }
+        }
+    }
+
+    fn show(&mut self, event: &AgentEvent<'_>) {
+        use wield_llm::StreamEvent;
+        match event {
+            AgentEvent::Stream(StreamEvent::TextDelta { text }) => {
+                self.end_thinking();
+                self.out(text);
+            }
+            AgentEvent::Stream(StreamEvent::ThinkingDelta { text }) => {
+                if self.thinking.is_none() {
+                    self.new_line();
+                    self.thinking = Some(0);
+                    if !self.show_thinking {
+                        self.out(&paint(self.color, "2", "thinking…"));
+                    }
+                }
+                if let Some(n) = &mut self.thinking {
+                    *n += text.chars().count();
+                }
+                if self.show_thinking {
+                    self.out(&paint(self.color, "2", text));
+                }
+            }
+            AgentEvent::Stream(_) | AgentEvent::StepStarted { .. } | AgentEvent::StepFinished { .. } => {}
+            AgentEvent::ToolStarted { name, preview, .. } => {
+                self.end_thinking();
+                self.new_line();
+                let line = format!("{} {}\n", paint(self.color, "36", "●"), one_line(preview, 160));
+                self.out(&line);
+                self.spinner.start(format!("{name} running…"));
+            }
+            AgentEvent::ToolFinished {
+                name, result, duration, ..
+            } => {
+                self.spinner.stop();
+                let line = if result.success {
+                    paint(
+                        self.color,
+                        "2",
+                        &format!("  ✓ {name} ({:.1} s)\n", duration.as_secs_f64()),
+                    )
+                } else {
+                    let why = result.error.as_deref().unwrap_or("failed");
+                    paint(self.color, "31", &format!("  ✗ {}\n", one_line(why, 200)))
+                };
+                self.out(&line);
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        self.spinner.stop();
+        self.end_thinking();
+        self.new_line();
+    }
+}
+
+/// The first line of `text`, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let mut s: String = line.chars().take(max).collect();
+    if line.chars().count() > max || text.lines().nth(1).is_some() {
+        s.push('…');
+    }
+    s
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+pub fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The line editor, with the project's history in `.wield/history`.
+///
+/// A fresh rustyline editor reads each line and is dropped at once: while
+/// one exists, rustyline (17) keeps its own SIGINT handler in place of
+/// tokio's, so Ctrl-C during a step would be lost. (Its `signal-hook`
+/// feature avoids that but then waits on the terminal while typed keys sit
+/// in its buffer, so keys typed quickly are not seen until the next one.)
+/// The history lives here between lines.
+struct Editor {
+    entries: Vec<String>,
+    history: std::path::PathBuf,
+}
+
+impl Editor {
+    fn open(history: &std::path::Path) -> anyhow::Result<Self> {
+        let mut entries = Vec::new();
+        let mut editor = Self::editor()?;
+        // A missing history is a first run; an unreadable one is not worth stopping for.
+        if editor.load_history(history).is_ok() {
+            entries = editor.history().iter().cloned().collect();
+        }
+        Ok(Self {
+            entries,
+            history: history.to_owned(),
+        })
+    }
+
+    fn editor() -> anyhow::Result<rustyline::DefaultEditor> {
+        rustyline::DefaultEditor::new().map_err(|e| anyhow::anyhow!("cannot open the line editor: {e}"))
+    }
+
+    fn with_entries(&self) -> anyhow::Result<rustyline::DefaultEditor> {
+        let mut editor = Self::editor()?;
+        for entry in &self.entries {
+            let _ = editor.add_history_entry(entry.as_str());
+        }
+        Ok(editor)
+    }
+
+    /// One line; the editor blocks on the terminal, so off the async workers.
+    async fn read(&mut self, prompt: &str) -> Result<String, ReadlineError> {
+        let mut editor = self
+            .with_entries()
+            .map_err(|e| ReadlineError::Io(std::io::Error::other(e.to_string())))?;
+        let prompt = prompt.to_owned();
+        tokio::task::spawn_blocking(move || editor.readline(&prompt))
+            .await
+            .map_err(|e| ReadlineError::Io(std::io::Error::other(e)))?
+    }
+
+    fn remember(&mut self, line: &str) {
+        if self.entries.last().map(String::as_str) != Some(line) {
+            self.entries.push(line.to_owned());
+        }
+    }
+
+    fn close(&mut self) {
+        let Ok(mut editor) = self.with_entries() else { return };
+        if let Some(dir) = self.history.parent() {
+            let _ = wield_core::private_dir::ensure_private_dir(dir);
+        }
+        let _ = editor.save_history(&self.history);
+    }
+}
