@@ -65,9 +65,9 @@ impl<'a> Tmux<'a> {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Waits until the screen shows `text` (10 s at most).
+    /// Waits until the screen shows `text` (20 s at most).
     fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.screen();
             if screen.contains(text) {
@@ -84,7 +84,7 @@ impl<'a> Tmux<'a> {
     /// Types `text` and Enter once the line editor waits for input (its
     /// prompt is the screen's last line), since it drops what comes earlier.
     fn type_line(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(20);
         while self
             .screen()
             .lines()
@@ -108,9 +108,9 @@ impl<'a> Tmux<'a> {
         assert!(self.tmux().arg("send-keys").args(keys).status().unwrap().success());
     }
 
-    /// The exit status once `wield` has ended (10 s at most).
+    /// The exit status once `wield` has ended (20 s at most).
     fn exit_status(&self) -> i32 {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let out = self
                 .tmux()
