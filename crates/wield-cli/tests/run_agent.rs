@@ -872,3 +872,36 @@ fn sigint_during_a_running_tool_answers_the_call_saves_and_exits_130() {
     assert!(text.contains("cancelled"), "{text}");
     assert_eq!(requests.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn deferred_tools_are_listed_by_name_and_offered_once_loaded() {
+    let (url, requests) = scripted(vec![
+        Turn::Call("load_tools", json!({ "tools": ["grep"] })),
+        Turn::Call("grep", json!({ "pattern": "answer" })),
+        Turn::Text("Found it."),
+    ]);
+    let env = project_with(&url, "\n[tools]\ndeferred = [\"grep\"]\n");
+    let (code, _, stderr) = run(&env, &["-p", "Find the answer"]);
+    assert_eq!(code, 0, "{stderr}");
+    let requests = requests.lock().unwrap();
+    let offered = |n: usize| -> Vec<String> {
+        requests[n]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("<available-deferred-tools>") && system.contains("\ngrep\n"),
+        "{system}"
+    );
+    assert!(!offered(0).contains(&"grep".to_owned()));
+    assert!(offered(1).contains(&"grep".to_owned()));
+    let found = tool_messages(&requests[2]);
+    assert!(
+        found[1]["content"].as_str().unwrap().contains("the answer is 42"),
+        "{found:?}"
+    );
+}
