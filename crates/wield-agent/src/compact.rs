@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use wield_llm::{Block, LlmError, Message, Request, Role, ToolChoice, Usage};
 
 use crate::guard::{estimate_tokens, request_tokens};
-use crate::{Agent, add_usage};
+use crate::{Agent, add_usage, tool_defs};
 
 /// What the model is asked to write.
 pub(crate) const SUMMARY_PROMPT: &str = "Your context is nearly full, so this conversation will be replaced by a \
@@ -52,7 +52,7 @@ impl Agent {
             return false;
         };
         let at = (window as usize).saturating_mul(usize::from(self.limits.compact_at)) / 100;
-        let estimated = request_tokens(&self.request(last));
+        let estimated = self.estimated_tokens(&self.messages, last);
         estimated.max(self.reported_tokens) > at && self.messages.iter().any(|m| m.role == Role::Assistant)
     }
 
@@ -65,11 +65,12 @@ impl Agent {
         if !self.messages.iter().any(|m| m.role == Role::Assistant) {
             return Ok(None);
         }
-        let before_tokens = request_tokens(&self.request(false));
+        let before_tokens = self.estimated_tokens(&self.messages, false);
         let mut history = self.messages.clone();
         // Trimmed beforehand to what the window holds, if it is known.
         if let Some(window) = self.limits.context_window {
-            while request_tokens(&self.summary_request(&history)) > window as usize && drop_oldest(&mut history) {}
+            let ask = estimate_tokens(SUMMARY_PROMPT);
+            while self.estimated_tokens(&history, true) + ask > window as usize && drop_oldest(&mut history) {}
         }
         let mut usage = Usage::default();
         let summary = loop {
@@ -89,12 +90,19 @@ impl Agent {
         self.messages = rebuild(&self.messages, &summary);
         self.pruner = crate::prune::Pruner::default();
         self.reported_tokens = 0;
-        let after_tokens = request_tokens(&self.request(false));
+        let after_tokens = self.estimated_tokens(&self.messages, false);
         Ok(Some(Compaction {
             before_tokens,
             after_tokens,
             usage,
         }))
+    }
+
+    /// The estimated tokens of a request of `messages`, with the tools
+    /// unless `last`.
+    fn estimated_tokens(&self, messages: &[Message], last: bool) -> usize {
+        let tools = if last { Vec::new() } else { tool_defs(&self.offered()) };
+        request_tokens(self.system.as_deref(), messages, &tools)
     }
 
     /// The summary request: the history and the instruction, no tools.

@@ -2,7 +2,7 @@
 //! an error that says how big it was, the limit, and what to do.
 
 use wield_core::ToolResult;
-use wield_llm::{Block, Message, Request, ResultPart};
+use wield_llm::{Block, Message, ResultPart, ToolDef};
 
 use crate::Limits;
 
@@ -34,11 +34,10 @@ pub(crate) fn conversation_tokens(messages: &[Message]) -> usize {
 
 /// The estimated tokens of a request: its system prompt, its messages and
 /// its tools' schemas.
-pub(crate) fn request_tokens(request: &Request) -> usize {
-    request.system.as_deref().map_or(0, estimate_tokens)
-        + conversation_tokens(&request.messages)
-        + request
-            .tools
+pub(crate) fn request_tokens(system: Option<&str>, messages: &[Message], tools: &[ToolDef]) -> usize {
+    system.map_or(0, estimate_tokens)
+        + conversation_tokens(messages)
+        + tools
             .iter()
             .map(|t| {
                 estimate_tokens(&t.name)
