@@ -77,6 +77,7 @@ impl Agent {
             let request = self.summary_request(&history);
             match self.provider.stream(&request, cancel, |_| {}).await {
                 Ok(reply) => {
+                    self.audit_turn(None, &reply, &[]);
                     add_usage(&mut usage, reply.usage);
                     break reply.text();
                 }

@@ -345,7 +345,7 @@ impl Agent {
                 .tool_calls()
                 .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
                 .collect();
-            self.audit_turn(step, &reply, &calls);
+            self.audit_turn(Some(step), &reply, &calls);
             if !reply.content.is_empty() {
                 self.messages.push(Message {
                     role: Role::Assistant,

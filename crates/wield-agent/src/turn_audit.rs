@@ -12,7 +12,12 @@ use crate::Agent;
 struct TurnRecord<'a> {
     event: &'static str,
     session: &'a str,
-    step: u32,
+    /// The step the turn was; none for a compaction's summary request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u32>,
+    /// The turn wrote the hand-off summary of a compaction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    compaction: bool,
     provider: &'a str,
     model: &'a str,
     usage: Usage,
@@ -21,8 +26,9 @@ struct TurnRecord<'a> {
 }
 
 impl Agent {
-    /// Writes the turn of `step` to the audit log, when there is one.
-    pub(crate) fn audit_turn(&self, step: u32, reply: &Response, calls: &[(String, String, Value)]) {
+    /// Writes the turn of `step` (none: a compaction's summary) to the
+    /// audit log, when there is one.
+    pub(crate) fn audit_turn(&self, step: Option<u32>, reply: &Response, calls: &[(String, String, Value)]) {
         let Some(log) = self.executor.audit() else {
             return;
         };
@@ -30,6 +36,7 @@ impl Agent {
             event: "model_turn",
             session: self.session.id(),
             step,
+            compaction: step.is_none(),
             provider: &self.names.0,
             model: &self.names.1,
             usage: reply.usage,

@@ -431,9 +431,12 @@ fn compaction_asks_for_a_summary_and_goes_on_with_the_new_history() {
     ]);
     let env = project_with(&url, "context_window = 2000\n");
     env.put("big.txt", &"the quick brown fox jumps over the lazy dog\n".repeat(100));
+    let audit = env.base.join("audit.jsonl");
     let (code, stdout, stderr) = run(
         &env,
         &[
+            "--audit",
+            audit.to_str().unwrap(),
             "--include-tools",
             "read",
             "--set",
@@ -476,6 +479,25 @@ fn compaction_asks_for_a_summary_and_goes_on_with_the_new_history() {
     );
     assert!(requests[2].get("tools").is_some());
     assert!(!requests[2].to_string().contains("quick brown fox"));
+    // The summary request is a model turn of the audit log too.
+    let turns: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["event"] == "model_turn")
+        .collect();
+    let marks: Vec<(Value, Value)> = turns
+        .iter()
+        .map(|t| (t["step"].clone(), t["compaction"].clone()))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            (json!(1), Value::Null),
+            (Value::Null, json!(true)),
+            (json!(2), Value::Null)
+        ]
+    );
 }
 
 #[test]
