@@ -544,6 +544,8 @@ fn an_overflow_the_provider_reports_compacts_once_dropping_the_oldest_when_the_s
     let (code, _, stderr) = run(&env, &["-p", "Read notes.txt"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("longer than the model's context window"), "{stderr}");
+    // The person is told of the compaction.
+    assert!(stderr.contains("[compacted: about "), "{stderr}");
 }
 
 #[test]
