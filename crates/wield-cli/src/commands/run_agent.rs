@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wield_agent::{Agent, AgentEvent, AgentSettings, StopReason, SystemPrompt};
-use wield_core::approval;
 use wield_core::policy::Status;
+use wield_core::{Registered, Session, approval};
 
 use super::providers::choose;
 use crate::app::{Runtime, Servers, exit_error, usage};
@@ -44,24 +44,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     limits.token_budget = args.token_budget;
     limits.timeout = args.timeout;
     limits.context_window = settings.context_window;
-    let tool_set = rt.tools().current();
-    let deferred = tool_set
-        .registry
-        .list()
-        .filter(|r| {
-            tool_set
-                .policy
-                .get(&r.tool.spec().name)
-                .is_some_and(|d| d.status == Status::Deferred)
-        })
-        .cloned()
-        .collect();
-    let system = SystemPrompt::new(rt.workspace())
-        .sandboxed(rt.sandboxed())
-        .deferred(tool_set.policy.deferred_prompt(&session))
-        .replace(agent_settings.system_prompt.clone())
-        .instructions(agent_settings.instructions.clone())
-        .build();
+    let (system, deferred) = prompt_and_deferred(&rt, &session, &agent_settings);
     let resumed = match &args.resume {
         Some(name) => Some(super::sessions::load(rt.workspace(), name)?),
         None => None,
@@ -217,6 +200,34 @@ fn task(args: &RunArgs) -> anyhow::Result<String> {
         return Err(usage("the task is empty"));
     }
     Ok(text)
+}
+
+/// The system prompt of an agent run and its deferred tools (listed in
+/// the prompt by name, offered once loaded), for the tool set as it is now.
+pub(crate) fn prompt_and_deferred(
+    rt: &Runtime,
+    session: &Session,
+    settings: &AgentSettings,
+) -> (String, Vec<Arc<Registered>>) {
+    let tool_set = rt.tools().current();
+    let deferred = tool_set
+        .registry
+        .list()
+        .filter(|r| {
+            tool_set
+                .policy
+                .get(&r.tool.spec().name)
+                .is_some_and(|d| d.status == Status::Deferred)
+        })
+        .cloned()
+        .collect();
+    let system = SystemPrompt::new(rt.workspace())
+        .sandboxed(rt.sandboxed())
+        .deferred(tool_set.policy.deferred_prompt(session))
+        .replace(settings.system_prompt.clone())
+        .instructions(settings.instructions.clone())
+        .build();
+    (system, deferred)
 }
 
 /// The agent's conversation, to save.
