@@ -2,7 +2,7 @@
 //! an error that says how big it was, the limit, and what to do.
 
 use wield_core::ToolResult;
-use wield_llm::{Block, Message, ResultPart};
+use wield_llm::{Block, Message, ResultPart, ToolDef};
 
 use crate::Limits;
 
@@ -30,6 +30,21 @@ pub fn conversation_tokens(messages: &[Message]) -> usize {
             Block::Image { .. } | Block::Document { .. } => 1_000,
         })
         .sum()
+}
+
+/// The estimated tokens of a request: its system prompt, its messages and
+/// its tools' schemas.
+pub(crate) fn request_tokens(system: Option<&str>, messages: &[Message], tools: &[ToolDef]) -> usize {
+    system.map_or(0, estimate_tokens)
+        + conversation_tokens(messages)
+        + tools
+            .iter()
+            .map(|t| {
+                estimate_tokens(&t.name)
+                    + estimate_tokens(&t.description)
+                    + estimate_tokens(&t.input_schema.to_string())
+            })
+            .sum::<usize>()
 }
 
 /// `result`, or the error that replaces it when it is over the limits.

@@ -21,9 +21,19 @@
 //!   is told to answer in text, one last turn; `token_budget` counts the input and
 //!   output tokens of every request and stops hard; `timeout` is wall time;
 //!   cancelling stops at once, every call still answered.
+//! - **Compaction**: when a request would pass `compact_at` of the context
+//!   window (or the provider says it did, once per step), the model writes
+//!   a hand-off summary and the history becomes the most recent user
+//!   messages and that summary ([`Agent::compact`] does it on demand).
+//! - **Audit**: each model turn is written to the executor's audit log
+//!   beside the calls it caused (provider, model, usage, stop, call ids).
 
+mod compact;
 mod guard;
 mod prune;
+mod settings;
+mod system_prompt;
+mod turn_audit;
 mod wire_names;
 
 use std::collections::BTreeMap;
@@ -31,15 +41,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use wield_core::events::Event;
 use wield_core::{Call, Executor, Registered, Session, ToolResult};
 use wield_llm::{Block, LlmError, Message, Provider, Request, ResultPart, Role, StreamEvent, ToolChoice, Usage};
 
+pub use compact::{Compaction, KEEP_USER_TOKENS};
 pub use guard::{conversation_tokens, estimate_tokens};
+pub use settings::{AgentSettings, CONFIG_KEYS, SettingsError};
+pub use system_prompt::{PROJECT_FILES, SystemPrompt, project_instructions};
 pub use wire_names::{registry_names, tool_defs};
 
 /// The loop's limits and settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub max_steps: u32,
     pub token_budget: Option<u64>,
@@ -47,6 +62,8 @@ pub struct Limits {
     pub result_max_tokens: usize,
     pub result_max_percentage: u8,
     pub context_window: Option<u64>,
+    /// Compact when a request would pass this percentage of the window.
+    pub compact_at: u8,
 }
 
 impl Default for Limits {
@@ -58,6 +75,7 @@ impl Default for Limits {
             result_max_tokens: 20_000,
             result_max_percentage: 95,
             context_window: None,
+            compact_at: 85,
         }
     }
 }
@@ -120,9 +138,19 @@ pub enum AgentEvent<'a> {
         /// How long the step's calls took (they may run together).
         duration: Duration,
     },
+    /// A piece of a running call's output (a command's lines as they come).
+    ToolOutput {
+        id: &'a str,
+        delta: &'a str,
+    },
     StepFinished {
         step: u32,
         usage: Usage,
+    },
+    /// The conversation was compacted (estimated tokens of the request).
+    Compacted {
+        before_tokens: usize,
+        after_tokens: usize,
     },
 }
 
@@ -140,6 +168,14 @@ pub struct Agent {
     limits: Limits,
     messages: Vec<Message>,
     pruner: prune::Pruner,
+    /// The deferred tools: offered once `load_tools` loaded them.
+    deferred: Vec<Arc<Registered>>,
+    /// The provider and model, as the audit log names them.
+    names: (String, String),
+    /// The tokens the provider said the last request and its reply held.
+    reported_tokens: usize,
+    /// Running calls' output, from the executor's events.
+    output: mpsc::UnboundedReceiver<(String, String)>,
 }
 
 /// The text the last turn is told when the steps run out.
@@ -159,6 +195,12 @@ impl Agent {
         temperature: Option<f64>,
         limits: Limits,
     ) -> Self {
+        let (tx, output) = mpsc::unbounded_channel();
+        executor.events().subscribe(Arc::new(move |event: &Event| {
+            if let Event::OutputDelta { call_id, text, .. } = event {
+                let _ = tx.send((call_id.clone(), text.clone()));
+            }
+        }));
         Self {
             provider,
             executor,
@@ -171,7 +213,39 @@ impl Agent {
             limits,
             messages: Vec::new(),
             pruner: prune::Pruner::default(),
+            deferred: Vec::new(),
+            names: (String::new(), String::new()),
+            reported_tokens: 0,
+            output,
         }
+    }
+
+    /// The deferred tools: listed by name in the system prompt, offered
+    /// with their schemas once `load_tools` loaded them in this session.
+    #[must_use]
+    pub fn with_deferred(mut self, tools: Vec<Arc<Registered>>) -> Self {
+        self.deferred = tools;
+        self
+    }
+
+    /// The provider's and the model's names, for the audit log.
+    #[must_use]
+    pub fn with_names(mut self, provider: impl Into<String>, model: impl Into<String>) -> Self {
+        self.names = (provider.into(), model.into());
+        self
+    }
+
+    /// The tools offered now: the visible ones and the deferred ones
+    /// loaded so far.
+    fn offered(&self) -> Vec<Arc<Registered>> {
+        let mut tools = self.tools.clone();
+        tools.extend(
+            self.deferred
+                .iter()
+                .filter(|r| self.session.is_loaded(&r.tool.spec().name))
+                .cloned(),
+        );
+        tools
     }
 
     /// The conversation so far (every call answered).
@@ -186,20 +260,15 @@ impl Agent {
     }
 
     /// Talks to another provider or model from the next step on; the
-    /// conversation stays.
-    pub fn switch_provider(
-        &mut self,
-        provider: Provider,
-        tool_choice: ToolChoice,
-        max_tokens: Option<u32>,
-        temperature: Option<f64>,
-        context_window: Option<u64>,
-    ) {
+    /// conversation stays. `settings` gives the tool choice, limits and
+    /// names (for the audit) of the new one.
+    pub fn switch_provider(&mut self, provider: Provider, settings: &wield_llm::settings::ProviderSettings) {
         self.provider = provider;
-        self.tool_choice = tool_choice;
-        self.max_tokens = max_tokens;
-        self.temperature = temperature;
-        self.limits.context_window = context_window;
+        self.tool_choice = settings.tool_choice.clone();
+        self.max_tokens = settings.max_tokens;
+        self.temperature = settings.temperature;
+        self.limits.context_window = settings.context_window;
+        self.names = (settings.name.clone(), settings.model.clone());
     }
 
     /// Runs `prompt` to its end: a text answer, a limit, or cancellation.
@@ -233,7 +302,6 @@ impl Agent {
                 }
             }
             self.pruner.prune(&mut self.messages, step);
-            let request = self.request(last);
             on_event(AgentEvent::StepStarted { step });
             let step_cancel = cancel.child_token();
             let timer = deadline.map(|d| {
@@ -243,16 +311,44 @@ impl Agent {
                     token.cancel();
                 })
             });
-            let reply = self
-                .provider
-                .stream(&request, &step_cancel, |e| on_event(AgentEvent::Stream(e)))
-                .await;
+            // Compacted first when the request would pass `compact_at`;
+            // when the provider says it was too long anyway, once more.
+            let mut overflowed = false;
+            let reply = loop {
+                if overflowed || self.needs_compaction(last) {
+                    match self.compact(&step_cancel).await {
+                        Ok(Some(c)) => {
+                            outcome.usage.add(c.usage);
+                            on_event(AgentEvent::Compacted {
+                                before_tokens: c.before_tokens,
+                                after_tokens: c.after_tokens,
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(e) => break Err(e),
+                    }
+                }
+                let request = self.request(last);
+                let reply = self
+                    .provider
+                    .stream(&request, &step_cancel, |e| on_event(AgentEvent::Stream(e)))
+                    .await;
+                match reply {
+                    Err(e) if e.is_context_overflow() && !overflowed && !step_cancel.is_cancelled() => {
+                        overflowed = true;
+                    }
+                    r => break r,
+                }
+            };
             if let Some(t) = timer {
                 t.abort();
             }
             let mut reply = reply?;
             outcome.usage.add(reply.usage);
-            registry_names(&mut reply, &self.tools);
+            self.reported_tokens =
+                usize::try_from(reply.usage.total_input() + reply.usage.output).unwrap_or(usize::MAX);
+            let offered = self.offered();
+            registry_names(&mut reply, &offered);
             let text = reply.text();
             if !text.trim().is_empty() {
                 outcome.answer = text;
@@ -261,6 +357,7 @@ impl Agent {
                 .tool_calls()
                 .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
                 .collect();
+            self.audit_turn(Some(step), &reply, &calls);
             if !reply.content.is_empty() {
                 self.messages.push(Message {
                     role: Role::Assistant,
@@ -291,8 +388,7 @@ impl Agent {
             let mut to_run = Vec::new();
             for (id, name, input) in &calls {
                 *outcome.tool_calls.entry(name.clone()).or_default() += 1;
-                let preview = self
-                    .tools
+                let preview = offered
                     .iter()
                     .find(|r| r.tool.spec().name == *name)
                     .map_or_else(|| name.clone(), |r| r.tool.preview(input, 120));
@@ -310,7 +406,21 @@ impl Agent {
                 }
             }
             let batch_started = Instant::now();
-            let ran = self.executor.run_batch(to_run, &self.session, &step_cancel).await;
+            while self.output.try_recv().is_ok() {}
+            let ran = {
+                let batch = self.executor.run_batch(to_run, &self.session, &step_cancel);
+                tokio::pin!(batch);
+                loop {
+                    tokio::select! {
+                        ran = &mut batch => break ran,
+                        Some((id, delta)) = self.output.recv() => on_event(AgentEvent::ToolOutput { id: &id, delta: &delta }),
+                    }
+                }
+            };
+            // What the last output flush sent as the calls ended.
+            while let Ok((id, delta)) = self.output.try_recv() {
+                on_event(AgentEvent::ToolOutput { id: &id, delta: &delta });
+            }
             let duration = batch_started.elapsed();
             // In call order; a call refused before it ran is marked so.
             let mut ran = ran.into_iter();
@@ -377,7 +487,7 @@ impl Agent {
 
     /// The request of a step; the last one goes without tools.
     fn request(&self, last: bool) -> Request {
-        let tools = if last { Vec::new() } else { tool_defs(&self.tools) };
+        let tools = if last { Vec::new() } else { tool_defs(&self.offered()) };
         Request {
             system: self.system.clone(),
             messages: self.messages.clone(),

@@ -98,8 +98,8 @@ impl Runtime {
             servers,
             front_end: front,
             tools: crate::test_hooks::debug_tools(),
-            // Model providers are configured in the same files.
-            config_keys: wield_llm::settings::CONFIG_KEYS.to_vec(),
+            // Model providers and the agent are configured in the same files.
+            config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
             // wield finishes what the bridged servers started on its way out.
             on_mcp_clients: Some(Arc::new(crate::commands::finish_on_exit)),
             stop: Some(stop),

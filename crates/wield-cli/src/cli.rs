@@ -127,9 +127,10 @@ pub struct RunArgs {
     /// The model, instead of the provider's.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// Steps with tools before one last turn in text (default 50).
-    #[arg(long, value_name = "N", default_value_t = 50)]
-    pub max_steps: u32,
+    /// Steps with tools before one last turn in text (default: the agent's
+    /// `max_steps`, else `agent.max_steps`, else 50).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
     /// Stop once the requests' input and output tokens reach N.
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,

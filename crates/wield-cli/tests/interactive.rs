@@ -81,9 +81,10 @@ impl<'a> Tmux<'a> {
         }
     }
 
-    /// Types `text` and Enter once the line editor waits for input (its
-    /// prompt is the screen's last line), since it drops what comes earlier.
-    fn type_line(&self, text: &str) {
+    /// Waits until the line editor waits for input: its prompt is the
+    /// screen's last line (a key pressed earlier reaches the terminal
+    /// before the editor reads it).
+    fn wait_for_prompt(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self
             .screen()
@@ -100,6 +101,13 @@ impl<'a> Tmux<'a> {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The prompt is drawn just before the editor reads.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    /// Types `text` and Enter once the line editor waits for input.
+    fn type_line(&self, text: &str) {
+        self.wait_for_prompt();
         assert!(self.tmux().args(["send-keys", "-l", text]).status().unwrap().success());
         self.keys(&["Enter"]);
     }
@@ -159,6 +167,7 @@ fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() 
             Duration::from_millis(400),
         ),
         Turn::Think("The person asks again; say so.", "Still here."),
+        Turn::Text("Summary: hello.txt was written; counting was cancelled."),
     ]);
     let env = Env::new();
     env.put(
@@ -200,22 +209,21 @@ fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() 
     assert!(screen.contains("/thinking shows it"), "{screen}");
     t.type_line("/usage");
     t.wait_for("tool calls");
+    // `/compact`: a summary request without tools; the history is replaced.
+    t.type_line("/compact");
+    t.wait_for("the conversation was compacted");
     t.type_line("/exit");
     assert_eq!(t.exit_status(), 0, "{}", t.screen());
 
     // Every request paired each call with one result; the session is saved.
     let requests = model.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 5);
     assert!(requests[3].to_string().contains("Are you there?"));
+    assert!(requests[4].get("tools").is_none(), "{}", requests[4]);
     let sessions = saved_sessions(&env);
     assert_eq!(sessions.len(), 1);
     let saved = sessions[0].to_string();
-    for said in [
-        "Create hello.txt please",
-        "I wrote hello.txt.",
-        "Count slowly",
-        "Still here.",
-    ] {
+    for said in ["Are you there?", "Summary: hello.txt was written"] {
         assert!(saved.contains(said), "the saved session lacks {said:?}: {saved}");
     }
 }
@@ -236,6 +244,7 @@ fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
     // Ctrl-C at the prompt warns; a second one quits.
     t.keys(&["C-c"]);
     t.wait_for("Ctrl-C again");
+    t.wait_for_prompt();
     t.keys(&["C-c"]);
     assert_eq!(t.exit_status(), 130, "{}", t.screen());
 

@@ -142,6 +142,10 @@ pub struct AuditRecord<'a> {
     pub error: Option<&'a str>,
 }
 
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// Appends one JSON line per finished call.
 pub struct AuditLog {
     file: Mutex<File>,
@@ -169,7 +173,7 @@ impl AuditLog {
         error: Option<&str>,
     ) {
         let rec = AuditRecord {
-            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            time: now(),
             call_id,
             tool,
             input,
@@ -179,7 +183,23 @@ impl AuditLog {
             truncated,
             error,
         };
-        let Ok(mut line) = serde_json::to_string(&rec) else {
+        self.write_line(&rec);
+    }
+
+    /// Appends another kind of record (a model turn a front-end writes
+    /// beside the calls it caused): its fields after the time, one line.
+    pub fn append<T: Serialize>(&self, record: &T) {
+        #[derive(Serialize)]
+        struct Stamped<'a, T> {
+            time: String,
+            #[serde(flatten)]
+            record: &'a T,
+        }
+        self.write_line(&Stamped { time: now(), record });
+    }
+
+    fn write_line<T: Serialize>(&self, record: &T) {
+        let Ok(mut line) = serde_json::to_string(record) else {
             return;
         };
         line.push('\n');

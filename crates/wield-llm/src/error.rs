@@ -61,6 +61,18 @@ impl LlmError {
         }
     }
 
+    /// Whether the provider said the conversation is longer than the
+    /// model's context window.
+    pub fn is_context_overflow(&self) -> bool {
+        matches!(
+            self,
+            Self::Provider {
+                class: ErrorClass::ContextOverflow,
+                ..
+            }
+        )
+    }
+
     /// A provider error classified from its status, code and message.
     pub fn provider(status: Option<u16>, code: Option<String>, message: impl Into<String>) -> Self {
         let message = message.into();
@@ -90,11 +102,20 @@ pub fn classify(status: Option<u16>, code: Option<&str>, message: &str) -> Error
     {
         return ErrorClass::Quota;
     }
-    if code == "context_length_exceeded"
+    // The providers' documented overflow errors: OpenAI and compatible
+    // servers (`context_length_exceeded`, "maximum context length"),
+    // Anthropic ("prompt is too long", "input length and `max_tokens`
+    // exceed context limit"), Gemini ("input token count … exceeds the
+    // maximum number of tokens allowed") and llama.cpp
+    // (`exceed_context_size_error`, "exceeds the available context size").
+    if matches!(code.as_str(), "context_length_exceeded" | "exceed_context_size_error")
         || lower.contains("prompt is too long")
         || lower.contains("context length")
         || lower.contains("context window")
         || lower.contains("maximum context")
+        || lower.contains("exceed context limit")
+        || lower.contains("context size")
+        || (lower.contains("input token count") && lower.contains("exceeds the maximum"))
     {
         return ErrorClass::ContextOverflow;
     }
@@ -167,6 +188,42 @@ mod tests {
         );
         assert_eq!(classify(Some(401), None, "bad key"), ErrorClass::Auth);
         assert_eq!(classify(Some(400), None, "bad"), ErrorClass::Invalid);
+    }
+
+    #[test]
+    fn the_providers_documented_overflow_errors_are_context_overflow() {
+        for (status, code, message) in [
+            (
+                Some(400),
+                Some("context_length_exceeded"),
+                "This model's maximum context length is 128000 tokens.",
+            ),
+            (
+                Some(400),
+                Some("invalid_request_error"),
+                "input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000",
+            ),
+            (
+                Some(400),
+                Some("INVALID_ARGUMENT"),
+                "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+            ),
+            (
+                Some(400),
+                Some("exceed_context_size_error"),
+                "the request exceeds the available context size, try increasing it",
+            ),
+            (
+                None,
+                Some("context_length_exceeded"),
+                "Your input exceeds the context window",
+            ),
+        ] {
+            let e = LlmError::provider(status, code.map(str::to_owned), message);
+            assert!(e.is_context_overflow(), "{message}");
+            assert!(!e.is_retryable());
+        }
+        assert!(!LlmError::provider(Some(400), None, "bad request").is_context_overflow());
     }
 
     #[test]

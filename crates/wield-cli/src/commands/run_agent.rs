@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wield_agent::{Agent, AgentEvent, Limits, StopReason};
-use wield_core::approval;
+use wield_agent::{Agent, AgentEvent, AgentSettings, StopReason, SystemPrompt};
+use wield_core::policy::Status;
+use wield_core::{Registered, Session, approval};
 
 use super::providers::choose;
 use super::run_interactive;
@@ -23,7 +24,13 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         && std::io::stdout().is_terminal();
     let task = if interactive { String::new() } else { task(&args)? };
     let rt = Runtime::load_servers(global, Servers::All).await?;
-    let (settings, provider) = choose(&rt, args.provider.as_deref(), args.model.as_deref())?;
+    let agent_settings =
+        AgentSettings::from_config(rt.config(), global.agent.as_deref()).map_err(|e| usage(e.to_string()))?;
+    let (settings, provider) = choose(
+        &rt,
+        args.provider.as_deref().or(agent_settings.provider.as_deref()),
+        args.model.as_deref().or(agent_settings.model.as_deref()),
+    )?;
     // Headless: nobody to ask; a call that needs approval is refused with
     // a result telling the model so, unless --yes or a rule approves it.
     let spinner = run_interactive::Spinner::default();
@@ -37,13 +44,12 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     let executor = rt.inner.executor(approver).map_err(exit_error)?;
     let session_id = run_interactive::new_session_id();
     let session = rt.session(session_id.clone(), true);
-    let limits = Limits {
-        max_steps: args.max_steps,
-        token_budget: args.token_budget,
-        timeout: args.timeout,
-        context_window: settings.context_window,
-        ..Limits::default()
-    };
+    let mut limits = agent_settings.limits.clone();
+    limits.max_steps = args.max_steps.unwrap_or(limits.max_steps);
+    limits.token_budget = args.token_budget;
+    limits.timeout = args.timeout;
+    limits.context_window = settings.context_window;
+    let (system, deferred) = prompt_and_deferred(&rt, &session, &agent_settings);
     let resumed = match &args.resume {
         Some(name) => Some(super::sessions::load(rt.workspace(), name)?),
         None => None,
@@ -53,12 +59,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         executor,
         session,
         rt.visible(),
-        Some(system_prompt(&rt)),
+        Some(system),
         settings.tool_choice.clone(),
         settings.max_tokens,
         settings.temperature,
         limits,
-    );
+    )
+    .with_deferred(deferred)
+    .with_names(settings.name.clone(), settings.model.clone());
     let session_id = match resumed {
         Some(saved) => {
             agent.resume(saved.messages);
@@ -113,6 +121,10 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
                     let shown: String = input.to_string().chars().take(160).collect();
                     eprintln!("→ {name} {shown}");
                 }
+                AgentEvent::Compacted {
+                    before_tokens,
+                    after_tokens,
+                } => eprintln!("[compacted: about {before_tokens} tokens → {after_tokens}]"),
                 AgentEvent::ToolFinished { result, .. } if !result.success => {
                     let why: String = result.error.clone().unwrap_or_default().chars().take(200).collect();
                     eprintln!("  ✗ {why}");
@@ -211,28 +223,32 @@ fn task(args: &RunArgs) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// A concise built-in system prompt, then the project's `AGENTS.md` (or
-/// `CLAUDE.md` when there is none).
-fn system_prompt(rt: &Runtime) -> String {
-    let mut prompt = format!(
-        "You are a coding agent working in the workspace {} on {}. Use the tools to inspect and change it; \
-         paths are relative to the workspace. Commands run {}. Read a file before you change it. When the task \
-         is done, answer with a short summary of what you did.",
-        rt.workspace().display(),
-        std::env::consts::OS,
-        if rt.sandboxed() {
-            "in a sandbox"
-        } else {
-            "without a sandbox"
-        }
-    );
-    for name in ["AGENTS.md", "CLAUDE.md"] {
-        if let Ok(text) = std::fs::read_to_string(rt.workspace().join(name)) {
-            prompt.push_str(&format!("\n\n# Project instructions ({name})\n\n{}", text.trim()));
-            break;
-        }
-    }
-    prompt
+/// The system prompt of an agent run and its deferred tools (listed in
+/// the prompt by name, offered once loaded), for the tool set as it is now.
+pub(crate) fn prompt_and_deferred(
+    rt: &Runtime,
+    session: &Session,
+    settings: &AgentSettings,
+) -> (String, Vec<Arc<Registered>>) {
+    let tool_set = rt.tools().current();
+    let deferred = tool_set
+        .registry
+        .list()
+        .filter(|r| {
+            tool_set
+                .policy
+                .get(&r.tool.spec().name)
+                .is_some_and(|d| d.status == Status::Deferred)
+        })
+        .cloned()
+        .collect();
+    let system = SystemPrompt::new(rt.workspace())
+        .sandboxed(rt.sandboxed())
+        .deferred(tool_set.policy.deferred_prompt(session))
+        .replace(settings.system_prompt.clone())
+        .instructions(settings.instructions.clone())
+        .build();
+    (system, deferred)
 }
 
 /// The agent's conversation, to save.
@@ -278,6 +294,11 @@ fn json_event(event: &AgentEvent<'_>) -> Option<Value> {
                 "duration_ms": u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             })
         }
+        AgentEvent::ToolOutput { id, delta } => json!({ "type": "tool.output", "id": id, "delta": delta }),
         AgentEvent::StepFinished { step, usage } => json!({ "type": "step.finished", "step": step, "usage": usage }),
+        AgentEvent::Compacted {
+            before_tokens,
+            after_tokens,
+        } => json!({ "type": "compacted", "before_tokens": before_tokens, "after_tokens": after_tokens }),
     })
 }

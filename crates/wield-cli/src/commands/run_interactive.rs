@@ -11,7 +11,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rustyline::error::ReadlineError;
@@ -90,29 +90,33 @@ pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
                         t.cancel();
                         eprintln!("\n{}", paint(color, "2", "(cancelling the step; Ctrl-C again quits)"));
                     }
-                    None => quit.store(true, Ordering::SeqCst),
+                    // Between two lines (the editor reads Ctrl-C itself):
+                    // nothing runs to cancel.
+                    None => {}
                 }
             }
         });
     }
 
-    let mut last_interrupt: Option<Instant> = None;
+    let mut interrupted = false;
     let mut code = ExitCode::SUCCESS;
     loop {
         let line = match editor.read(&paint(it.color, "1;36", "› ")).await {
             Ok(line) => line,
+            // Two in a row at the prompt quit (as in Node's REPL: no timer).
             Err(ReadlineError::Interrupted) => {
-                if last_interrupt.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
+                if interrupted {
                     code = ExitCode::from(130);
                     break;
                 }
-                last_interrupt = Some(Instant::now());
+                interrupted = true;
                 eprintln!("{}", paint(it.color, "2", "(Ctrl-C again, Ctrl-D or /exit quits)"));
                 continue;
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(anyhow::anyhow!("cannot read the terminal: {e}")),
         };
+        interrupted = false;
         let text = line.trim();
         if text.is_empty() {
             continue;
@@ -302,28 +306,27 @@ impl Interactive {
         } else {
             choose(&self.rt, Some(&self.settings.name), Some(name))?
         };
-        self.agent.switch_provider(
-            provider,
-            settings.tool_choice.clone(),
-            settings.max_tokens,
-            settings.temperature,
-            settings.context_window,
-        );
+        self.agent.switch_provider(provider, &settings);
         self.settings = settings;
         eprintln!("now {}/{}", self.settings.name, self.settings.model);
         Ok(())
     }
 
-    /// `/compact`.
+    /// `/compact`: the hand-off summary now, instead of at the threshold.
     async fn compact(&mut self) {
-        eprintln!(
-            "{}",
-            paint(
-                self.color,
-                "2",
-                "compaction is not available in this build; /clear starts a new conversation"
-            )
-        );
+        let cancel = CancellationToken::new();
+        let text = match self.agent.compact(&cancel).await {
+            Ok(Some(c)) => {
+                self.usage.add(c.usage);
+                format!(
+                    "[the conversation was compacted: about {} → {} tokens]",
+                    c.before_tokens, c.after_tokens
+                )
+            }
+            Ok(None) => "[nothing to compact yet]".into(),
+            Err(e) => format!("error: cannot compact: {}: {e}", self.settings.name),
+        };
+        eprintln!("{}", paint(self.color, "2", &text));
     }
 
     /// Saves the session (unless `--ephemeral`).
@@ -409,6 +412,14 @@ impl Spinner {
         s.on = true;
         s.message = message;
         draw(&mut s);
+    }
+
+    fn message(&self, message: String) {
+        let mut s = self.lock();
+        s.message = message;
+        if let Some(bar) = &s.bar {
+            bar.set_message(s.message.clone());
+        }
     }
 
     fn stop(&self) {
@@ -524,6 +535,19 @@ impl View {
                 let line = format!("{} {}\n", paint(self.color, "36", "●"), one_line(preview, 160));
                 self.out(&line);
                 self.spinner.start(format!("{name} running…"));
+            }
+            AgentEvent::ToolOutput { delta, .. } => {
+                if let Some(line) = delta.lines().rev().find(|l| !l.trim().is_empty()) {
+                    self.spinner.message(one_line(line, 120));
+                }
+            }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+            } => {
+                self.new_line();
+                let note = format!("[the conversation was compacted: about {before_tokens} → {after_tokens} tokens]\n");
+                self.out(&paint(self.color, "2", &note));
             }
             AgentEvent::ToolFinished {
                 name, result, duration, ..

@@ -27,6 +27,10 @@ pub enum Turn {
     Slow(&'static str, Duration),
     /// Thinking, then a text answer.
     Think(&'static str, &'static str),
+    /// An HTTP error with this status and JSON body.
+    Error(u16, Value),
+    /// The start of a text reply, then nothing for a minute.
+    Hang(&'static str),
 }
 
 fn chunk(delta: &Value, finish: Option<&str>) -> String {
@@ -39,20 +43,33 @@ fn chunk(delta: &Value, finish: Option<&str>) -> String {
 /// The stream's chunks for turn `n`, each with the pause before it.
 fn chunks(turn: &Turn, n: usize) -> Vec<(Duration, String)> {
     let now = |s: String| (Duration::ZERO, s);
-    let calls = |calls: &[(&str, Value)]| {
+    // One call is `call_N`; several are `call_N_0`, `call_N_1`, …
+    let calls = |calls: &[(&str, Value)], single: bool| {
         let calls: Vec<Value> = calls
             .iter()
             .enumerate()
             .map(|(k, (name, args))| {
-                json!({ "index": k, "id": format!("call_{n}_{k}"), "type": "function",
+                let id = if single {
+                    format!("call_{n}")
+                } else {
+                    format!("call_{n}_{k}")
+                };
+                json!({ "index": k, "id": id, "type": "function",
                         "function": { "name": name, "arguments": args.to_string() } })
             })
             .collect();
         vec![now(chunk(&json!({ "tool_calls": calls }), Some("tool_calls")))]
     };
     let mut out = match turn {
-        Turn::Call(name, args) => calls(&[(name, args.clone())]),
-        Turn::Calls(list) => calls(list),
+        Turn::Call(name, args) => calls(&[(name, args.clone())], true),
+        Turn::Calls(list) => calls(list, false),
+        Turn::Error(..) => return Vec::new(),
+        Turn::Hang(text) => {
+            return vec![
+                now(chunk(&json!({ "content": text }), None)),
+                (Duration::from_secs(60), String::new()),
+            ];
+        }
         Turn::Text(text) => vec![now(chunk(&json!({ "content": text }), Some("stop")))],
         Turn::Slow(text, delay) => {
             let mut v: Vec<(Duration, String)> = text
@@ -129,6 +146,15 @@ impl Scripted {
                     continue;
                 }
                 let turn = turns.get(n).cloned().unwrap_or(Turn::Text("(no more turns)"));
+                if let Turn::Error(status, e) = &turn {
+                    let e = e.to_string();
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{e}",
+                        e.len()
+                    );
+                    continue;
+                }
                 // Each reply on its own thread, so a slow one does not hold the next request.
                 std::thread::spawn(move || {
                     let _ = write!(

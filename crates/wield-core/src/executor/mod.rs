@@ -133,6 +133,12 @@ impl Executor {
         &self.workspace
     }
 
+    /// The audit log the calls are written to, if any (a front-end writes
+    /// its own records, a model turn, beside them).
+    pub fn audit(&self) -> Option<&Arc<AuditLog>> {
+        self.audit.as_ref()
+    }
+
     /// Run one call.
     pub async fn run_one(&self, call: Call, session: &Arc<Session>, cancel: &CancellationToken) -> ToolResult {
         self.run_batch(vec![call], session, cancel)

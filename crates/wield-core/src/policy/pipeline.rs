@@ -281,6 +281,11 @@ fn config_string(config: &Config, key: &str) -> Result<Option<String>, PolicyErr
         None => Ok(None),
         Some(toml::Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+        // `[agent]` may be a table of settings; it names the agent with `name`.
+        Some(toml::Value::Table(t)) => match t.get("name") {
+            None => Ok(None),
+            Some(_) => config_string(config, &format!("{key}.name")),
+        },
         Some(other) => Err(PolicyError::Invalid {
             path: key.to_owned(),
             message: format!("expected a name (a string), got {}", other.type_str()),
@@ -696,6 +701,17 @@ mod tests {
         };
         let err = PolicyBuilder::from_config(&config, &bad).unwrap_err().to_string();
         assert!(err.contains("unknown agent `revv` (did you mean `rev`?)"), "{err}");
+    }
+
+    #[test]
+    fn an_agent_table_of_settings_names_the_agent_with_name() {
+        let parse = |text: &str| Config::from_table(toml::from_str(text).unwrap()).unwrap();
+        let config = parse("[agent]\nsystem_prompt = \"x\"\n");
+        let p = PolicyBuilder::from_config(&config, &PolicyOptions::default()).unwrap();
+        assert!(p.build_from(tools()).get("write").is_some());
+        let config = parse("[agent]\nname = \"rev\"\n[agents.rev.tools]\nenabled = [\"read\"]\n");
+        let p = PolicyBuilder::from_config(&config, &PolicyOptions::default()).unwrap();
+        assert_eq!(p.build_from(tools()).eager(), vec!["read"]);
     }
 
     #[test]
