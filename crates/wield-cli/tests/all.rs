@@ -14,7 +14,7 @@ mod core_cli;
 mod fs_tools;
 #[path = "suite/support/http_request.rs"]
 mod http_request;
-#[path = "../../wield-llm/tests/support/local_model.rs"]
+#[path = "../../wield-llm/tests/suite/support/local_model.rs"]
 mod local_model;
 #[path = "suite/mcp/mod.rs"]
 mod mcp;

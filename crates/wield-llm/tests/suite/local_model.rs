@@ -13,10 +13,7 @@ use wield_llm::{
     ToolDef,
 };
 
-#[path = "support/local_model.rs"]
-mod local_model;
-
-use local_model::{LocalModel as Server, start};
+use crate::local_model_server::{LocalModel as Server, start};
 
 fn provider(server: &Server) -> Provider {
     Provider::new(Endpoint {
