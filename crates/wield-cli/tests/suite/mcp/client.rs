@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::support;
 use super::support::{Ws, everything_config, python, python_scenarios, repo_root};
+use crate::wield_cmd::peer_command;
 
 #[test]
 fn server_everything_tools_work_through_wield_call() {
@@ -450,7 +451,7 @@ fn a_redirecting_url_says_where_it_leads() {
         s = http.server.HTTPServer(('127.0.0.1', 0), H)\n\
         print(s.server_address[1], flush=True)\n\
         s.serve_forever()\n";
-    let mut redirector = Command::new(python())
+    let mut redirector = peer_command(python())
         .args(["-c", REDIRECTOR])
         .stdout(std::process::Stdio::piped())
         .spawn()

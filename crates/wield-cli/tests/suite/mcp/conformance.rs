@@ -5,10 +5,10 @@
 //! `crates/wield-mcp/tests/conformance-expected-failures.yml`; the suite
 //! fails on any other failure and on a listed scenario that passes.
 
-use std::process::Command;
 use std::time::Duration;
 
 use super::support::{Ws, conformance, node, repo_root, run};
+use crate::wield_cmd::peer_command;
 
 #[test]
 fn conformance_suite_passes_with_the_expected_failures() {
@@ -17,7 +17,7 @@ fn conformance_suite_passes_with_the_expected_failures() {
 
     let expected = repo_root().join("crates/wield-mcp/tests/conformance-expected-failures.yml");
     let node_dir = node().parent().unwrap().to_path_buf();
-    let mut cmd = Command::new(node());
+    let mut cmd = peer_command(node());
     cmd.arg("--import")
         .arg(repo_root().join("crates/wield-mcp/tests/peers/conformance-auth.mjs"))
         .arg(conformance())

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::wield_cmd::{WieldEnv, wield_bin};
+use crate::wield_cmd::{WieldEnv, peer_command, wield_bin};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -99,7 +99,7 @@ pub fn run(mut cmd: Command, limit: Duration) -> (bool, String) {
 /// any failure.
 pub fn python_scenarios(transport: &str, scenarios: &[&str]) {
     let script = repo_root().join("crates/wield-mcp/tests/peers/client.py");
-    let mut cmd = Command::new(python());
+    let mut cmd = peer_command(python());
     cmd.arg(&script)
         .arg("--wield")
         .arg(wield_bin())

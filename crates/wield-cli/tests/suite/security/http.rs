@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::support::Ws;
+use crate::wield_cmd::peer_command;
 
 /// The uid and gid of `nobody`, the other local user of these tests.
 const NOBODY: &str = "65534";
@@ -91,7 +92,7 @@ fn bearer(token: &str) -> String {
 
 /// `cmd` run as `nobody`.
 fn as_nobody(program: &str, args: &[&str]) -> std::process::Output {
-    Command::new("setpriv")
+    peer_command("setpriv")
         .args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", "--", program])
         .args(args)
         .output()

@@ -1,7 +1,8 @@
-//! The one way these tests start `wield`: `env_clear()`, then only the
-//! variables named here, so nothing from the shell that runs the tests (a
-//! `WIELD_*` setting, `RUST_LOG`, a proxy, the developer's own config)
-//! changes what a test sees. A test adds what it tests with `.env(..)`.
+//! The one way these tests start `wield` and its peers (the Python SDK's
+//! scripts, Node, curl): `env_clear()`, then only the variables named here,
+//! so nothing from the shell that runs the tests (a `WIELD_*` setting,
+//! `RUST_LOG`, a proxy, the developer's own config) changes what a test
+//! sees. A test adds what it tests with `.env(..)`.
 // Each test binary uses a part of it.
 #![allow(dead_code)]
 
@@ -12,6 +13,28 @@ use std::process::Command;
 /// Taken from the test run's own environment when set: where programs are
 /// (the bash tool, git, bwrap and the MCP peers need them).
 const INHERITED: &[&str] = &["PATH"];
+
+/// `program` with none of the test run's environment but [`INHERITED`] and
+/// a fixed locale.
+fn cleared(program: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.env_clear();
+    for var in INHERITED {
+        if let Some(value) = std::env::var_os(var) {
+            c.env(var, value);
+        }
+    }
+    c.env("LANG", "C.UTF-8");
+    c
+}
+
+/// A peer the tests drive `wield` with or against (the venv's Python, Node,
+/// `curl` through `setpriv`), in the cleared environment: it finds its
+/// programs on `PATH`, and is given everything else it needs with
+/// `.env(..)` (a peer that starts `wield` passes that environment on).
+pub fn peer_command(program: impl AsRef<OsStr>) -> Command {
+    cleared(program)
+}
 
 /// The `wield` binary cargo built for these tests.
 pub fn wield_bin() -> PathBuf {
@@ -50,16 +73,10 @@ impl WieldEnv {
     /// `wield` itself (a terminal driver, a memory meter), given
     /// [`wield_bin`] among its arguments.
     pub fn running(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut c = Command::new(program);
-        c.current_dir(&self.cwd).env_clear();
-        for var in INHERITED {
-            if let Some(value) = std::env::var_os(var) {
-                c.env(var, value);
-            }
-        }
-        c.env("HOME", &self.home)
+        let mut c = cleared(program);
+        c.current_dir(&self.cwd)
+            .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("LANG", "C.UTF-8")
             .env("RUST_BACKTRACE", "0");
         if let Some(tmp) = &self.tmp {
             c.env("TMPDIR", tmp);
@@ -75,4 +92,42 @@ impl WieldEnv {
             .arg(wield_bin());
         c
     }
+}
+
+/// Whatever the test run's environment holds (cargo's and nextest's
+/// variables, a developer's `WIELD_*` or proxy settings), a peer sees only
+/// `PATH` and the locale, and `wield` those and its home, config and temp
+/// directories.
+#[test]
+fn peers_and_wield_see_only_the_allowed_environment() {
+    let names = |mut c: Command| {
+        let out = c.arg("-0").output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let mut names: Vec<String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .split('=')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(
+        std::env::vars_os().any(|(k, _)| k != "PATH" && k != "LANG"),
+        "the test run's environment has something to leave out"
+    );
+    assert!(std::env::var_os("PATH").is_some(), "the test run has a PATH");
+    assert_eq!(names(peer_command("env")), ["LANG", "PATH"]);
+    let dir = std::env::temp_dir();
+    let wield = WieldEnv::new(&dir, &dir).with_tmp(&dir);
+    assert_eq!(
+        names(wield.running("env")),
+        ["HOME", "LANG", "PATH", "RUST_BACKTRACE", "TMPDIR", "XDG_CONFIG_HOME"]
+    );
 }

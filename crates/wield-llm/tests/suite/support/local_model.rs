@@ -40,7 +40,10 @@ pub fn start() -> LocalModel {
         .local_addr()
         .unwrap()
         .port();
+    // Given everything it needs as arguments: none of the test run's
+    // environment (a proxy, `LLAMA_*` settings) reaches it.
     let child = Command::new(dir.join("bin/llama-server"))
+        .env_clear()
         .arg("-m")
         .arg(dir.join("model.gguf"))
         .args([

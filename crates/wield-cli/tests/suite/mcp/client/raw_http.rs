@@ -6,12 +6,13 @@
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::support::{RawServe, Ws, python};
+use crate::wield_cmd::peer_command;
 
 /// The server: standard library only, its port on stdout. Its tools:
 /// `charge` (appends a line to `charges` in its working directory, then
@@ -119,7 +120,7 @@ impl Bridged {
     fn new() -> Self {
         let ws = Ws::new("");
         std::fs::write(ws.dir.path().join("rawhttp.py"), SERVER).unwrap();
-        let mut server = Command::new(python())
+        let mut server = peer_command(python())
             .arg("rawhttp.py")
             .current_dir(ws.dir.path())
             .stdout(Stdio::piped())
