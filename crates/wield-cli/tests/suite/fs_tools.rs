@@ -5,13 +5,13 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::process::Command as StdCommand;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
 use crate::common::{Env, SECRET};
+use crate::wield_cmd::peer_command;
 
 impl Env {
     /// `wield call --json TOOL ARGS` → (exit code, parsed result).
@@ -435,7 +435,7 @@ fn fixture(e: &Env) {
 }
 
 fn rg(e: &Env, args: &[&str]) -> String {
-    let out = StdCommand::new("rg")
+    let out = peer_command("rg")
         .args(args)
         .current_dir(e.ws(""))
         .output()

@@ -9,10 +9,11 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::support::{Ws, read};
+use crate::wield_cmd::peer_command;
 
 /// `git` in `dir`, which must succeed.
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
+    let out = peer_command("git")
         .current_dir(dir)
         .args(args)
         .env("GIT_CONFIG_NOSYSTEM", "1")

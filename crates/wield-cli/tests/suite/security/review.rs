@@ -7,6 +7,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::support::{Ws, output};
+use crate::wield_cmd::peer_command;
 
 /// A linked worktree made by hand, as a repository may ship it or a
 /// sandboxed command may make it: `sub/.git` names `store`, whose
@@ -49,7 +50,7 @@ fn file_tools_cannot_write_a_linked_worktrees_common_directory() {
     }
     assert!(!ws.ws.join("common/config").exists());
     // Git agrees that this is a repository (so the refusal is not moot).
-    let out = Command::new("git")
+    let out = peer_command("git")
         .current_dir(ws.ws.join("sub"))
         .args(["rev-parse", "--git-common-dir"])
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -292,7 +293,7 @@ fn file_tools_cannot_make_a_directory_a_git_directory() {
         let err = v["error"].as_str().unwrap_or_default();
         assert!(err.contains("would become a git directory"), "{dir:?}: {err}");
     }
-    let out = Command::new("git")
+    let out = peer_command("git")
         .current_dir(ws.ws.join("src"))
         .args(["status"])
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -334,7 +335,7 @@ fn commands_making_a_bare_git_directory_are_reported() {
 fn the_workspaces_hooks_path_always_asks() {
     let ws = Ws::new();
     let git = |args: &[&str]| {
-        let out = Command::new("git")
+        let out = peer_command("git")
             .current_dir(&ws.ws)
             .args(args)
             .env("GIT_CONFIG_NOSYSTEM", "1")

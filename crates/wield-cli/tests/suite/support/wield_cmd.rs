@@ -1,10 +1,8 @@
 //! The one way these tests start `wield` and its peers (the Python SDK's
-//! scripts, Node, curl): `env_clear()`, then only the variables named here,
-//! so nothing from the shell that runs the tests (a `WIELD_*` setting,
-//! `RUST_LOG`, a proxy, the developer's own config) changes what a test
-//! sees. A test adds what it tests with `.env(..)`.
-// Each test binary uses a part of it.
-#![allow(dead_code)]
+//! scripts, Node, curl, git, rg): `env_clear()`, then only the variables
+//! named here, so nothing from the shell that runs the tests (a `WIELD_*`
+//! setting, `RUST_LOG`, a proxy, the developer's own config) changes what a
+//! test sees. A test adds what it tests with `.env(..)`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -29,9 +27,11 @@ fn cleared(program: impl AsRef<OsStr>) -> Command {
 }
 
 /// A peer the tests drive `wield` with or against (the venv's Python, Node,
-/// `curl` through `setpriv`), in the cleared environment: it finds its
-/// programs on `PATH`, and is given everything else it needs with
-/// `.env(..)` (a peer that starts `wield` passes that environment on).
+/// `curl` through `setpriv`) or set up and compare with (`git`, `rg`), in
+/// the cleared environment: it finds its programs on `PATH`, and is given
+/// everything else it needs with `.env(..)` (a peer that starts `wield`
+/// passes that environment on), so no `GIT_DIR` or ripgrep config of the
+/// test run's changes what it does.
 pub fn peer_command(program: impl AsRef<OsStr>) -> Command {
     cleared(program)
 }
