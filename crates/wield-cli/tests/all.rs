@@ -20,6 +20,8 @@ mod local_model;
 mod mcp;
 #[path = "suite/patch.rs"]
 mod patch;
+#[path = "suite/support/peer_cmd.rs"]
+mod peer_cmd;
 #[path = "suite/policy/mod.rs"]
 mod policy;
 #[path = "suite/run_agent.rs"]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 use crate::common::{Env, SECRET};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 impl Env {
     /// `wield call --json TOOL ARGS` → (exit code, parsed result).

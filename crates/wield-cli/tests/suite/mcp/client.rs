@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::support;
 use super::support::{Ws, everything_config, python, python_scenarios, repo_root};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 #[test]
 fn server_everything_tools_work_through_wield_call() {

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::support::{Ws, conformance, node, repo_root, run};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 #[test]
 fn conformance_suite_passes_with_the_expected_failures() {

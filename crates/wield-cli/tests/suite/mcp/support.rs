@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::wield_cmd::{WieldEnv, peer_command, wield_bin};
+use crate::peer_cmd::peer_command;
+use crate::wield_cmd::{WieldEnv, wield_bin};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::support::{Ws, read};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 /// `git` in `dir`, which must succeed.
 fn git(dir: &Path, args: &[&str]) {

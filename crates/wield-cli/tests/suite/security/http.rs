@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::support::Ws;
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 /// The uid and gid of `nobody`, the other local user of these tests.
 const NOBODY: &str = "65534";

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::support::{Ws, output};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 /// A linked worktree made by hand, as a repository may ship it or a
 /// sandboxed command may make it: `sub/.git` names `store`, whose

@@ -1,8 +1,7 @@
-//! The one way these tests start `wield` and its peers (the Python SDK's
-//! scripts, Node, curl, git, rg): `env_clear()`, then only the variables
-//! named here, so nothing from the shell that runs the tests (a `WIELD_*`
-//! setting, `RUST_LOG`, a proxy, the developer's own config) changes what a
-//! test sees. A test adds what it tests with `.env(..)`.
+//! The one way these tests start `wield`: `env_clear()`, then only the
+//! variables named here, so nothing from the shell that runs the tests (a
+//! `WIELD_*` setting, `RUST_LOG`, a proxy, the developer's own config)
+//! changes what a test sees. A test adds what it tests with `.env(..)`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -13,8 +12,8 @@ use std::process::Command;
 const INHERITED: &[&str] = &["PATH"];
 
 /// `program` with none of the test run's environment but [`INHERITED`] and
-/// a fixed locale.
-fn cleared(program: impl AsRef<OsStr>) -> Command {
+/// a fixed locale (`wield`'s and its peers', see `peer_cmd.rs`).
+pub fn cleared(program: impl AsRef<OsStr>) -> Command {
     let mut c = Command::new(program);
     c.env_clear();
     for var in INHERITED {
@@ -24,16 +23,6 @@ fn cleared(program: impl AsRef<OsStr>) -> Command {
     }
     c.env("LANG", "C.UTF-8");
     c
-}
-
-/// A peer the tests drive `wield` with or against (the venv's Python, Node,
-/// `curl` through `setpriv`) or set up and compare with (`git`, `rg`), in
-/// the cleared environment: it finds its programs on `PATH`, and is given
-/// everything else it needs with `.env(..)` (a peer that starts `wield`
-/// passes that environment on), so no `GIT_DIR` or ripgrep config of the
-/// test run's changes what it does.
-pub fn peer_command(program: impl AsRef<OsStr>) -> Command {
-    cleared(program)
 }
 
 /// The `wield` binary cargo built for these tests.
@@ -92,42 +81,4 @@ impl WieldEnv {
             .arg(wield_bin());
         c
     }
-}
-
-/// Whatever the test run's environment holds (cargo's and nextest's
-/// variables, a developer's `WIELD_*` or proxy settings), a peer sees only
-/// `PATH` and the locale, and `wield` those and its home, config and temp
-/// directories.
-#[test]
-fn peers_and_wield_see_only_the_allowed_environment() {
-    let names = |mut c: Command| {
-        let out = c.arg("-0").output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let mut names: Vec<String> = out
-            .stdout
-            .split(|b| *b == 0)
-            .filter(|v| !v.is_empty())
-            .map(|v| {
-                String::from_utf8_lossy(v)
-                    .split('=')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect();
-        names.sort();
-        names
-    };
-    assert!(
-        std::env::vars_os().any(|(k, _)| k != "PATH" && k != "LANG"),
-        "the test run's environment has something to leave out"
-    );
-    assert!(std::env::var_os("PATH").is_some(), "the test run has a PATH");
-    assert_eq!(names(peer_command("env")), ["LANG", "PATH"]);
-    let dir = std::env::temp_dir();
-    let wield = WieldEnv::new(&dir, &dir).with_tmp(&dir);
-    assert_eq!(
-        names(wield.running("env")),
-        ["HOME", "LANG", "PATH", "RUST_BACKTRACE", "TMPDIR", "XDG_CONFIG_HOME"]
-    );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::support::{RawServe, Ws, python};
-use crate::wield_cmd::peer_command;
+use crate::peer_cmd::peer_command;
 
 /// The server: standard library only, its port on stdout. Its tools:
 /// `charge` (appends a line to `charges` in its working directory, then
