@@ -1,0 +1,38 @@
+//! wield-cli's integration tests, one test binary: each module under
+//! `suite/` drives the real `wield` binary (commands, the file, patch and
+//! shell tools, MCP against real peers, policy and approval, attacks on the
+//! sandboxes, completions and the agent against model servers).
+//! `.config/nextest.toml` picks the process-heavy modules out by name.
+
+#[path = "suite/common/mod.rs"]
+mod common;
+#[path = "suite/complete.rs"]
+mod complete;
+#[path = "suite/core_cli.rs"]
+mod core_cli;
+#[path = "suite/fs_tools.rs"]
+mod fs_tools;
+#[path = "suite/support/http_request.rs"]
+mod http_request;
+#[path = "suite/interactive.rs"]
+mod interactive;
+#[path = "../../wield-llm/tests/suite/support/local_model.rs"]
+mod local_model;
+#[path = "suite/mcp/mod.rs"]
+mod mcp;
+#[path = "suite/patch.rs"]
+mod patch;
+#[path = "suite/support/peer_cmd.rs"]
+mod peer_cmd;
+#[path = "suite/policy/mod.rs"]
+mod policy;
+#[path = "suite/run_agent.rs"]
+mod run_agent;
+#[path = "suite/support/scripted_provider.rs"]
+mod scripted_provider;
+#[path = "suite/security/mod.rs"]
+mod security;
+#[path = "suite/shell/mod.rs"]
+mod shell;
+#[path = "suite/support/wield_cmd.rs"]
+mod wield_cmd;

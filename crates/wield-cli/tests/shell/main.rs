@@ -1,9 +1,0 @@
-//! Commands through the real binary: the bash tool, the process sandbox
-//! (Landlock and bubblewrap), background processes.
-
-mod bash;
-mod processes;
-mod sandbox;
-mod support;
-#[path = "../support/wield_cmd.rs"]
-mod wield_cmd;

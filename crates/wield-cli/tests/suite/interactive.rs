@@ -1,0 +1,253 @@
+//! The interactive agent (`wield run` in a terminal) driven in tmux, the
+//! way a person uses it: a prompt, the streamed answer, an approval through
+//! the dialog with its diff, Ctrl-C during a stream, `/tools`, and resuming
+//! a saved session. The model is a scripted local provider.
+// The terminal driver is a helper outside #[test] fns.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::Env;
+use crate::scripted_provider::{Scripted, Turn};
+use crate::wield_cmd;
+
+/// `wield run ARGS` in a detached tmux session of its own (a private
+/// server socket), 160×50, in the test's environment.
+struct Tmux<'a> {
+    env: &'a Env,
+    socket: PathBuf,
+}
+
+impl<'a> Tmux<'a> {
+    fn start(env: &'a Env, args: &[&str]) -> Self {
+        let socket = env.base.join("tmux.sock");
+        let status = env
+            .wield_env()
+            .running("tmux")
+            .env("TERM", "xterm-256color")
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50"])
+            .arg(wield_cmd::wield_bin())
+            .arg("run")
+            .args(args)
+            .args([";", "set-option", "-g", "remain-on-exit", "on"])
+            .status()
+            .expect("tmux must be installed (scripts/test-deps.sh installs it)");
+        assert!(status.success(), "tmux did not start");
+        Self { env, socket }
+    }
+
+    fn tmux(&self) -> Command {
+        let mut c = self.env.wield_env().running("tmux");
+        c.arg("-S").arg(&self.socket);
+        c
+    }
+
+    /// Everything the pane shows, scrollback included.
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-J", "-S", "-1000"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows `text` (20 s at most).
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the terminal never showed {text:?}; it shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the line editor waits for input: its prompt is the
+    /// screen's last line (a key pressed earlier reaches the terminal
+    /// before the editor reads it).
+    fn wait_for_prompt(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self
+            .screen()
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::trim_end)
+            != Some("›")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "no prompt; the terminal shows:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // The prompt is drawn just before the editor reads.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    /// Types `text` and Enter once the line editor waits for input.
+    fn type_line(&self, text: &str) {
+        self.wait_for_prompt();
+        assert!(self.tmux().args(["send-keys", "-l", text]).status().unwrap().success());
+        self.keys(&["Enter"]);
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        assert!(self.tmux().arg("send-keys").args(keys).status().unwrap().success());
+    }
+
+    /// The exit status once `wield` has ended (20 s at most).
+    fn exit_status(&self) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = self
+                .tmux()
+                .args(["display-message", "-p", "#{pane_dead} #{pane_dead_status}"])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if let Some(code) = text.trim().strip_prefix("1 ") {
+                return code.parse().unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wield did not exit; the terminal shows:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux<'_> {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+fn saved_sessions(env: &Env) -> Vec<Value> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(env.ws(".wield/sessions")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        all.push(serde_json::from_str(&text).unwrap());
+    }
+    all
+}
+
+#[test]
+fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() {
+    let model = Scripted::start(vec![
+        Turn::Call(
+            "write",
+            json!({ "path": "hello.txt", "content": "hello from the model\n" }),
+        ),
+        Turn::Text("I wrote hello.txt."),
+        Turn::Slow(
+            "counting one two three four five six seven eight nine ten eleven twelve",
+            Duration::from_millis(400),
+        ),
+        Turn::Think("The person asks again; say so.", "Still here."),
+        Turn::Text("Summary: hello.txt was written; counting was cancelled."),
+    ]);
+    let env = Env::new();
+    env.put(
+        ".wield/config.toml",
+        &format!("[approval]\nauto_approve = [\"$readonly\"]\n\n{}", model.config()),
+    );
+    let t = Tmux::start(&env, &[]);
+    t.wait_for("/help lists the commands");
+
+    t.type_line("/tools");
+    let screen = t.wait_for("write ");
+    assert!(screen.contains("read "), "{screen}");
+
+    // A prompt; the model's write needs approval: the dialog shows its diff.
+    t.type_line("Create hello.txt please");
+    let screen = t.wait_for("Allow this call?");
+    for shown in ["approval needed: `write`", "+++ b/hello.txt", "+hello from the model"] {
+        assert!(screen.contains(shown), "missing {shown:?} in\n{screen}");
+    }
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("I wrote hello.txt.");
+    assert!(screen.contains("● "), "the call's preview line is missing:\n{screen}");
+    assert!(screen.contains("✓ write"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws("hello.txt")).unwrap(),
+        "hello from the model\n"
+    );
+
+    // A streamed answer, cancelled with Ctrl-C half-way.
+    t.type_line("Count slowly");
+    t.wait_for("counting one two");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("cancelled; every call answered");
+    assert!(!screen.contains("twelve"), "the stream went on after Ctrl-C:\n{screen}");
+
+    // The conversation goes on; thinking is collapsed by default.
+    t.type_line("Are you there?");
+    let screen = t.wait_for("Still here.");
+    assert!(screen.contains("/thinking shows it"), "{screen}");
+    t.type_line("/usage");
+    t.wait_for("tool calls");
+    // `/compact`: a summary request without tools; the history is replaced.
+    t.type_line("/compact");
+    t.wait_for("the conversation was compacted");
+    t.type_line("/exit");
+    assert_eq!(t.exit_status(), 0, "{}", t.screen());
+
+    // Every request paired each call with one result; the session is saved.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[3].to_string().contains("Are you there?"));
+    assert!(requests[4].get("tools").is_none(), "{}", requests[4]);
+    let sessions = saved_sessions(&env);
+    assert_eq!(sessions.len(), 1);
+    let saved = sessions[0].to_string();
+    for said in ["Are you there?", "Summary: hello.txt was written"] {
+        assert!(saved.contains(said), "the saved session lacks {said:?}: {saved}");
+    }
+}
+
+#[test]
+fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
+    let model = Scripted::start(vec![Turn::Text("The first answer."), Turn::Text("The second answer.")]);
+    let env = Env::new();
+    env.put(".wield/config.toml", &model.config());
+    let out = env.wield().args(["run", "-p", "First question"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let t = Tmux::start(&env, &["--resume"]);
+    let screen = t.wait_for("resumed session");
+    assert!(screen.contains("The first answer."), "{screen}");
+    t.type_line("Second question");
+    t.wait_for("The second answer.");
+    // Ctrl-C at the prompt warns; a second one quits.
+    t.keys(&["C-c"]);
+    t.wait_for("Ctrl-C again");
+    t.wait_for_prompt();
+    t.keys(&["C-c"]);
+    assert_eq!(t.exit_status(), 130, "{}", t.screen());
+
+    let requests = model.requests();
+    let second = requests[1].to_string();
+    assert!(
+        second.contains("First question") && second.contains("The first answer."),
+        "{second}"
+    );
+    let sessions = saved_sessions(&env);
+    assert_eq!(sessions.len(), 1, "the resumed session is saved under its own id");
+    assert!(sessions[0].to_string().contains("The second answer."));
+}

@@ -1,0 +1,57 @@
+//! The peers these tests drive `wield` with or against, or set up and
+//! compare with, start in the environment `wield` gets (see
+//! `wield_cmd.rs`), without `wield`'s home: nothing of the shell that runs
+//! the tests reaches them either.
+
+use std::ffi::OsStr;
+use std::process::Command;
+
+use crate::wield_cmd::{WieldEnv, cleared};
+
+/// A peer the tests drive `wield` with or against (the venv's Python, Node,
+/// `curl` through `setpriv`) or set up and compare with (`git`, `rg`), in
+/// the cleared environment: it finds its programs on `PATH`, and is given
+/// everything else it needs with `.env(..)` (a peer that starts `wield`
+/// passes that environment on), so no `GIT_DIR` or ripgrep config of the
+/// test run's changes what it does.
+pub fn peer_command(program: impl AsRef<OsStr>) -> Command {
+    cleared(program)
+}
+
+/// Whatever the test run's environment holds (cargo's and nextest's
+/// variables, a developer's `WIELD_*` or proxy settings), a peer sees only
+/// `PATH` and the locale, and `wield` those and its home, config and temp
+/// directories.
+#[test]
+fn peers_and_wield_see_only_the_allowed_environment() {
+    let names = |mut c: Command| {
+        let out = c.arg("-0").output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let mut names: Vec<String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .split('=')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(
+        std::env::vars_os().any(|(k, _)| k != "PATH" && k != "LANG"),
+        "the test run's environment has something to leave out"
+    );
+    assert!(std::env::var_os("PATH").is_some(), "the test run has a PATH");
+    assert_eq!(names(peer_command("env")), ["LANG", "PATH"]);
+    let dir = std::env::temp_dir();
+    let wield = WieldEnv::new(&dir, &dir).with_tmp(&dir);
+    assert_eq!(
+        names(wield.running("env")),
+        ["HOME", "LANG", "PATH", "RUST_BACKTRACE", "TMPDIR", "XDG_CONFIG_HOME"]
+    );
+}

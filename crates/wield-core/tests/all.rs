@@ -1,0 +1,5 @@
+//! wield-core's integration tests, one test binary: each module under
+//! `suite/` drives the crate's public API (the executor's pipeline).
+
+#[path = "suite/executor.rs"]
+mod executor;
