@@ -33,6 +33,7 @@ mod guard;
 mod prune;
 mod settings;
 mod system_prompt;
+pub mod tools;
 mod turn_audit;
 mod wire_names;
 
@@ -115,6 +116,8 @@ pub struct Outcome {
     /// Calls by tool name.
     pub tool_calls: BTreeMap<String, u32>,
     pub wall: Duration,
+    /// The model's closing report, when it called `done`.
+    pub done: Option<tools::DoneReport>,
 }
 
 /// What the loop tells its front-end as it goes.
@@ -288,6 +291,7 @@ impl Agent {
             usage: Usage::default(),
             tool_calls: BTreeMap::new(),
             wall: Duration::ZERO,
+            done: None,
         };
         let deadline = self.limits.timeout.map(|t| started + t);
         loop {
@@ -464,6 +468,13 @@ impl Agent {
                 step,
                 usage: outcome.usage,
             });
+            // `done`: the run ends after the step that called it.
+            if let Some(report) = tools::AgentSignals::of(&self.session).take_done() {
+                outcome.answer.clone_from(&report.summary);
+                outcome.done = Some(report);
+                outcome.stop = StopReason::Done;
+                break;
+            }
             if cancel.is_cancelled() {
                 outcome.stop = StopReason::Cancelled;
                 break;

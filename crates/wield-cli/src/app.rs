@@ -67,20 +67,22 @@ impl std::ops::Deref for Runtime {
 
 impl Runtime {
     pub async fn load(global: &GlobalArgs) -> anyhow::Result<Self> {
-        Self::load_with(global, None, Servers::All).await
+        Self::load_with(global, None, Servers::All, Vec::new()).await
     }
 
     /// As [`Runtime::load`], starting only the MCP servers `servers` names.
     pub async fn load_servers(global: &GlobalArgs, servers: Servers) -> anyhow::Result<Self> {
-        Self::load_with(global, None, servers).await
+        Self::load_with(global, None, servers, Vec::new()).await
     }
 
     /// As [`Runtime::load_servers`], with `front` answering the sampling
-    /// and elicitation requests of the external MCP servers.
+    /// and elicitation requests of the external MCP servers, and the
+    /// front-end's own `tools` registered with the built-in ones.
     pub async fn load_with(
         global: &GlobalArgs,
         front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
         servers: Servers,
+        mut tools: Vec<wield_core::ToolRef>,
     ) -> anyhow::Result<Self> {
         let workspace = workspace(global)?;
         let stop = tokio_util::sync::CancellationToken::new();
@@ -97,7 +99,10 @@ impl Runtime {
             audit: global.audit.clone(),
             servers,
             front_end: front,
-            tools: crate::test_hooks::debug_tools(),
+            tools: {
+                tools.extend(crate::test_hooks::debug_tools());
+                tools
+            },
             // Model providers and the agent are configured in the same files.
             config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
             // wield finishes what the bridged servers started on its way out.

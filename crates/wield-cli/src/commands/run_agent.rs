@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use wield_agent::tools::DoneStatus;
 use wield_agent::{Agent, AgentEvent, AgentSettings, StopReason, SystemPrompt};
 use wield_core::policy::Status;
 use wield_core::{Registered, Session, approval};
@@ -23,7 +24,8 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
     let task = if interactive { String::new() } else { task(&args)? };
-    let rt = Runtime::load_servers(global, Servers::All).await?;
+    // The agent's own tools (`done`, `ask`) join the built-in ones.
+    let rt = Runtime::load_with(global, None, Servers::All, wield_agent::tools::agent_tools()).await?;
     let agent_settings =
         AgentSettings::from_config(rt.config(), global.agent.as_deref()).map_err(|e| usage(e.to_string()))?;
     let (settings, provider) = choose(
@@ -44,6 +46,10 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     let executor = rt.inner.executor(approver).map_err(exit_error)?;
     let session_id = run_interactive::new_session_id();
     let session = rt.session(session_id.clone(), true);
+    if interactive {
+        // `ask` asks the person at the terminal; headless, nobody is asked.
+        wield_agent::tools::AgentSignals::of(&session).set_asker(Some(run_interactive::asker(&spinner)));
+    }
     let mut limits = agent_settings.limits.clone();
     limits.max_steps = args.max_steps.unwrap_or(limits.max_steps);
     limits.token_budget = args.token_budget;
@@ -168,6 +174,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             "steps": outcome.steps,
             "usage": outcome.usage,
             "answer": outcome.answer.trim_end(),
+            "status": outcome.done.as_ref().map(|d| d.status.as_str()),
         }));
     } else {
         let mut out = std::io::stdout().lock();
@@ -193,8 +200,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         outcome.usage.output,
         outcome.wall.as_secs_f64()
     );
+    // `done {status}`: success 0, failed 1, partial 3.
+    let reported = outcome.done.as_ref().map(|d| d.status);
     Ok(match outcome.stop {
-        StopReason::Done => ExitCode::SUCCESS,
+        StopReason::Done => match reported {
+            Some(DoneStatus::Failed) => ExitCode::from(1),
+            Some(DoneStatus::Partial) => ExitCode::from(3),
+            Some(DoneStatus::Success) | None => ExitCode::SUCCESS,
+        },
         StopReason::MaxSteps | StopReason::TokenBudget | StopReason::Timeout => ExitCode::from(3),
         StopReason::Cancelled => ExitCode::from(130),
     })

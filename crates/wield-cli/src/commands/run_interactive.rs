@@ -388,6 +388,73 @@ pub fn approver(yes: bool, spinner: &Spinner) -> Arc<dyn Approver> {
     })
 }
 
+/// `ask` at the terminal: a choice among the model's options (or several,
+/// or an answer of one's own), or a line of text.
+struct TerminalAsker {
+    spinner: Spinner,
+}
+
+/// Who answers the model's `ask` in the terminal.
+pub fn asker(spinner: &Spinner) -> Arc<dyn wield_agent::tools::Asker> {
+    Arc::new(TerminalAsker {
+        spinner: spinner.clone(),
+    })
+}
+
+/// The choice that lets the person type an answer instead.
+const OWN_ANSWER: &str = "(type an answer of my own)";
+
+fn ask_blocking(question: &wield_agent::tools::Question) -> Result<String, String> {
+    let refused = |e: inquire::InquireError| format!("the person did not answer ({e})");
+    let labels: Vec<String> = question
+        .options
+        .iter()
+        .map(|o| match &o.description {
+            Some(d) => format!("{} — {d}", o.label),
+            None => o.label.clone(),
+        })
+        .collect();
+    let label_of = |shown: &str| {
+        labels
+            .iter()
+            .position(|l| l == shown)
+            .map_or_else(|| shown.to_owned(), |i| question.options[i].label.clone())
+    };
+    let title = format!(
+        "The model asks: {}",
+        wield_core::approval::printable(&question.question)
+    );
+    if labels.is_empty() {
+        return inquire::Text::new(&title).prompt().map_err(refused);
+    }
+    if question.multi_select {
+        let chosen = inquire::MultiSelect::new(&title, labels.clone())
+            .prompt()
+            .map_err(refused)?;
+        return Ok(chosen.iter().map(|c| label_of(c)).collect::<Vec<_>>().join(", "));
+    }
+    let mut choices = labels.clone();
+    choices.push(OWN_ANSWER.to_owned());
+    let chosen = inquire::Select::new(&title, choices).prompt().map_err(refused)?;
+    if chosen == OWN_ANSWER {
+        return inquire::Text::new("Your answer:").prompt().map_err(refused);
+    }
+    Ok(label_of(&chosen))
+}
+
+#[async_trait]
+impl wield_agent::tools::Asker for TerminalAsker {
+    async fn ask(&self, question: &wield_agent::tools::Question) -> Result<String, String> {
+        self.spinner.pause();
+        let question = question.clone();
+        let answer = tokio::task::spawn_blocking(move || ask_blocking(&question))
+            .await
+            .unwrap_or_else(|_| Err("the question could not be shown".into()));
+        self.spinner.resume();
+        answer
+    }
+}
+
 /// The spinner shown while tools run, with the latest line of their output.
 #[derive(Clone, Default)]
 pub struct Spinner {

@@ -251,3 +251,28 @@ fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
     assert_eq!(sessions.len(), 1, "the resumed session is saved under its own id");
     assert!(sessions[0].to_string().contains("The second answer."));
 }
+
+#[test]
+fn the_model_asks_and_the_person_chooses_an_option() {
+    let model = Scripted::start(vec![
+        Turn::Call(
+            "ask",
+            json!({ "question": "Which colour?", "options": [
+                { "label": "red", "description": "warm" }, { "label": "blue" } ] }),
+        ),
+        Turn::Text("Blue it is."),
+    ]);
+    let env = Env::new();
+    env.put(".wield/config.toml", &model.config());
+    let t = Tmux::start(&env, &[]);
+    t.type_line("Paint it");
+    let screen = t.wait_for("Which colour?");
+    assert!(screen.contains("red — warm"), "{screen}");
+    t.keys(&["Down", "Enter"]);
+    t.wait_for("Blue it is.");
+    t.type_line("/exit");
+    assert_eq!(t.exit_status(), 0, "{}", t.screen());
+    let requests = model.requests();
+    let answered = requests[1].to_string();
+    assert!(answered.contains("The person answered: blue"), "{answered}");
+}

@@ -810,3 +810,64 @@ fn deferred_tools_are_listed_by_name_and_offered_once_loaded() {
         "{found:?}"
     );
 }
+
+#[test]
+fn done_ends_the_run_with_its_summary_and_its_status_sets_the_exit_code() {
+    for (status, code) in [("success", 0), ("partial", 3), ("failed", 1)] {
+        let (url, requests) = scripted(vec![
+            Turn::Call(
+                "done",
+                json!({ "summary": format!("Finished: {status}."), "status": status }),
+            ),
+            Turn::Text("never asked for"),
+        ]);
+        let env = project(&url);
+        let (got, stdout, stderr) = run(&env, &["-p", "Do it."]);
+        assert_eq!(got, code, "{status}: {stderr}");
+        assert_eq!(stdout, format!("Finished: {status}.\n"));
+        assert_eq!(requests.lock().unwrap().len(), 1, "the run went on after done");
+    }
+    let (url, _) = scripted(vec![Turn::Call(
+        "done",
+        json!({ "summary": "All good.", "status": "success" }),
+    )]);
+    let env = project(&url);
+    let out = env.wield().args(["run", "--json", "-p", "Do it."]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = events(&stdout).pop().unwrap();
+    assert_eq!(last["type"], "session.finished");
+    assert_eq!(last["status"], "success");
+    assert_eq!(last["answer"], "All good.");
+}
+
+#[test]
+fn ask_headless_tells_the_model_to_go_on_with_stated_assumptions() {
+    let (url, requests) = scripted(vec![
+        Turn::Call(
+            "ask",
+            json!({ "question": "Which file?", "options": [{ "label": "a.txt" }] }),
+        ),
+        Turn::Text("I assumed notes.txt."),
+    ]);
+    let env = project(&url);
+    let (code, stdout, stderr) = run(&env, &["-p", "Read the file."]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "I assumed notes.txt.\n");
+    let requests = requests.lock().unwrap();
+    let result = tool_messages(&requests[1]).pop().unwrap();
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("go on with the task on reasonable assumptions"),
+        "{result}"
+    );
+    // Neither is a tool of `wield call`: they only mean something in a run.
+    let out = env
+        .wield()
+        .args(["call", "done", r#"{"summary":"x","status":"success"}"#])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown tool"), "{out:?}");
+}
