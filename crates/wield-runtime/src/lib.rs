@@ -16,6 +16,7 @@
 //! approver. It is tested with this crate.
 
 mod approvals;
+mod batch;
 mod error;
 mod runtime;
 mod serve;

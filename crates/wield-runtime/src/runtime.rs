@@ -126,6 +126,12 @@ impl Runtime {
         // roots), not in a temp dir every project's tools can read.
         wield_core::truncate::set_saved_output_dir(workspace.join(".wield").join("outputs"));
 
+        // `batch` runs its calls through this runtime's executors.
+        let batch_runtime = crate::batch::RuntimeCell::default();
+        let mut options = options;
+        options
+            .tools
+            .push(Arc::new(crate::batch::Batch::new(Arc::clone(&batch_runtime))));
         let mut registry = crate::tool_set::first_registry(&options.tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
         let mut known = KeyTree::core();
@@ -186,15 +192,15 @@ impl Runtime {
             options.tools,
         );
         let audit = options.audit.or_else(|| config.audit.file.clone());
-        Ok(Self {
-            inner: Arc::new(Inner {
-                workspace,
-                config,
-                services,
-                tools,
-                audit,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            workspace,
+            config,
+            services,
+            tools,
+            audit,
+        });
+        let _ = batch_runtime.set(Arc::downgrade(&inner));
+        Ok(Self { inner })
     }
 
     /// The workspace, canonical.
