@@ -1,6 +1,9 @@
 //! `batch` through the real binary: several calls in one, each through the
 //! whole pipeline; refusals inside it; its limits.
 
+// The call helper is outside #[test] fns.
+#![allow(clippy::unwrap_used)]
+
 use serde_json::{Value, json};
 
 use crate::common::Env;
