@@ -33,6 +33,7 @@ mod guard;
 mod prune;
 mod settings;
 mod system_prompt;
+pub mod task;
 pub mod tools;
 mod turn_audit;
 mod wire_names;
@@ -50,7 +51,7 @@ use wield_llm::{Block, LlmError, Message, Provider, Request, ResultPart, Role, S
 
 pub use compact::{Compaction, KEEP_USER_TOKENS};
 pub use guard::{conversation_tokens, estimate_tokens};
-pub use settings::{AgentSettings, CONFIG_KEYS, SettingsError};
+pub use settings::{AgentSettings, CONFIG_KEYS, SettingsError, subagents};
 pub use system_prompt::{PROJECT_FILES, SystemPrompt, project_instructions};
 pub use wire_names::{registry_names, tool_defs};
 
@@ -441,6 +442,16 @@ impl Agent {
                     }
                 })
                 .collect();
+            // A subagent's tokens are the run's too.
+            for (result, _) in &results {
+                if let Some(Ok(used)) = result
+                    .metadata
+                    .get(task::SUBAGENT_USAGE)
+                    .map(|u| serde_json::from_value::<Usage>(u.clone()))
+                {
+                    outcome.usage.add(used);
+                }
+            }
             for ((id, name, _), (result, _)) in calls.iter().zip(&results) {
                 on_event(AgentEvent::ToolFinished {
                     id,

@@ -33,6 +33,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "agents.*.system_prompt",
     "agents.*.instructions",
     "agents.*.max_steps",
+    "agents.*.subagent",
+    "agents.*.description",
     "result.max_tokens",
     "result.max_percentage",
     "context.compact_at",
@@ -113,6 +115,34 @@ impl AgentSettings {
             name,
         })
     }
+}
+
+/// The agents `task` may start (`[agents.NAME] subagent = true`): each
+/// name with its `description` (else its system prompt's first line).
+pub fn subagents(config: &Config) -> Result<Vec<(String, String)>, SettingsError> {
+    let Some(toml::Value::Table(agents)) = config.value("agents") else {
+        return Ok(Vec::new());
+    };
+    let mut list = Vec::new();
+    for name in agents.keys() {
+        let key = format!("agents.{name}.subagent");
+        match config.value(&key) {
+            None | Some(toml::Value::Boolean(false)) => continue,
+            Some(toml::Value::Boolean(true)) => {}
+            Some(other) => {
+                return Err(SettingsError {
+                    key,
+                    message: format!("expected true or false, got {other}"),
+                });
+            }
+        }
+        let about = string(config, &format!("agents.{name}.description"))?
+            .or(string(config, &format!("agents.{name}.system_prompt"))?)
+            .map(|t| t.lines().next().unwrap_or("").trim().to_owned())
+            .unwrap_or_else(|| "a subagent".into());
+        list.push((name.clone(), about));
+    }
+    Ok(list)
 }
 
 fn string(config: &Config, path: &str) -> Result<Option<String>, SettingsError> {

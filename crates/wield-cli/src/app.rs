@@ -53,6 +53,7 @@ pub fn workspace(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
 
 /// The runtime a command runs on: [`wield_runtime::Runtime`] loaded from
 /// the command line's options, and the approver its calls get.
+#[derive(Clone)]
 pub struct Runtime {
     pub global: GlobalArgs,
     pub inner: wield_runtime::Runtime,

@@ -11,6 +11,7 @@ mod run_agent;
 mod run_interactive;
 mod sandbox;
 mod sessions;
+mod subagents;
 mod tools;
 mod tools_debug;
 

@@ -24,8 +24,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
     let task = if interactive { String::new() } else { task(&args)? };
-    // The agent's own tools (`done`, `ask`) join the built-in ones.
-    let rt = Runtime::load_with(global, None, Servers::All, wield_agent::tools::agent_tools()).await?;
+    // The agent's own tools (`done`, `ask`, `task`) join the built-in ones.
+    let task_tool = Arc::new(wield_agent::task::Task::new());
+    let mut own_tools = wield_agent::tools::agent_tools();
+    own_tools.push(Arc::clone(&task_tool) as wield_core::ToolRef);
+    let rt = Runtime::load_with(global, None, Servers::All, own_tools).await?;
     let agent_settings =
         AgentSettings::from_config(rt.config(), global.agent.as_deref()).map_err(|e| usage(e.to_string()))?;
     let (settings, provider) = choose(
@@ -43,9 +46,17 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     } else {
         Arc::new(approval::HeadlessApprover)
     };
-    let executor = rt.inner.executor(approver).map_err(exit_error)?;
+    let executor = rt.inner.executor(Arc::clone(&approver)).map_err(exit_error)?;
     let session_id = run_interactive::new_session_id();
     let session = rt.session(session_id.clone(), true);
+    task_tool.set(Arc::new(super::subagents::CliSubagents {
+        rt: rt.clone(),
+        approver,
+        parent: settings.clone(),
+        parent_agent: agent_settings.clone(),
+        session_id: session_id.clone(),
+        started: std::sync::atomic::AtomicU32::new(0),
+    }));
     if interactive {
         // `ask` asks the person at the terminal; headless, nobody is asked.
         wield_agent::tools::AgentSignals::of(&session).set_asker(Some(run_interactive::asker(&spinner)));

@@ -871,3 +871,107 @@ fn ask_headless_tells_the_model_to_go_on_with_stated_assumptions() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown tool"), "{out:?}");
 }
+
+/// The names of the tools a request offered.
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn task_runs_a_subagent_under_the_parent_s_rules_and_counts_its_tokens() {
+    let (url, requests) = scripted(vec![
+        Turn::Call(
+            "task",
+            json!({ "description": "read notes", "prompt": "What does notes.txt say?" }),
+        ),
+        Turn::Call("read", json!({ "path": "notes.txt" })),
+        Turn::Text("It says 42."),
+        Turn::Text("The subagent found 42."),
+    ]);
+    let env = project(&url);
+    let out = env
+        .wield()
+        .args(["--exclude-tools", "bash", "run", "--json", "-p", "Delegate it."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let finished = events(&String::from_utf8_lossy(&out.stdout)).pop().unwrap();
+    assert_eq!(finished["answer"], "The subagent found 42.");
+    // The subagent's two requests count in the run's usage.
+    assert_eq!(finished["usage"]["input"], 400, "{finished}");
+    let requests = requests.lock().unwrap();
+    assert!(offered(&requests[0]).contains(&"task".to_owned()));
+    let child = offered(&requests[1]);
+    assert!(child.contains(&"read".to_owned()), "{child:?}");
+    for absent in ["task", "ask", "bash"] {
+        assert!(
+            !child.contains(&absent.to_owned()),
+            "the subagent was offered {absent}: {child:?}"
+        );
+    }
+    assert!(requests[1].to_string().contains("What does notes.txt say?"));
+    assert!(
+        !requests[1].to_string().contains("Delegate it."),
+        "the subagent saw the parent's conversation"
+    );
+    let result = tool_messages(&requests[3]).pop().unwrap();
+    let text = result["content"].as_str().unwrap();
+    assert!(
+        text.contains("It says 42.") && text.contains("[subagent `read notes`: 2 steps, read ×1]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_named_subagent_gets_its_own_steps_and_an_unknown_one_is_refused() {
+    let (url, requests) = scripted(vec![
+        Turn::Call(
+            "task",
+            json!({ "description": "d", "prompt": "Look.", "agent": "nobody" }),
+        ),
+        Turn::Call(
+            "task",
+            json!({ "description": "d", "prompt": "Look.", "agent": "reader" }),
+        ),
+        Turn::Call("read", json!({ "path": "notes.txt" })),
+        Turn::Text("Only got as far as notes.txt."),
+        Turn::Text("Done."),
+    ]);
+    let env = project_with(
+        &url,
+        "[agents.reader]\nsubagent = true\ndescription = \"Reads files\"\nmax_steps = 1\n",
+    );
+    let (code, _, stderr) = run(&env, &["-p", "Go."]);
+    assert_eq!(code, 0, "{stderr}");
+    let requests = requests.lock().unwrap();
+    let description = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap()["function"]["description"]
+        .to_string();
+    assert!(description.contains("`reader`: Reads files"), "{description}");
+    let refused = tool_messages(&requests[1]).pop().unwrap();
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap()
+            .contains("unknown subagent `nobody`; the configured ones: reader")
+    );
+    // max_steps = 1: one step with tools, then the last turn without.
+    assert!(requests[3].get("tools").is_none(), "{}", requests[3]);
+    let result = tool_messages(&requests[4]).pop().unwrap();
+    let text = result["content"].as_str().unwrap();
+    assert!(
+        text.contains("Only got as far") && text.contains("[budget exhausted after 2 steps]"),
+        "{text}"
+    );
+}
