@@ -171,7 +171,7 @@ fn readable_post(posted: Posted, id: Option<RequestId>) -> Posted {
 }
 
 /// `events` with each message that does not parse made readable, as
-/// [`super::stdio_link::unreadable`] does; on the stream of the answer to
+/// [`crate::compat::client::unreadable`] does; on the stream of the answer to
 /// request `id`, an event larger than the SDK reads becomes an error to
 /// the request that says so (the stream would end without the answer).
 fn readable(
@@ -207,7 +207,7 @@ fn mend(mut event: Sse) -> Sse {
     let Err(error) = serde_json::from_str::<ServerJsonRpcMessage>(data) else {
         return event;
     };
-    if let Some(message) = super::stdio_link::unreadable(data.as_bytes(), &error)
+    if let Some(message) = crate::compat::client::unreadable(data.as_bytes(), &error)
         && let Ok(text) = serde_json::to_string(&message)
     {
         event.data = Some(text);
