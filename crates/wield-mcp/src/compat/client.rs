@@ -1,6 +1,8 @@
-//! What wield's client corrects in the SDK's stdio transport
-//! (`AsyncRwTransport`), which it runs on, between the server's output
-//! and the SDK: [`ReadableReplies`] hands the SDK only lines it reads.
+//! What wield's client corrects in the SDK's transports, which it runs
+//! on: over stdio (`AsyncRwTransport`) [`ReadableReplies`] stands between
+//! the server's output and the SDK and hands it only lines it reads; over
+//! HTTP [`readable_events`] does the same for the messages of an event
+//! stream.
 //!
 //! - A reply that is not JSON (`NaN`, or half a surrogate pair, which
 //!   JavaScript's `JSON.stringify` writes for a string cut inside an emoji)
@@ -13,7 +15,11 @@
 //!   logging) is passed over here, so the server is not answered for it.
 //! - A line longer than the SDK reads ([`MAX_MESSAGE`]) it drops, with a
 //!   log line only: the call it answers waits for its timeout. Here it is
-//!   dropped too, and said ([`Long`]), so the call fails at once.
+//!   dropped too, and said ([`Long`]), so the call fails at once. Over
+//!   HTTP the SDK ends the stream at an event past its limit (16 MiB),
+//!   without the answer; on the stream of a request's answer, the event
+//!   becomes an error to the request that says so (the SDK's error for it
+//!   is known by its text: [`super::sse_event_too_large`]).
 //!
 //! - Its types leave out what they do not model, and a result with one
 //!   part they cannot read is not read at all: a tool's `execution` is
@@ -29,9 +35,13 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use rmcp::model::{ErrorCode, JsonRpcError, JsonRpcMessage, ServerJsonRpcMessage};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use rmcp::model::{ErrorCode, JsonRpcError, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RxJsonRpcMessage;
+use rmcp::transport::streamable_http_client::SseError;
 use rmcp::{ErrorData, RoleClient};
+use sse_stream::Sse;
 use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::wire::{repair_lone_surrogates, request_id_in, strip_bom};
@@ -170,6 +180,10 @@ fn readable_line(line: &[u8], out: &mut Vec<u8>) {
     if body.is_empty() {
         return;
     }
+    if surely_read(body) {
+        out.extend_from_slice(line);
+        return;
+    }
     match serde_json::from_slice::<ServerJsonRpcMessage>(body) {
         Ok(_) => out.extend_from_slice(line),
         Err(error) => {
@@ -179,6 +193,166 @@ fn readable_line(line: &[u8], out: &mut Vec<u8>) {
                 out.push(b'\n');
             }
         }
+    }
+}
+
+/// `events` with each message that does not parse made readable, as
+/// [`unreadable`] does; on the stream of the answer to
+/// request `id`, an event larger than the SDK reads becomes an error to
+/// the request that says so (the stream would end without the answer).
+pub(crate) fn readable_events(
+    events: BoxStream<'static, Result<Sse, SseError>>,
+    id: Option<RequestId>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    events
+        .map(move |event| match (event, &id) {
+            (Err(e), Some(id)) if super::sse_event_too_large(&e) => Ok(too_large(id, &e)),
+            (event, _) => event.map(mend),
+        })
+        .boxed()
+}
+
+fn too_large(id: &RequestId, e: &SseError) -> Sse {
+    let error = ServerJsonRpcMessage::error(
+        ErrorData::internal_error(
+            format!(
+                "the server's reply is larger than wield reads in one message ({e}), so it was dropped; ask the \
+                 tool for less at a time"
+            ),
+            None,
+        ),
+        Some(id.clone()),
+    );
+    Sse::default().data(serde_json::to_string(&error).unwrap_or_default())
+}
+
+fn mend(mut event: Sse) -> Sse {
+    let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty()) else {
+        return event;
+    };
+    let Err(error) = serde_json::from_str::<ServerJsonRpcMessage>(data) else {
+        return event;
+    };
+    if let Some(message) = unreadable(data.as_bytes(), &error)
+        && let Ok(text) = serde_json::to_string(&message)
+    {
+        event.data = Some(text);
+    }
+    event
+}
+
+/// Whether the SDK surely reads `body` (a reply with a result), told at a
+/// fraction of the cost of its own reading, which buffers the whole
+/// message and tries each kind of message on it in turn: every reply to a
+/// call would otherwise be read twice. The members the SDK tells a reply
+/// by are read with its own types, each given once; every value is read as
+/// serde reads JSON for the SDK (numbers in range, strings of UTF-8 without
+/// half a surrogate pair), but kept nowhere; the result the SDK reads
+/// whatever it is (as its `CustomResult` at worst). `false` says nothing:
+/// the line is then read as the SDK reads it.
+fn surely_read(body: &[u8]) -> bool {
+    serde_json::from_slice::<Reply>(body).is_ok_and(|Reply(read)| read)
+}
+
+/// Whether a message is a reply the SDK reads ([`surely_read`]).
+struct Reply(bool);
+
+impl<'de> serde::Deserialize<'de> for Reply {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Reply;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON-RPC reply")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Reply, A::Error> {
+                let (mut jsonrpc, mut id, mut result, mut other) = (0, 0, 0, false);
+                while let Some(key) = map.next_key::<Valid>()? {
+                    match key.0 {
+                        Some("jsonrpc") => {
+                            map.next_value::<rmcp::model::JsonRpcVersion2_0>()?;
+                            jsonrpc += 1;
+                        }
+                        Some("id") => {
+                            map.next_value::<RequestId>()?;
+                            id += 1;
+                        }
+                        Some(name) => {
+                            map.next_value::<Valid>()?;
+                            result += usize::from(name == "result");
+                            other |= name == "method" || name == "error";
+                        }
+                        None => {
+                            map.next_value::<Valid>()?;
+                            other = true;
+                        }
+                    }
+                }
+                Ok(Reply(jsonrpc == 1 && id == 1 && result == 1 && !other))
+            }
+        }
+
+        d.deserialize_map(Members)
+    }
+}
+
+/// A JSON value read in full and kept nowhere; for a member's name, which
+/// of the names a reply is told by it is.
+struct Valid(Option<&'static str>);
+
+impl<'de> serde::Deserialize<'de> for Valid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Any;
+
+        impl<'de> serde::de::Visitor<'de> for Any {
+            type Value = Valid;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Valid, E> {
+                Ok(Valid(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Valid, E> {
+                Ok(Valid(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Valid, E> {
+                Ok(Valid(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Valid, E> {
+                Ok(Valid(None))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Valid, E> {
+                let known = ["jsonrpc", "id", "result", "method", "error"];
+                Ok(Valid(known.into_iter().find(|k| *k == text).or(Some(""))))
+            }
+
+            fn visit_unit<E>(self) -> Result<Valid, E> {
+                Ok(Valid(None))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Valid, A::Error> {
+                while seq.next_element::<Valid>()?.is_some() {}
+                Ok(Valid(None))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Valid, A::Error> {
+                while map.next_key::<Valid>()?.is_some() {
+                    map.next_value::<Valid>()?;
+                }
+                Ok(Valid(None))
+            }
+        }
+
+        d.deserialize_any(Any)
     }
 }
 
@@ -238,6 +412,7 @@ mod tests {
     use rmcp::model::{NumberOrString, ServerResult};
     use rmcp::transport::Transport;
     use rmcp::transport::async_rw::AsyncRwTransport;
+    use serde_json::Value;
     use tokio::io::AsyncReadExt;
 
     use super::*;
@@ -403,6 +578,54 @@ mod tests {
         assert!(matches!(result, ServerResult::CustomResult(_)), "{result:?}");
     }
 
+    /// What [`surely_read`] takes for read, the SDK reads: replies with
+    /// results of every kind, and none of the lines it cannot read.
+    #[test]
+    fn the_sdk_reads_what_is_surely_read() {
+        for result in ["{}", "5", "[1]", "\"x\"", "null", "{\"content\":\"x\"}"] {
+            for id in ["1", "\"a\"", "-7"] {
+                let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"x":{{}}}}"#);
+                assert!(surely_read(line.as_bytes()), "{line}");
+                let read = serde_json::from_str::<ServerJsonRpcMessage>(&line);
+                assert!(matches!(read, Ok(JsonRpcMessage::Response(_))), "{line}: {read:?}");
+            }
+        }
+        let escaped = r#"{"jsonrpc":"2.0","id":1,"result":{"t":"a\u00e9\n\"\\u"}}"#;
+        let pair = r#"{"jsonrpc":"2.0","id":1,"result":{"t":"\ud83d\ude00"}}"#;
+        for line in [escaped, pair] {
+            assert!(surely_read(line.as_bytes()), "{line}");
+            assert!(serde_json::from_str::<ServerJsonRpcMessage>(line).is_ok(), "{line}");
+        }
+        for line in [
+            NAN,
+            CUT,
+            WRONG_SHAPE,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"a\u{1}b\"}}",
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+        ] {
+            assert!(!surely_read(line.as_bytes()), "{line}");
+        }
+        // A number out of range, in the result or beside it: the SDK
+        // cannot read it, and it is not taken for read.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"n":1e400}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"x":[-1e400]}"#,
+        ] {
+            assert!(!surely_read(line.as_bytes()), "{line}");
+            assert!(serde_json::from_str::<ServerJsonRpcMessage>(line).is_err(), "{line}");
+        }
+        let mut not_utf8 = br#"{"jsonrpc":"2.0","id":1,"result":{"t":""#.to_vec();
+        not_utf8.extend_from_slice(b"\xff\"}}");
+        assert!(!surely_read(&not_utf8));
+        assert!(serde_json::from_slice::<ServerJsonRpcMessage>(&not_utf8).is_err());
+    }
+
     #[test]
     fn a_long_reply_is_known_by_its_top_level_id() {
         for (head, id) in [
@@ -418,5 +641,36 @@ mod tests {
             assert_eq!(long(head.as_bytes()), Long::Reply(id.map(str::to_owned)), "{head}");
         }
         assert_eq!(long(br#"{"jsonrpc":"2.0","method":"x","params":"#), Long::Message);
+    }
+
+    fn event(data: &str) -> Sse {
+        Sse::default().data(data)
+    }
+
+    #[test]
+    fn stream_messages_are_mended() {
+        // Half a surrogate pair: replaced.
+        let cut = mend(event(
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"cut \ud83d"}]}}"#,
+        ));
+        let v: Value = serde_json::from_str(cut.data.as_deref().unwrap()).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], "cut \u{fffd}");
+        // A reply wield cannot read: an error to its id.
+        let nan = mend(event(r#"{"jsonrpc":"2.0","id":4,"result":{"n":NaN}}"#));
+        let v: Value = serde_json::from_str(nan.data.as_deref().unwrap()).unwrap();
+        assert_eq!(v["id"], 4);
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("not valid JSON-RPC"),
+            "{v}"
+        );
+        // Readable messages, priming events and notifications it cannot read
+        // are left as they are.
+        for data in [
+            r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+            "",
+            r#"{"jsonrpc":"2.0","method":"x","params":NaN}"#,
+        ] {
+            assert_eq!(mend(event(data)).data.as_deref(), Some(data));
+        }
     }
 }
