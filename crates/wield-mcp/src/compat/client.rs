@@ -555,6 +555,40 @@ mod tests {
         assert_eq!(*told.lock().unwrap(), [Long::Reply(Some("1".into())), Long::Message]);
     }
 
+    /// What [`super::super::sse_event_too_large`] knows the SDK's error by:
+    /// its HTTP client's error for an event past its limit, told only by
+    /// its text.
+    #[tokio::test]
+    async fn the_sdk_says_an_event_is_too_large_in_its_text() {
+        use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpPostResponse};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let event = format!("data: {}\n\n", "x".repeat(200));
+        let app = axum::Router::new().fallback(move || {
+            let event = event.clone();
+            async move { ([("content-type", "text/event-stream")], event) }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let ping: rmcp::model::ClientJsonRpcMessage =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        let posted = reqwest::Client::new()
+            .post_message_with_max_sse_event_size(
+                format!("http://{addr}/mcp").into(),
+                ping,
+                None,
+                None,
+                std::collections::HashMap::new(),
+                64,
+            )
+            .await
+            .unwrap();
+        let StreamableHttpPostResponse::Sse(mut events, _) = posted else {
+            panic!("not an event stream");
+        };
+        let error = events.next().await.unwrap().unwrap_err();
+        assert!(super::super::sse_event_too_large(&error), "{error}");
+    }
+
     /// Corrected by reading the raw listing: the SDK's tool type leaves
     /// out `execution`.
     #[test]
