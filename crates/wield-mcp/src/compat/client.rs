@@ -589,6 +589,48 @@ mod tests {
         assert!(super::super::sse_event_too_large(&error), "{error}");
     }
 
+    /// What [`super::super::without_type_names`] takes out: the SDK names
+    /// its transport's type in its transport errors, and its message type
+    /// in its error for a JSON body that is not a message.
+    #[tokio::test]
+    async fn the_sdk_names_its_types_in_its_errors() {
+        use rmcp::ServiceExt;
+        use rmcp::service::ClientInitializeError;
+        use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpError};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"a":1}"#) });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let ping: rmcp::model::ClientJsonRpcMessage =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        let posted = reqwest::Client::new()
+            .post_message(
+                format!("http://{addr}/mcp").into(),
+                ping,
+                None,
+                None,
+                std::collections::HashMap::new(),
+            )
+            .await;
+        let Err(StreamableHttpError::UnexpectedServerResponse(text)) = posted else {
+            panic!("{:?}", posted.err());
+        };
+        let plain = super::super::without_type_names(text.to_string());
+        assert!(plain.starts_with("the reply is not valid JSON-RPC"), "{text}");
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+        let error = ().serve(transport).await.err().unwrap();
+        let ClientInitializeError::TransportError { error, .. } = error else {
+            panic!("{error:?}");
+        };
+        let text = error.to_string();
+        assert!(text.starts_with("Transport ["), "{text}");
+        let plain = super::super::without_type_names(text.clone());
+        assert!(
+            !plain.contains("Transport [") && !plain.contains("rmcp::"),
+            "{text} -> {plain}"
+        );
+    }
+
     /// Corrected by reading the raw listing: the SDK's tool type leaves
     /// out `execution`.
     #[test]
