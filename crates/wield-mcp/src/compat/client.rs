@@ -142,6 +142,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for ReadableReplies<R> {
             }
             this.ready.clear();
             this.given = 0;
+            // What a long line took is given back once it is read.
+            this.ready.shrink_to(CHUNK);
+            if this.pending.is_empty() {
+                this.pending.shrink_to(CHUNK);
+            }
             if this.ended {
                 return Poll::Ready(Ok(()));
             }
