@@ -27,6 +27,9 @@
 //!   listing (`Health::capture`, `listing::task_required`); a tool result
 //!   with one content block of an unknown kind is not a `CallToolResult`
 //!   but the SDK's `CustomResult`, read block by block by `raw_result`.
+//! - Its error for a failure of its HTTP client holds that error without
+//!   naming it its source; [`cause_of`] follows it (so "error sending
+//!   request" goes on to "Connection refused").
 //!
 //! The tests drive the SDK alone and fail when it stops doing what is
 //! corrected.
@@ -39,7 +42,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use rmcp::model::{ErrorCode, JsonRpcError, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RxJsonRpcMessage;
-use rmcp::transport::streamable_http_client::SseError;
+use rmcp::transport::streamable_http_client::{SseError, StreamableHttpError};
 use rmcp::{ErrorData, RoleClient};
 use sse_stream::Sse;
 use tokio::io::{AsyncRead, ReadBuf};
@@ -361,6 +364,16 @@ impl<'de> serde::Deserialize<'de> for Valid {
     }
 }
 
+/// The error `e` comes from: its `source`, or for the SDK's HTTP transport
+/// error, the HTTP client's error it holds without naming it its source (so
+/// "error sending request" goes on to "Connection refused").
+pub(crate) fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(inner)) => Some(inner),
+        _ => e.source(),
+    }
+}
+
 /// What wield makes of `line`, a message of the server's that does not
 /// parse as one (`error`, why not): the message once half a surrogate pair
 /// is replaced; for a reply to wield's request, an error to its id that says
@@ -601,7 +614,7 @@ mod tests {
     async fn the_sdk_names_its_types_in_its_errors() {
         use rmcp::ServiceExt;
         use rmcp::service::ClientInitializeError;
-        use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpError};
+        use rmcp::transport::streamable_http_client::StreamableHttpClient;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"a":1}"#) });
@@ -633,6 +646,37 @@ mod tests {
         assert!(
             !plain.contains("Transport [") && !plain.contains("rmcp::"),
             "{text} -> {plain}"
+        );
+    }
+
+    /// Corrected by [`cause_of`]: the SDK's error for a failure of its
+    /// HTTP client holds that error without naming it its source.
+    #[tokio::test]
+    async fn the_sdks_http_error_does_not_name_its_cause() {
+        use rmcp::transport::streamable_http_client::StreamableHttpClient;
+        use std::error::Error;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let ping: rmcp::model::ClientJsonRpcMessage =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        let error = reqwest::Client::new()
+            .post_message(
+                format!("http://{addr}/mcp").into(),
+                ping,
+                None,
+                None,
+                std::collections::HashMap::new(),
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(error.source().is_none(), "{error:?}");
+        let cause = cause_of(&error).unwrap();
+        assert!(
+            cause
+                .downcast_ref::<reqwest::Error>()
+                .is_some_and(reqwest::Error::is_connect)
         );
     }
 
