@@ -10,6 +10,7 @@
 //! mcp_bench calls N TOOL ARGS_JSON [WAIT] -- CMD... N sequential tools/call on one connection
 //! mcp_bench floor BYTES [WAIT]                     be a server that does no work: answer each
 //!                                                  request at once, tools/call with BYTES of text
+//!                                                  (one tool, `floor`: an SDK client can connect)
 //! ```
 //! WAIT is how the reader waits for its input: `block` (the default) sleeps
 //! in `read`, as a client on an event loop sleeps in `epoll_wait`, so each
@@ -283,6 +284,11 @@ fn floor(bytes: usize, wait: Wait) -> Result<(), String> {
             reply.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
             reply.extend_from_slice(text.as_bytes());
             reply.extend_from_slice(b"}],\"isError\":false}}\n");
+        } else if has(req, "\"initialize\"") {
+            // Enough of a handshake and a listing for an SDK client.
+            reply.extend_from_slice(FLOOR_INIT);
+        } else if has(req, "tools/list") {
+            reply.extend_from_slice(FLOOR_TOOLS);
         } else {
             reply.extend_from_slice(b",\"result\":{}}\n");
         }
@@ -290,6 +296,14 @@ fn floor(bytes: usize, wait: Wait) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `floor`'s answer to `initialize`, after its id.
+const FLOOR_INIT: &[u8] = br#","result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"floor","version":"1"}}}
+"#;
+
+/// `floor`'s one tool, after its id.
+const FLOOR_TOOLS: &[u8] = br#","result":{"tools":[{"name":"floor","inputSchema":{"type":"object"}}]}}
+"#;
 
 const USAGE: &str =
     "usage: mcp_bench cold RUNS -- CMD... | calls N TOOL ARGS_JSON [block|spin] -- CMD... | floor BYTES [block|spin]";

@@ -451,7 +451,7 @@ fn never_left(error: &(dyn std::error::Error + 'static)) -> bool {
         {
             return true;
         }
-        cause = super::connect::cause_of(e);
+        cause = crate::compat::client::cause_of(e);
     }
     false
 }

@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 
 use super::config::{ServerConfig, Transport};
@@ -369,7 +369,7 @@ pub enum StartError {
 pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = crate::compat::without_type_names(e.to_string());
     let mut current = e;
-    while let Some(next) = cause_of(current) {
+    while let Some(next) = crate::compat::client::cause_of(current) {
         let part = crate::compat::without_type_names(next.to_string());
         if !part.is_empty() && !text.contains(&part) {
             text.push_str(": ");
@@ -378,16 +378,6 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     text
-}
-
-/// The error `e` comes from: its `source`, or for the SDK's HTTP transport
-/// error, the HTTP client's error it holds without naming it its source (so
-/// "error sending request" goes on to "Connection refused").
-pub(crate) fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a (dyn std::error::Error + 'static)> {
-    match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-        Some(StreamableHttpError::Client(inner)) => Some(inner),
-        _ => e.source(),
-    }
 }
 
 /// Why `url` cannot be reached, as the network says it: the SDK's HTTP

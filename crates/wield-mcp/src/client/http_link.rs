@@ -8,26 +8,24 @@
 //! and over HTTP no raw text of the answer reaches wield otherwise. If the
 //! request of wield's own fails in any way, the SDK lists the page instead.
 //!
-//! Messages on an event stream are read as over stdio (see
-//! [`super::stdio_link`]): half a surrogate pair is replaced, and a reply
-//! wield cannot read becomes an error to its request rather than being
-//! dropped, which left the call to fail as a response without its result.
+//! Messages on an event stream are read as over stdio
+//! ([`crate::compat::client::readable_events`]).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::http::{HeaderName, HeaderValue};
-use futures::StreamExt;
 use futures::stream::BoxStream;
-use rmcp::ErrorData;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use rmcp::transport::streamable_http_client::SseError;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use serde_json::Value;
 use sse_stream::Sse;
+
+use crate::compat::client::readable_events;
 
 /// Where the SDK posts: the endpoint, the session and the headers it sends.
 #[derive(Clone, Debug)]
@@ -164,55 +162,10 @@ fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
 fn readable_post(posted: Posted, id: Option<RequestId>) -> Posted {
     match posted {
         Ok(StreamableHttpPostResponse::Sse(events, session)) => {
-            Ok(StreamableHttpPostResponse::Sse(readable(events, id), session))
+            Ok(StreamableHttpPostResponse::Sse(readable_events(events, id), session))
         }
         other => other,
     }
-}
-
-/// `events` with each message that does not parse made readable, as
-/// [`super::stdio_link::unreadable`] does; on the stream of the answer to
-/// request `id`, an event larger than the SDK reads becomes an error to
-/// the request that says so (the stream would end without the answer).
-fn readable(
-    events: BoxStream<'static, Result<Sse, SseError>>,
-    id: Option<RequestId>,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    events
-        .map(move |event| match (event, &id) {
-            (Err(e), Some(id)) if crate::compat::sse_event_too_large(&e) => Ok(too_large(id, &e)),
-            (event, _) => event.map(mend),
-        })
-        .boxed()
-}
-
-fn too_large(id: &RequestId, e: &SseError) -> Sse {
-    let error = ServerJsonRpcMessage::error(
-        ErrorData::internal_error(
-            format!(
-                "the server's reply is larger than wield reads in one message ({e}), so it was dropped; ask the \
-                 tool for less at a time"
-            ),
-            None,
-        ),
-        Some(id.clone()),
-    );
-    Sse::default().data(serde_json::to_string(&error).unwrap_or_default())
-}
-
-fn mend(mut event: Sse) -> Sse {
-    let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty()) else {
-        return event;
-    };
-    let Err(error) = serde_json::from_str::<ServerJsonRpcMessage>(data) else {
-        return event;
-    };
-    if let Some(message) = super::stdio_link::unreadable(data.as_bytes(), &error)
-        && let Ok(text) = serde_json::to_string(&message)
-    {
-        event.data = Some(text);
-    }
-    event
 }
 
 /// Same-origin 307 and 308 redirects only, as the SDK's own client: they
@@ -329,7 +282,7 @@ impl StreamableHttpClient for NotingClient {
             custom_headers,
             max_sse_event_size,
         );
-        async move { streamed.await.map(|events| readable(events, None)) }
+        async move { streamed.await.map(|events| readable_events(events, None)) }
     }
 }
 
@@ -343,36 +296,5 @@ mod tests {
             "id: 0\nretry: 3000\ndata: \n\nevent: message\ndata: {\"a\":1}\n\n: ping\n\ndata: x\ndata: y\r\n\r\n";
         let data: Vec<String> = sse_data(text).collect();
         assert_eq!(data, ["", "{\"a\":1}", "x\ny"]);
-    }
-
-    fn event(data: &str) -> Sse {
-        Sse::default().data(data)
-    }
-
-    #[test]
-    fn stream_messages_are_mended() {
-        // Half a surrogate pair: replaced.
-        let cut = mend(event(
-            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"cut \ud83d"}]}}"#,
-        ));
-        let v: Value = serde_json::from_str(cut.data.as_deref().unwrap()).unwrap();
-        assert_eq!(v["result"]["content"][0]["text"], "cut \u{fffd}");
-        // A reply wield cannot read: an error to its id.
-        let nan = mend(event(r#"{"jsonrpc":"2.0","id":4,"result":{"n":NaN}}"#));
-        let v: Value = serde_json::from_str(nan.data.as_deref().unwrap()).unwrap();
-        assert_eq!(v["id"], 4);
-        assert!(
-            v["error"]["message"].as_str().unwrap().contains("not valid JSON-RPC"),
-            "{v}"
-        );
-        // Readable messages, priming events and notifications it cannot read
-        // are left as they are.
-        for data in [
-            r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
-            "",
-            r#"{"jsonrpc":"2.0","method":"x","params":NaN}"#,
-        ] {
-            assert_eq!(mend(event(data)).data.as_deref(), Some(data));
-        }
     }
 }

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use wield_sandbox::process::{MARKER_VAR, ProcessTree, ensure_subreaper, new_marker};
 
 use super::stderr::StderrTail;
+use crate::compat::client::Long;
 
 /// How long a server gets to exit after its stdin is closed, and again
 /// after SIGTERM, before the next step. Together they bound how long wield
@@ -43,13 +44,9 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// lives on).
 pub const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(1);
 
-/// The most rmcp reads as one message from a stdio server; a longer line
-/// is dropped by the SDK without a word to the caller waiting for it.
-pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
-
-/// How much of the start of a message is kept to tell a reply from a
-/// request or notification.
-const HEAD: usize = 128;
+/// The most wield reads as one message from a server; a longer reply
+/// fails the call it answers ([`Health::oversized_reply`]).
+pub(crate) use crate::compat::client::MAX_MESSAGE;
 
 /// The most of a server's output kept while its tools are listed
 /// ([`Health::capture`]); past it, the rest of the listing is not kept.
@@ -152,6 +149,23 @@ impl Health {
             let mut kept = self.captured.lock().unwrap_or_else(PoisonError::into_inner);
             let room = MAX_CAPTURE.saturating_sub(kept.len());
             kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
+    }
+
+    /// The server sent a line longer than [`MAX_MESSAGE`], which is
+    /// dropped: a reply wakes the call it answers.
+    pub(crate) fn note_long(&self, long: Long) {
+        match long {
+            Long::Reply(id) => {
+                self.oversized_replies
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(id);
+                self.oversized.notify_waiters();
+            }
+            Long::Message => {
+                tracing::warn!("an MCP server sent a request or notification of more than 16 MiB; it was dropped");
+            }
         }
     }
 
@@ -548,23 +562,19 @@ impl AsyncWrite for ServerInput {
     }
 }
 
-/// The server's stdout, watched for messages longer than the SDK reads
-/// ([`MAX_MESSAGE`]): the SDK drops such a line and the call it answers
-/// would wait for its timeout; here a reply that long wakes
-/// [`Health::oversized`] instead.
+/// The server's stdout, kept while [`Health::capture`] asks.
 pub struct WatchedOutput {
     inner: ChildStdout,
     health: Arc<Health>,
-    meter: LineMeter,
 }
 
 impl WatchedOutput {
     fn new(inner: ChildStdout, health: Arc<Health>) -> Self {
-        Self {
-            inner,
-            health,
-            meter: LineMeter::default(),
-        }
+        Self { inner, health }
+    }
+
+    pub(crate) fn health(&self) -> Arc<Health> {
+        Arc::clone(&self.health)
     }
 }
 
@@ -573,130 +583,8 @@ impl AsyncRead for WatchedOutput {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            let this = &mut *self;
-            this.health.keep(&buf.filled()[before..]);
-            this.meter.feed(&buf.filled()[before..], |long| match long {
-                Long::Reply(id) => {
-                    this.health
-                        .oversized_replies
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(id);
-                    this.health.oversized.notify_waiters();
-                }
-                Long::Message => {
-                    tracing::warn!("an MCP server sent a request or notification of more than 16 MiB; it was dropped");
-                }
-            });
+            self.health.keep(&buf.filled()[before..]);
         }
         polled
-    }
-}
-
-/// A line longer than [`MAX_MESSAGE`].
-#[derive(Debug, PartialEq)]
-enum Long {
-    /// A request or a notification: it names its `method` at its start
-    /// (every SDK writes it before the parameters).
-    Message,
-    /// A reply, with its id when that comes before the result (as the
-    /// Python and Rust SDKs write it).
-    Reply(Option<String>),
-}
-
-/// The id of the message starting with `head`: the value of its top-level
-/// `"id"` member, when that is in `head`.
-fn id_in(head: &[u8]) -> Option<String> {
-    crate::wire::id_token(head).map(|(text, _)| text)
-}
-
-/// The length of the line being read, and its first [`HEAD`] bytes. Costs
-/// one `memchr` per read and a copy of at most [`HEAD`] bytes per line.
-#[derive(Default)]
-struct LineMeter {
-    line: usize,
-    head: Vec<u8>,
-    reported: bool,
-}
-
-impl LineMeter {
-    /// Account for `bytes`; `oversized` is called once for each line that
-    /// reaches [`MAX_MESSAGE`], with what it is.
-    fn feed(&mut self, mut bytes: &[u8], mut oversized: impl FnMut(Long)) {
-        while !bytes.is_empty() {
-            let end = memchr::memchr(b'\n', bytes);
-            let part = &bytes[..end.unwrap_or(bytes.len())];
-            let room = HEAD.saturating_sub(self.head.len()).min(part.len());
-            self.head.extend_from_slice(&part[..room]);
-            self.line += part.len();
-            if self.line >= MAX_MESSAGE && !self.reported {
-                self.reported = true;
-                oversized(if memchr::memmem::find(&self.head, b"\"method\"").is_some() {
-                    Long::Message
-                } else {
-                    Long::Reply(id_in(&self.head))
-                });
-            }
-            match end {
-                Some(i) => {
-                    self.line = 0;
-                    self.head.clear();
-                    self.reported = false;
-                    bytes = &bytes[i + 1..];
-                }
-                None => break,
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reply_is_known_by_its_top_level_id() {
-        for (head, id) in [
-            (r#"{"jsonrpc":"2.0","id":12,"result":{"#, Some("12")),
-            (r#"{"jsonrpc": "2.0", "id" : "a-b", "result": {"#, Some("a-b")),
-            (r#"{"jsonrpc":"id","id":-3,"#, Some("-3")),
-            (r#"{"result":{"content":[{"id":7,"text":"#, None),
-            (r#"{"result":{"x\"id":1},"id":4}"#, Some("4")),
-            (r#"{"jsonrpc":"2.0","id":12"#, None),
-            (r#"{"jsonrpc":"2.0","id":"a\"b","#, None),
-            (r#"{"jsonrpc":"2.0","id":null,"#, None),
-        ] {
-            assert_eq!(id_in(head.as_bytes()).as_deref(), id, "{head}");
-        }
-    }
-
-    #[test]
-    fn only_lines_past_the_limit_are_reported_once_each() {
-        let mut meter = LineMeter::default();
-        let mut seen = Vec::new();
-        let chunk = vec![b'x'; 1 << 20];
-        meter.feed(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"", |r| seen.push(r));
-        for _ in 0..20 {
-            meter.feed(&chunk, |r| seen.push(r));
-        }
-        assert_eq!(seen, [Long::Reply(Some("1".into()))], "one report for one long reply");
-        meter.feed(b"\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n", |r| seen.push(r));
-        assert_eq!(seen.len(), 1, "short lines after it are not reported");
-        assert_eq!(meter.line, 0);
-
-        meter.feed(
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":\"",
-            |r| seen.push(r),
-        );
-        for _ in 0..17 {
-            meter.feed(&chunk, |r| seen.push(r));
-        }
-        assert_eq!(seen[1], Long::Message, "a notification is told apart");
-        // A line just under the limit is not reported.
-        meter.feed(b"\n", |r| seen.push(r));
-        meter.feed(&vec![b'y'; MAX_MESSAGE - 1], |r| seen.push(r));
-        meter.feed(b"\n", |r| seen.push(r));
-        assert_eq!(seen.len(), 2);
-        assert!(meter.head.len() <= HEAD);
     }
 }

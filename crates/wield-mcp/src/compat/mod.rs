@@ -14,6 +14,7 @@
 //! How the SDK's HTTP server answers is corrected by the layers of
 //! [`http`].
 
+pub(crate) mod client;
 pub(crate) mod http;
 
 use std::error::Error;
