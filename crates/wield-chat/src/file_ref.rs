@@ -8,19 +8,20 @@ use crate::syntax::FileRef;
 /// Characters a reference never ends with: they belong to the sentence.
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '"', '\'', '>'];
 
-/// The references in one line of text.
+/// The references in one line of text. A reference runs from its `@` to
+/// the end of its word, so each word is looked at once: linear in the line.
 pub(crate) fn find(text: &str, line: usize, out: &mut Vec<FileRef>) {
-    let mut from = 0;
-    while let Some(at) = text[from..].find('@') {
-        let start = from + at;
-        from = start + 1;
-        let rest = &text[from..];
-        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let token = &rest[..end];
-        let Some(path_len) = reference_len(token) else {
+    for word in text.split_whitespace() {
+        let Some(token) = word.match_indices('@').find_map(|(at, _)| {
+            let rest = &word[at + 1..];
+            ["./", "../", "~/", "//"]
+                .iter()
+                .any(|s| rest.starts_with(s))
+                .then_some(rest)
+        }) else {
             continue;
         };
-        let token = token[..path_len].trim_end_matches(TRAILING);
+        let token = token.trim_end_matches(TRAILING);
         let (path, mime) = match token.split_once(";type=") {
             Some((path, mime)) if !mime.is_empty() => (path, Some(mime.to_string())),
             Some((path, _)) => (path, None),
@@ -35,15 +36,7 @@ pub(crate) fn find(text: &str, line: usize, out: &mut Vec<FileRef>) {
             mime,
             line,
         });
-        from += token.len();
     }
-}
-
-/// The length of the reference that starts `token` (the text after `@`),
-/// or `None` when it does not start like one.
-fn reference_len(token: &str) -> Option<usize> {
-    let starts = ["./", "../", "~/", "//"];
-    starts.iter().any(|s| token.starts_with(s)).then_some(token.len())
 }
 
 /// Whether the path names something past its prefix (`@./` alone does not).

@@ -1,0 +1,91 @@
+//! Rewrites and the canonical forms wield writes.
+
+use wield_chat::write::{abort_marker, new_prompt, placeholder, tool_result_block, tool_use_block};
+use wield_chat::{CallStatus, ChatError, DiagnosticKind, Segment, Status, parse};
+
+use super::doc;
+
+#[test]
+fn legacy_forms_are_rewritten_in_the_current_form() {
+    let mut d = parse(&doc("legacy"));
+    assert_eq!(d.rewrite_legacy(), 5);
+    let text = d.write();
+    assert!(text.starts_with("@System:\nYou are a shell assistant.\n@You:\nList the files,\nplease.\n"));
+    assert!(text.contains("**Tool Result:** `toolu_legacy1` (pending)\n\n```\n```\n"));
+    assert!(text.contains("**Tool Result:** `toolu_legacy2` (rejected sandbox=false)\n\n```\nNot now.\n```\n"));
+    assert!(text.contains("**Tool Result:** `toolu_legacy3` (approved)\n\n```\n```\n"));
+    assert!(!text.contains("flemma:tool") && !text.contains("wield:tool"));
+    assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+    let statuses: Vec<_> = d.tool_calls().iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        vec![CallStatus::Pending, CallStatus::Rejected, CallStatus::Approved]
+    );
+    // Rewriting again changes nothing, and the result reads back the same.
+    assert_eq!(d.rewrite_legacy(), 0);
+    assert_eq!(parse(&text), d);
+}
+
+#[test]
+fn crlf_documents_keep_their_endings_when_rewritten() {
+    let mut d = parse("@You: hi\r\nthere\r\n");
+    d.rewrite_legacy();
+    assert_eq!(d.write(), "@You:\r\nhi\r\nthere\r\n");
+}
+
+#[test]
+fn statuses_and_results_are_rewritten_in_place() {
+    let mut d = parse(&doc("statuses"));
+    let before = d.write();
+    d.set_status("t_pending", Some(Status::Approved)).unwrap();
+    d.set_status("t_meta", Some(Status::Denied)).unwrap();
+    let text = d.write();
+    assert!(text.contains("**Tool Result:** `t_pending` (approved)\n"));
+    assert!(text.contains("**Tool Result:** `t_meta` (denied pending sandbox=false note=\"two words\")\n"));
+    assert_eq!(text.lines().count(), before.lines().count());
+    d.set_result("t_approved", None, "all: build\n\t```cc```").unwrap();
+    assert!(
+        d.write()
+            .contains("**Tool Result:** `t_approved`\n\n````\nall: build\n\t```cc```\n````\n")
+    );
+    assert_eq!(d.status_of("t_approved"), Some(CallStatus::Done));
+    assert_eq!(d.tool_calls()[4].result.as_deref(), Some("all: build\n\t```cc```"));
+    assert!(matches!(d.set_status("t_missing", None), Err(ChatError::NoResult { id }) if id == "t_missing"));
+}
+
+#[test]
+fn canonical_blocks_read_back_as_what_they_say() {
+    let input = r#"{"content":"```rust\nfn main() {}\n```"}"#;
+    let mut text = String::from("@Assistant:\n");
+    text.push_str(&tool_use_block("write", "toolu_9", input));
+    text.push('\n');
+    text.push_str(&abort_marker("Stopped\nhere"));
+    text.push_str("\n@You:\n");
+    text.push_str(&placeholder("toolu_9", Status::Pending));
+    text.push_str(new_prompt());
+    let d = parse(&text);
+    assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+    let Segment::ToolUse(u) = &d.messages[0].segments[0] else {
+        panic!()
+    };
+    assert_eq!(
+        u.fence.as_ref().unwrap().ticks,
+        4,
+        "JSON keeps backticks as they are, so the fence is longer"
+    );
+    assert_eq!(u.fence.as_ref().unwrap().body(), input);
+    let calls = d.tool_calls();
+    assert_eq!(
+        (calls[0].status, calls[0].aborted.as_deref()),
+        (CallStatus::Pending, Some("Stopped here"))
+    );
+    assert_eq!(d.messages.len(), 3);
+
+    let block = tool_result_block("toolu_9", Some(Status::Error), "", "````\nx");
+    assert_eq!(block, "**Tool Result:** `toolu_9` (error)\n\n`````\n````\nx\n`````\n");
+    let d = parse(&format!("@You:\n{block}"));
+    assert_eq!(
+        d.diagnostics.iter().map(|d| d.kind).collect::<Vec<_>>(),
+        vec![DiagnosticKind::UnmatchedToolResult]
+    );
+}
