@@ -98,3 +98,64 @@ fn parsing_is_linear_in_pathological_inputs() {
         assert!(start.elapsed().as_secs_f64() < 2.0, "{:?}", &text[..40]);
     }
 }
+
+/// Documents stitched from fragments of the grammar, broken ones included:
+/// the fuzz target's properties, checked on every test run.
+#[test]
+fn stitched_documents_write_back_and_read_back_the_same() {
+    const FRAGMENTS: &[&str] = &[
+        "@You:\n",
+        "@Assistant:\n",
+        "@System:\n",
+        "@You: inline\n",
+        "@Other:\n",
+        "text with @./a%20b.txt,\n",
+        "\n",
+        "  \r\n",
+        "```\n",
+        "````json\n",
+        "```flemma:tool status=rejected x=1\n",
+        "{\"a\": 1}\n",
+        "**Tool Use:** `read` (`t1`)\n",
+        "**Tool Use:** `read` (`t2`)\n",
+        "**Tool Result:** `t1`\n",
+        "**Tool Result:** `t2` (pending)\n",
+        "**Tool Result:** `t1` (status=error deny)\n",
+        "<thinking>\n",
+        "<thinking anthropic:signature=\"s\">\n",
+        "<thinking openai:signature=\"e30=\" />\n",
+        "<thinking redacted>\n",
+        "</thinking>\n",
+        "<!-- wield:aborted: stop -->\n",
+        "```toml\n",
+        "no newline",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..3000 {
+        let len = (next() % 24) as usize;
+        let text: String = (0..len)
+            .map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize])
+            .collect();
+        let doc = parse(&text);
+        let written = doc.write();
+        assert_eq!(written, text);
+        assert_eq!(parse(&written), doc, "{text:?}");
+        let lines = text.split_inclusive('\n').count().max(1);
+        assert!(
+            doc.diagnostics.iter().all(|d| (1..=lines).contains(&d.line)),
+            "{text:?}"
+        );
+        let _ = doc.state();
+        let _ = doc.conversation_unchecked(&Default::default());
+        let mut rewritten = doc.clone();
+        rewritten.rewrite_legacy();
+        let again = rewritten.write();
+        assert_eq!(parse(&again).write(), again);
+    }
+}
