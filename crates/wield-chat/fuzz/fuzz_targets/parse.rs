@@ -15,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(wield_chat::parse(&written), doc);
     let lines = text.split_inclusive('\n').count().max(1);
     assert!(doc.diagnostics.iter().all(|d| d.line >= 1 && d.line <= lines));
-    assert!(doc.messages.iter().all(|m| m.lines.start <= m.lines.end && m.lines.end <= lines));
+    assert!(
+        doc.messages
+            .iter()
+            .all(|m| m.lines.start <= m.lines.end && m.lines.end <= lines)
+    );
     let _ = doc.state();
     let _ = doc.conversation_unchecked(&wield_chat::ConvertOptions::default());
     let mut rewritten = doc.clone();
