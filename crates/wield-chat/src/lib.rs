@@ -31,9 +31,10 @@
 //! - Every node keeps the text it was read from, so [`Document::write`]
 //!   gives back the parsed text byte for byte; the [`write`] module's
 //!   functions make the canonical forms wield writes (a tool use, a result
-//!   or placeholder with its status, a new prompt, the abort marker), and
-//!   [`Document::rewrite_legacy`] rewrites the legacy forms (`@You: text`
-//!   on one line, ```` ```flemma:tool status=… ```` placeholders).
+//!   or placeholder with its status, a thinking block, a new prompt, the
+//!   abort marker), and [`Document::rewrite_legacy`] rewrites the legacy
+//!   forms (`@You: text` on one line, ```` ```flemma:tool status=… ````
+//!   placeholders).
 //! - [`Document::conversation`] is what a model is sent (a system prompt
 //!   and [`wield_llm::Message`]s); [`Document::tool_calls`] and its
 //!   siblings say where each call stands; [`Document::state`] is all of it

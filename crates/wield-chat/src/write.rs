@@ -24,10 +24,24 @@ impl Document {
         out
     }
 
+    /// The length of [`Document::write`]'s text, so it is built in one
+    /// allocation.
     fn len_hint(&self) -> usize {
-        let last = self.messages.last().map_or(0, |m| m.lines.end);
-        // About 80 bytes a line; only a capacity hint.
-        last.saturating_mul(80)
+        let fence = |f: &Fence| f.opener.len() + f.content.len() + f.closer.as_ref().map_or(0, String::len);
+        let segment = |s: &Segment| match s {
+            Segment::Text(t) => t.text.len(),
+            Segment::ToolUse(u) => u.header.len() + u.gap.len() + u.fence.as_ref().map_or(0, fence),
+            Segment::ToolResult(r) => r.header.len() + r.gap.len() + r.fence.as_ref().map_or(0, fence),
+            Segment::Thinking(t) => t.opener.len() + t.content.len() + t.closer.as_ref().map_or(0, String::len),
+            Segment::Aborted(a) => a.line_text.len(),
+        };
+        self.frontmatter.as_ref().map_or(0, |f| fence(&f.fence))
+            + self.preamble.len()
+            + self
+                .messages
+                .iter()
+                .map(|m| m.marker.len() + m.segments.iter().map(segment).sum::<usize>())
+                .sum::<usize>()
     }
 
     /// Rewrites the legacy forms in the current form: `@You: text` as
@@ -222,6 +236,62 @@ pub fn placeholder(id: &str, status: Status) -> String {
 pub fn abort_marker(message: &str) -> String {
     let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
     format!("<!-- wield:aborted: {} -->\n", one_line.replace("-->", "-- >"))
+}
+
+/// A thinking block as wield writes it after a reply, read back by
+/// [`Document::conversation`] as the same [`wield_llm::Thinking`]: signed
+/// with the `.chat` tag of the provider that made it (`anthropic`,
+/// `openai`, `vertex`), redacted data as `<thinking redacted>`, a Responses
+/// reasoning item as an `openai` signature (its JSON, base64), unsigned
+/// reasoning as `<thinking>`. Returns `None` for an empty block.
+pub fn thinking_block(thinking: &wield_llm::Thinking) -> Option<String> {
+    use base64::Engine as _;
+    let kind = thinking.origin.as_ref().map_or("", |o| o.provider.as_str());
+    let tag = provider_tag(kind);
+    let body = |text: &str| {
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n", text.trim_end_matches('\n'))
+        }
+    };
+    let signed = |signature: &str| {
+        if thinking.text.is_empty() {
+            format!("<thinking {tag}:signature=\"{signature}\" />\n")
+        } else {
+            format!(
+                "<thinking {tag}:signature=\"{signature}\">\n{}</thinking>\n",
+                body(&thinking.text)
+            )
+        }
+    };
+    match (&thinking.signature, &thinking.redacted_data) {
+        (Some(signature), _) if !tag.is_empty() => Some(signed(signature)),
+        (None, Some(data)) if kind == "openai-responses" => {
+            let item = serde_json::json!({
+                "type": "reasoning",
+                "id": thinking.item_id,
+                "encrypted_content": data,
+                "summary": [],
+            });
+            Some(signed(
+                &base64::engine::general_purpose::STANDARD.encode(item.to_string()),
+            ))
+        }
+        (None, Some(data)) => Some(format!("<thinking redacted>\n{}</thinking>\n", body(data))),
+        _ if thinking.text.is_empty() => None,
+        _ => Some(format!("<thinking>\n{}</thinking>\n", body(&thinking.text))),
+    }
+}
+
+/// The `.chat` tag of a provider kind: the inverse of
+/// [`crate::provider_kind`].
+fn provider_tag(kind: &str) -> String {
+    match kind {
+        "openai-responses" => "openai".to_string(),
+        "gemini" => "vertex".to_string(),
+        other => other.chars().filter(char::is_ascii_alphanumeric).collect(),
+    }
 }
 
 impl Fence {

@@ -89,3 +89,58 @@ fn canonical_blocks_read_back_as_what_they_say() {
         vec![DiagnosticKind::UnmatchedToolResult]
     );
 }
+
+#[test]
+fn thinking_blocks_read_back_as_the_same_thinking() {
+    use wield_chat::ConvertOptions;
+    use wield_chat::write::thinking_block;
+    use wield_llm::{Block, Origin, Thinking};
+    let origin = |p: &str| {
+        Some(Origin {
+            provider: p.into(),
+            model: "m".into(),
+        })
+    };
+    let cases = [
+        Thinking {
+            text: "Plan.\nStep two.".into(),
+            signature: Some("EqQB/sig+=".into()),
+            origin: origin("anthropic"),
+            ..Default::default()
+        },
+        Thinking {
+            redacted_data: Some("opaque".into()),
+            origin: origin("anthropic"),
+            ..Default::default()
+        },
+        Thinking {
+            text: "Reasoned.".into(),
+            redacted_data: Some("gAAAA".into()),
+            item_id: Some("rs_1".into()),
+            origin: origin("openai-responses"),
+            ..Default::default()
+        },
+        Thinking {
+            signature: Some("thought-sig".into()),
+            origin: origin("gemini"),
+            ..Default::default()
+        },
+        Thinking {
+            text: "Unsigned.".into(),
+            ..Default::default()
+        },
+    ];
+    for thinking in cases {
+        let block = thinking_block(&thinking).unwrap();
+        let d = parse(&format!("@Assistant:\n{block}Answer.\n"));
+        assert!(d.diagnostics.is_empty(), "{block}");
+        assert_eq!(d.write(), format!("@Assistant:\n{block}Answer.\n"));
+        let c = d
+            .conversation(&ConvertOptions {
+                model: Some("m".into()),
+            })
+            .unwrap();
+        assert_eq!(c.messages[0].content[0], Block::Thinking(thinking), "{block}");
+    }
+    assert_eq!(thinking_block(&Thinking::default()), None);
+}
