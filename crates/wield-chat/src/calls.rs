@@ -102,7 +102,7 @@ impl Document {
                 calls.push(ToolCall {
                     id: u.id.clone(),
                     name: u.name.clone(),
-                    input: u.input.clone(),
+                    input: u.input(),
                     line: u.lines.start,
                     lines: u.lines,
                     status: CallStatus::of(result),

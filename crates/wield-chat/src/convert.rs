@@ -144,11 +144,11 @@ fn assistant_blocks(segments: &[Segment], options: &ConvertOptions) -> Vec<Block
         match s {
             Segment::Text(t) => rest.extend(text_block(&t.text)),
             Segment::ToolUse(u) => {
-                if let Some(input) = &u.input {
+                if let Some(input) = u.input() {
                     rest.push(Block::ToolUse {
                         id: u.id.clone(),
                         name: u.name.clone(),
-                        input: input.clone(),
+                        input,
                     });
                 }
             }

@@ -13,14 +13,14 @@ pub(crate) struct Line<'a> {
 }
 
 pub(crate) fn split(text: &str) -> Vec<Line<'_>> {
-    text.split_inclusive('\n')
-        .enumerate()
-        .map(|(i, raw)| Line {
-            raw,
-            text: strip_ending(raw),
-            number: i + 1,
-        })
-        .collect()
+    // Counted first so that the vector is allocated once.
+    let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
+    out.extend(text.split_inclusive('\n').enumerate().map(|(i, raw)| Line {
+        raw,
+        text: strip_ending(raw),
+        number: i + 1,
+    }));
+    out
 }
 
 pub(crate) fn strip_ending(raw: &str) -> &str {

@@ -190,9 +190,16 @@ pub struct ToolUse {
     pub gap: String,
     /// `None` when no fenced block follows the header (a diagnostic says so).
     pub fence: Option<Fence>,
-    /// The input, when the fence holds a JSON object.
-    pub input: Option<Value>,
     pub lines: LineRange,
+}
+
+impl ToolUse {
+    /// The input, when the fence is closed and holds a JSON object. Read
+    /// on demand: parsing only checks it.
+    pub fn input(&self) -> Option<Value> {
+        let fence = self.fence.as_ref().filter(|f| f.closer.is_some())?;
+        serde_json::from_str::<Value>(fence.body()).ok().filter(Value::is_object)
+    }
 }
 
 /// `` **Tool Result:** `ID` (STATUS …) `` and its fenced block.

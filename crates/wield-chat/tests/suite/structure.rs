@@ -42,7 +42,7 @@ fn a_tool_use_keeps_its_json_text_and_reads_its_input() {
     let s = segments(&doc("tools"), 2);
     let Segment::ToolUse(u) = &s[1] else { panic!("{s:?}") };
     assert_eq!((u.name.as_str(), u.id.as_str()), ("bash", "toolu_01CountLines"));
-    assert_eq!(u.input, Some(serde_json::json!({"command": "wc -l README.md"})));
+    assert_eq!(u.input(), Some(serde_json::json!({"command": "wc -l README.md"})));
     let fence = u.fence.as_ref().unwrap();
     assert_eq!(fence.body(), r#"{"command":"wc -l README.md"}"#);
     assert_eq!((fence.ticks, fence.language.as_str()), (3, "json"));
@@ -59,7 +59,7 @@ fn nested_backticks_stay_inside_longer_fences_and_role_lines_in_fences_are_conte
     };
     assert_eq!(u.fence.as_ref().unwrap().ticks, 4);
     assert_eq!(
-        u.input.as_ref().unwrap()["content"],
+        u.input().unwrap()["content"],
         "# Hello\n\n```python\nprint('hi')\n```\n"
     );
     let Segment::ToolResult(r) = &d.messages[2].segments[0] else {
