@@ -74,7 +74,7 @@ pub struct ToolCall {
     pub aborted: Option<String>,
 }
 
-impl Document {
+impl Document<'_> {
     /// Every tool use, in document order, with the state of its result.
     pub fn tool_calls(&self) -> Vec<ToolCall> {
         let mut results: HashMap<&str, &ToolResult> = HashMap::new();
@@ -93,15 +93,15 @@ impl Document {
                 .rev()
                 .find(|s| !matches!(s, Segment::Text(t) if t.text.trim().is_empty()))
                 .and_then(|s| match s {
-                    Segment::Aborted(a) => Some(a.message.clone()),
+                    Segment::Aborted(a) => Some(a.message.to_string()),
                     _ => None,
                 });
             for s in &m.segments {
                 let Segment::ToolUse(u) = s else { continue };
-                let result = results.get(u.id.as_str()).copied();
+                let result = results.get(u.id.as_ref()).copied();
                 calls.push(ToolCall {
-                    id: u.id.clone(),
-                    name: u.name.clone(),
+                    id: u.id.to_string(),
+                    name: u.name.to_string(),
                     input: u.input(),
                     line: u.lines.start,
                     lines: u.lines,

@@ -48,7 +48,7 @@ pub fn provider_kind(tag: &str) -> &str {
     }
 }
 
-impl Document {
+impl Document<'_> {
     /// The conversation to send. Fails while an error-severity diagnostic
     /// stands or a tool use has no final result, saying which and where.
     pub fn conversation(&self, options: &ConvertOptions) -> Result<Conversation, ChatError> {
@@ -76,11 +76,11 @@ impl Document {
         for m in &self.messages {
             let (role, content) = match m.speaker {
                 Speaker::System => {
-                    let text: Vec<String> = m
+                    let text: Vec<&str> = m
                         .segments
                         .iter()
                         .filter_map(|s| match s {
-                            Segment::Text(t) => Some(t.text.clone()),
+                            Segment::Text(t) => Some(t.text.as_ref()),
                             _ => None,
                         })
                         .collect();
@@ -123,7 +123,7 @@ fn user_blocks(segments: &[Segment]) -> Vec<Block> {
         match s {
             Segment::Text(t) => texts.extend(text_block(&t.text)),
             Segment::ToolResult(r) if r.is_final() && r.fence.is_some() => results.push(Block::ToolResult {
-                tool_use_id: r.id.clone(),
+                tool_use_id: r.id.to_string(),
                 content: vec![ResultPart::Text {
                     text: r.content().to_string(),
                 }],
@@ -146,8 +146,8 @@ fn assistant_blocks(segments: &[Segment], options: &ConvertOptions) -> Vec<Block
             Segment::ToolUse(u) => {
                 if let Some(input) = u.input() {
                     rest.push(Block::ToolUse {
-                        id: u.id.clone(),
-                        name: u.name.clone(),
+                        id: u.id.to_string(),
+                        name: u.name.to_string(),
                         input,
                     });
                 }
@@ -196,7 +196,7 @@ fn thinking_of(t: &ThinkingBlock, options: &ConvertOptions) -> Thinking {
             }
             Thinking {
                 text,
-                signature: Some(signature.clone()),
+                signature: Some(signature.to_string()),
                 origin: origin(provider, options),
                 ..Thinking::default()
             }

@@ -10,15 +10,32 @@ pub(crate) struct Line<'a> {
     pub text: &'a str,
     /// Counted from 1.
     pub number: usize,
+    /// Where `raw` starts in the document.
+    pub offset: usize,
+}
+
+/// The text of `lines` (consecutive lines of `source`), line endings
+/// included: a slice of `source`, not a copy.
+pub(crate) fn span<'a>(source: &'a str, lines: &[Line<'a>]) -> &'a str {
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) => &source[first.offset..last.offset + last.raw.len()],
+        _ => "",
+    }
 }
 
 pub(crate) fn split(text: &str) -> Vec<Line<'_>> {
     // Counted first so that the vector is allocated once.
     let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
-    out.extend(text.split_inclusive('\n').enumerate().map(|(i, raw)| Line {
-        raw,
-        text: strip_ending(raw),
-        number: i + 1,
+    let mut offset = 0;
+    out.extend(text.split_inclusive('\n').enumerate().map(|(i, raw)| {
+        let line = Line {
+            raw,
+            text: strip_ending(raw),
+            number: i + 1,
+            offset,
+        };
+        offset += raw.len();
+        line
     }));
     out
 }
@@ -51,12 +68,12 @@ pub(crate) fn fence_close(text: &str, ticks: usize) -> bool {
 }
 
 /// The language word and the info string after a fence's backticks.
-pub(crate) fn fence_info(text: &str, ticks: usize) -> (String, String) {
+pub(crate) fn fence_info(text: &str, ticks: usize) -> (&str, &str) {
     let rest = text[ticks..].trim_start();
     let end = rest
         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, ':' | '.' | '_' | '-')))
         .unwrap_or(rest.len());
-    (rest[..end].to_string(), rest[end..].trim().to_string())
+    (&rest[..end], rest[end..].trim())
 }
 
 /// `@Name:` alone on its line (trailing whitespace allowed).
@@ -234,7 +251,7 @@ mod tests {
         assert!(!fence_close("```", 4));
         assert_eq!(
             fence_info("```flemma:tool status=pending", 3),
-            ("flemma:tool".into(), "status=pending".into())
+            ("flemma:tool", "status=pending")
         );
     }
 

@@ -4,6 +4,7 @@
 //! Both are linear in the text.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
@@ -11,21 +12,21 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind as K};
 use crate::file_ref;
 use crate::lines::{self, Line, ThinkingTag};
 use crate::syntax::{
-    Aborted, Document, Fence, Frontmatter, LineRange, Message, Segment, Speaker, Status, Text, ThinkingBlock,
+    Aborted, Document, Fence, Frontmatter, LineRange, Message, Segment, Speaker, Status, Str, Text, ThinkingBlock,
     ThinkingKind, ToolResult, ToolUse,
 };
 
 /// Reads a document. Problems become [`Document::diagnostics`]; the text is
 /// kept whole, so [`Document::write`] gives it back unchanged.
-pub fn parse(text: &str) -> Document {
+pub fn parse(text: &str) -> Document<'_> {
     let all = lines::split(text);
     let mut diagnostics = Vec::new();
-    let (frontmatter, body_start) = frontmatter(&all, &mut diagnostics);
+    let (frontmatter, body_start) = frontmatter(text, &all, &mut diagnostics);
     let body = &all[body_start..];
 
     let first_marker = body.iter().position(|l| marker_of(l).is_some());
     let preamble_lines = &body[..first_marker.unwrap_or(body.len())];
-    let preamble: String = preamble_lines.iter().map(|l| l.raw).collect();
+    let preamble = lines::span(text, preamble_lines).into();
     if let Some(l) = preamble_lines.iter().find(|l| !lines::is_blank(l.text)) {
         diagnostics.push(Diagnostic::warning(
             K::TextBeforeFirstMessage,
@@ -37,7 +38,7 @@ pub fn parse(text: &str) -> Document {
     let mut messages = Vec::new();
     if let Some(first) = first_marker {
         for range in split_messages(&body[first..], &mut diagnostics) {
-            messages.push(message(&body[first..][range], &mut diagnostics));
+            messages.push(message(text, &body[first..][range], &mut diagnostics));
         }
     }
     check_ids(&messages, &mut diagnostics);
@@ -59,7 +60,11 @@ fn marker_of(line: &Line<'_>) -> Option<(String, Option<usize>)> {
     lines::inline_role(line.text).map(|(name, prefix)| (name.to_string(), Some(prefix)))
 }
 
-fn frontmatter(all: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> (Option<Frontmatter>, usize) {
+fn frontmatter<'a>(
+    source: &'a str,
+    all: &[Line<'a>],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Option<Frontmatter<'a>>, usize) {
     let Some(first) = all.first() else {
         return (None, 0);
     };
@@ -84,18 +89,18 @@ fn frontmatter(all: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> (Option<F
     };
     let close = close + 1;
     let fence = Fence {
-        opener: first.raw.to_string(),
+        opener: first.raw.into(),
         ticks: 3,
-        language: language.to_string(),
-        info: String::new(),
-        content: all[1..close].iter().map(|l| l.raw).collect(),
-        closer: Some(all[close].raw.to_string()),
+        language: language.into(),
+        info: "".into(),
+        content: lines::span(source, &all[1..close]).into(),
+        closer: Some(all[close].raw.into()),
         lines: LineRange::new(1, close + 1),
     };
     check_frontmatter(language, &fence.content, diagnostics);
     (
         Some(Frontmatter {
-            language: language.to_string(),
+            language: language.into(),
             fence,
         }),
         close + 1,
@@ -172,7 +177,7 @@ fn split_messages(body: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Vec<s
     ranges
 }
 
-fn message(lines: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Message {
+fn message<'a>(source: &'a str, lines: &[Line<'a>], diagnostics: &mut Vec<Diagnostic>) -> Message<'a> {
     let first = lines[0];
     let last = lines[lines.len() - 1].number;
     let (name, inline) = marker_of(&first).unwrap_or_default();
@@ -184,7 +189,9 @@ fn message(lines: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Message {
             format!("`@{name}:` is not a role wield sends (System, You, Assistant); this message is ignored"),
         ));
     }
-    let mut content: Vec<Line<'_>> = Vec::with_capacity(lines.len());
+    // The legacy inline form's text is the message's first line; only then
+    // are the lines copied.
+    let mut owned: Vec<Line<'_>> = Vec::new();
     let marker = match inline {
         Some(prefix) => {
             diagnostics.push(Diagnostic::warning(
@@ -193,19 +200,23 @@ fn message(lines: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Message {
                 format!("`@{name}:` and text on one line is the legacy form; it is read, and rewritten as two lines"),
             ));
             let rest = &first.raw[prefix..];
-            content.push(Line {
+            owned.reserve(lines.len());
+            owned.push(Line {
                 raw: rest,
                 text: lines::strip_ending(rest),
                 number: first.number,
+                offset: first.offset + prefix,
             });
-            first.raw[..prefix].to_string()
+            owned.extend_from_slice(&lines[1..]);
+            first.raw[..prefix].into()
         }
-        None => first.raw.to_string(),
+        None => first.raw.into(),
     };
-    content.extend_from_slice(&lines[1..]);
+    let content = if inline.is_some() { &owned[..] } else { &lines[1..] };
     let segments = Segments {
+        source,
         speaker: &speaker,
-        lines: &content,
+        lines: content,
         at: 0,
         out: Vec::new(),
         text: None,
@@ -222,18 +233,19 @@ fn message(lines: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Message {
 }
 
 /// The segment reader of one message.
-struct Segments<'a, 'd> {
-    speaker: &'a Speaker,
-    lines: &'a [Line<'a>],
+struct Segments<'a, 'r, 'd> {
+    source: &'a str,
+    speaker: &'r Speaker,
+    lines: &'r [Line<'a>],
     at: usize,
-    out: Vec<Segment>,
+    out: Vec<Segment<'a>>,
     /// The index where the current text run started.
     text: Option<usize>,
     diagnostics: &'d mut Vec<Diagnostic>,
 }
 
-impl<'a> Segments<'a, '_> {
-    fn run(mut self) -> Vec<Segment> {
+impl<'a> Segments<'a, '_, '_> {
+    fn run(mut self) -> Vec<Segment<'a>> {
         let mut fence: Option<usize> = None;
         while self.at < self.lines.len() {
             let line = self.lines[self.at];
@@ -288,7 +300,7 @@ impl<'a> Segments<'a, '_> {
             }
         }
         self.out.push(Segment::Text(Text {
-            text: run.iter().map(|l| l.raw).collect(),
+            text: lines::span(self.source, run).into(),
             file_refs,
             lines: LineRange::new(run[0].number, run[run.len() - 1].number),
         }));
@@ -305,9 +317,9 @@ impl<'a> Segments<'a, '_> {
             self.flush_text(self.at);
             self.at += 1;
             self.out.push(Segment::Aborted(Aborted {
-                message: message.to_string(),
-                namespace: namespace.to_string(),
-                line_text: line.raw.to_string(),
+                message: message.into(),
+                namespace: namespace.into(),
+                line_text: line.raw.into(),
                 lines: LineRange::new(line.number, line.number),
             }));
         } else {
@@ -327,15 +339,15 @@ impl<'a> Segments<'a, '_> {
 
     /// The blank lines after the header, and the fence after them if there
     /// is one. Moves past what it returns.
-    fn gap_and_fence(&mut self, what: &str) -> (String, Option<Fence>) {
+    fn gap_and_fence(&mut self, what: &str) -> (Str<'a>, Option<Fence<'a>>) {
         let mut i = self.at;
         while i < self.lines.len() && lines::is_blank(self.lines[i].text) {
             i += 1;
         }
         let Some(ticks) = self.lines.get(i).and_then(|l| lines::fence_open(l.text)) else {
-            return (String::new(), None);
+            return ("".into(), None);
         };
-        let gap = self.lines[self.at..i].iter().map(|l| l.raw).collect();
+        let gap = lines::span(self.source, &self.lines[self.at..i]).into();
         let opener = self.lines[i];
         let (language, info) = lines::fence_info(opener.text, ticks);
         let close = self.lines[i + 1..]
@@ -355,19 +367,19 @@ impl<'a> Segments<'a, '_> {
             ));
         }
         let fence = Fence {
-            opener: opener.raw.to_string(),
+            opener: opener.raw.into(),
             ticks,
-            language,
-            info,
-            content: self.lines[i + 1..end].iter().map(|l| l.raw).collect(),
-            closer: close.map(|c| self.lines[c].raw.to_string()),
+            language: language.into(),
+            info: info.into(),
+            content: lines::span(self.source, &self.lines[i + 1..end]).into(),
+            closer: close.map(|c| self.lines[c].raw.into()),
             lines: LineRange::new(opener.number, last),
         };
         self.at = close.map_or(self.lines.len(), |c| c + 1);
         (gap, Some(fence))
     }
 
-    fn tool_use(&mut self, header: Line<'a>, name: &str, id: &str) {
+    fn tool_use(&mut self, header: Line<'a>, name: &'a str, id: &'a str) {
         self.at += 1;
         let (gap, fence) = self.gap_and_fence("tool use");
         match &fence {
@@ -395,16 +407,16 @@ impl<'a> Segments<'a, '_> {
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
         self.out.push(Segment::ToolUse(ToolUse {
-            name: name.to_string(),
-            id: id.to_string(),
-            header: header.raw.to_string(),
+            name: name.into(),
+            id: id.into(),
+            header: header.raw.into(),
             gap,
             fence,
             lines: LineRange::new(header.number, end),
         }));
     }
 
-    fn tool_result(&mut self, header: Line<'a>, id: &str, rest: &str) {
+    fn tool_result(&mut self, header: Line<'a>, id: &'a str, rest: &str) {
         self.at += 1;
         let (mut status, mut meta) = match lines::status_suffix(rest) {
             Some(tokens) => read_status(tokens),
@@ -430,7 +442,7 @@ impl<'a> Segments<'a, '_> {
                 header.number,
                 format!("the tool result `{id}` has no fenced block after its header; add one (``` and ```) holding the result"),
             )),
-            Some(f) if matches!(f.language.as_str(), "flemma:tool" | "wield:tool") => {
+            Some(f) if matches!(f.language.as_ref(), "flemma:tool" | "wield:tool") => {
                 legacy = true;
                 let (fence_status, fence_meta) = read_status(lines::tokens(&f.info));
                 status = status.or(fence_status).or(Some(Status::Pending));
@@ -449,10 +461,10 @@ impl<'a> Segments<'a, '_> {
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
         self.out.push(Segment::ToolResult(ToolResult {
-            id: id.to_string(),
+            id: id.into(),
             status,
             meta,
-            header: header.raw.to_string(),
+            header: header.raw.into(),
             gap,
             fence,
             legacy,
@@ -460,7 +472,7 @@ impl<'a> Segments<'a, '_> {
         }));
     }
 
-    fn thinking(&mut self, opener: Line<'a>, tag: ThinkingTag<'_>) {
+    fn thinking(&mut self, opener: Line<'a>, tag: ThinkingTag<'a>) {
         self.at += 1;
         let (kind, self_closing) = match tag {
             ThinkingTag::Plain => (ThinkingKind::Plain, false),
@@ -471,21 +483,21 @@ impl<'a> Segments<'a, '_> {
                 self_closing,
             } => (
                 ThinkingKind::Signed {
-                    provider: provider.to_string(),
-                    signature: signature.to_string(),
+                    provider: provider.into(),
+                    signature: signature.into(),
                 },
                 self_closing,
             ),
         };
         let (content, closer, last) = if self_closing {
-            (String::new(), None, opener.number)
+            ("".into(), None, opener.number)
         } else {
             let close = self.lines[self.at..]
                 .iter()
                 .position(|l| lines::thinking_close(l.text))
                 .map(|p| p + self.at);
             let end = close.unwrap_or(self.lines.len());
-            let content = self.lines[self.at..end].iter().map(|l| l.raw).collect();
+            let content = lines::span(self.source, &self.lines[self.at..end]).into();
             let last = self.lines[end.min(self.lines.len() - 1)].number;
             if close.is_none() {
                 self.diagnostics.push(Diagnostic::warning(
@@ -495,11 +507,11 @@ impl<'a> Segments<'a, '_> {
                 ));
             }
             self.at = close.map_or(self.lines.len(), |c| c + 1);
-            (content, close.map(|c| self.lines[c].raw.to_string()), last)
+            (content, close.map(|c| self.lines[c].raw.into()), last)
         };
         self.out.push(Segment::Thinking(ThinkingBlock {
             kind,
-            opener: opener.raw.to_string(),
+            opener: opener.raw.into(),
             content,
             closer,
             self_closing,
@@ -529,14 +541,37 @@ pub(crate) fn read_status(tokens: Vec<String>) -> (Option<Status>, Vec<String>) 
     (status, meta)
 }
 
+/// A multiply-rotate hasher (rustc's Fx): ids come from the document the
+/// person edits, so there is no adversary to defend against, and SipHash
+/// was a tenth of the time spent reading a large document.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
+
 /// Duplicate tool-use ids, duplicate results, and results that answer no
 /// tool use.
 fn check_ids(messages: &[Message], diagnostics: &mut Vec<Diagnostic>) {
-    let mut uses: HashMap<&str, usize> = HashMap::new();
+    let mut uses: IdMap<&str, usize> = IdMap::default();
     for m in messages {
         for s in &m.segments {
             if let Segment::ToolUse(u) = s {
-                if let Some(first) = uses.get(u.id.as_str()) {
+                if let Some(first) = uses.get(u.id.as_ref()) {
                     diagnostics.push(Diagnostic::error(
                         K::DuplicateToolUseId,
                         u.lines.start,
@@ -551,11 +586,11 @@ fn check_ids(messages: &[Message], diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
-    let mut answered: HashSet<&str> = HashSet::new();
+    let mut answered: IdSet<&str> = IdSet::default();
     for m in messages {
         for s in &m.segments {
             let Segment::ToolResult(r) = s else { continue };
-            if !uses.contains_key(r.id.as_str()) {
+            if !uses.contains_key(r.id.as_ref()) {
                 diagnostics.push(Diagnostic::error(
                     K::UnmatchedToolResult,
                     r.lines.start,

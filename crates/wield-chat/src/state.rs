@@ -51,7 +51,7 @@ pub struct SegmentState {
     pub detail: Option<String>,
 }
 
-impl Document {
+impl Document<'_> {
     /// The document's state.
     pub fn state(&self) -> State {
         let tool_uses = self.tool_calls();
@@ -79,7 +79,7 @@ impl Document {
             .collect();
         State {
             frontmatter: self.frontmatter.as_ref().map(|f| FrontmatterState {
-                language: f.language.clone(),
+                language: f.language.to_string(),
                 lines: f.fence.lines,
             }),
             messages,
@@ -104,10 +104,10 @@ impl Document {
 fn segment_state(s: &Segment) -> SegmentState {
     let (kind, id, detail) = match s {
         Segment::Text(_) => ("text", None, None),
-        Segment::ToolUse(u) => ("tool_use", Some(u.id.clone()), Some(u.name.clone())),
+        Segment::ToolUse(u) => ("tool_use", Some(u.id.to_string()), Some(u.name.to_string())),
         Segment::ToolResult(r) => (
             "tool_result",
-            Some(r.id.clone()),
+            Some(r.id.to_string()),
             r.status.map(|s| s.as_str().to_string()),
         ),
         Segment::Thinking(t) => (
@@ -116,7 +116,7 @@ fn segment_state(s: &Segment) -> SegmentState {
             match &t.kind {
                 ThinkingKind::Plain => None,
                 ThinkingKind::Redacted => Some("redacted".to_string()),
-                ThinkingKind::Signed { provider, .. } => Some(provider.clone()),
+                ThinkingKind::Signed { provider, .. } => Some(provider.to_string()),
             },
         ),
         Segment::Aborted(_) => ("aborted", None, None),

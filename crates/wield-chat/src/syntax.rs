@@ -3,10 +3,16 @@
 //! back gives the document byte for byte; the parsed fields beside that
 //! text are what the rest of wield reads.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
+
+/// Text of a document: borrowed from the text it was read from, owned
+/// where wield rewrote it.
+pub type Str<'a> = Cow<'a, str>;
 
 /// Lines `start..=end`, counted from 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -26,25 +32,25 @@ impl LineRange {
 
 /// A parsed document.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Document {
-    pub frontmatter: Option<Frontmatter>,
+pub struct Document<'a> {
+    pub frontmatter: Option<Frontmatter<'a>>,
     /// Text between the frontmatter and the first message, as written
     /// (ignored when the document is sent).
-    pub preamble: String,
-    pub messages: Vec<Message>,
+    pub preamble: Str<'a>,
+    pub messages: Vec<Message<'a>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
 /// The fenced block on line 1.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Frontmatter {
+pub struct Frontmatter<'a> {
     /// `toml` (wield's own), `json` (Flemma's JSON form), or another
     /// language wield reports and keeps as it is (`lua`).
-    pub language: String,
-    pub fence: Fence,
+    pub language: Str<'a>,
+    pub fence: Fence<'a>,
 }
 
-impl Frontmatter {
+impl<'a> Frontmatter<'a> {
     /// The text between the fences, as written.
     pub fn code(&self) -> &str {
         &self.fence.content
@@ -53,24 +59,24 @@ impl Frontmatter {
 
 /// A fenced block as written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Fence {
+pub struct Fence<'a> {
     /// The opening line, its line ending included.
-    pub opener: String,
+    pub opener: Str<'a>,
     /// How many backticks open it.
     pub ticks: usize,
     /// The word after the backticks (`json`, `flemma:tool`), or empty.
-    pub language: String,
+    pub language: Str<'a>,
     /// What follows the language on the opening line, trimmed.
-    pub info: String,
+    pub info: Str<'a>,
     /// The lines between the fences, their line endings included.
-    pub content: String,
+    pub content: Str<'a>,
     /// The closing line, its line ending included; `None` when the block
     /// runs to the end of its message unclosed.
-    pub closer: Option<String>,
+    pub closer: Option<Str<'a>>,
     pub lines: LineRange,
 }
 
-impl Fence {
+impl<'a> Fence<'a> {
     /// The content without the line ending of its last line: what the
     /// block holds.
     pub fn body(&self) -> &str {
@@ -121,29 +127,29 @@ impl Speaker {
 
 /// A message: its role line and what follows until the next role line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Message {
+pub struct Message<'a> {
     pub speaker: Speaker,
     /// The role line as written. For the legacy inline form
     /// (`@You: text`) this is only `@You: `, and `text` starts the
     /// message's first segment.
-    pub marker: String,
+    pub marker: Str<'a>,
     /// Whether the role line was the legacy inline form.
     pub inline: bool,
-    pub segments: Vec<Segment>,
+    pub segments: Vec<Segment<'a>>,
     pub lines: LineRange,
 }
 
 /// A piece of a message.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Segment {
-    Text(Text),
-    ToolUse(ToolUse),
-    ToolResult(ToolResult),
-    Thinking(ThinkingBlock),
-    Aborted(Aborted),
+pub enum Segment<'a> {
+    Text(Text<'a>),
+    ToolUse(ToolUse<'a>),
+    ToolResult(ToolResult<'a>),
+    Thinking(ThinkingBlock<'a>),
+    Aborted(Aborted<'a>),
 }
 
-impl Segment {
+impl<'a> Segment<'a> {
     pub fn lines(&self) -> LineRange {
         match self {
             Segment::Text(s) => s.lines,
@@ -157,8 +163,8 @@ impl Segment {
 
 /// Plain text, blank lines included, as written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Text {
-    pub text: String,
+pub struct Text<'a> {
+    pub text: Str<'a>,
     /// The file references in it (only in `@You:` messages).
     pub file_refs: Vec<FileRef>,
     pub lines: LineRange,
@@ -181,47 +187,49 @@ pub struct FileRef {
 
 /// `` **Tool Use:** `NAME` (`ID`) `` and its fenced JSON input.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolUse {
-    pub name: String,
-    pub id: String,
+pub struct ToolUse<'a> {
+    pub name: Str<'a>,
+    pub id: Str<'a>,
     /// The header line as written.
-    pub header: String,
+    pub header: Str<'a>,
     /// Blank lines between the header and the fence.
-    pub gap: String,
+    pub gap: Str<'a>,
     /// `None` when no fenced block follows the header (a diagnostic says so).
-    pub fence: Option<Fence>,
+    pub fence: Option<Fence<'a>>,
     pub lines: LineRange,
 }
 
-impl ToolUse {
+impl<'a> ToolUse<'a> {
     /// The input, when the fence is closed and holds a JSON object. Read
     /// on demand: parsing only checks it.
     pub fn input(&self) -> Option<Value> {
         let fence = self.fence.as_ref().filter(|f| f.closer.is_some())?;
-        serde_json::from_str::<Value>(fence.body()).ok().filter(Value::is_object)
+        serde_json::from_str::<Value>(fence.body())
+            .ok()
+            .filter(Value::is_object)
     }
 }
 
 /// `` **Tool Result:** `ID` (STATUS …) `` and its fenced block.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolResult {
-    pub id: String,
+pub struct ToolResult<'a> {
+    pub id: Str<'a>,
     /// `None` is a final result; `Some(Error)` a final error result; the
     /// others are placeholders of the tool cycle.
     pub status: Option<Status>,
     /// The other tokens of the status suffix (`sandbox=false`), as written.
     pub meta: Vec<String>,
     /// The header line as written.
-    pub header: String,
-    pub gap: String,
-    pub fence: Option<Fence>,
+    pub header: Str<'a>,
+    pub gap: Str<'a>,
+    pub fence: Option<Fence<'a>>,
     /// Whether this is the older placeholder form, a ```` ```flemma:tool ````
     /// (or `wield:tool`) fence carrying `status=…`.
     pub legacy: bool,
     pub lines: LineRange,
 }
 
-impl ToolResult {
+impl<'a> ToolResult<'a> {
     /// What the block holds.
     pub fn content(&self) -> &str {
         self.fence.as_ref().map_or("", Fence::body)
@@ -274,31 +282,31 @@ impl Status {
 
 /// What kind of thinking block.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ThinkingKind {
+pub enum ThinkingKind<'a> {
     /// `<thinking>`.
     Plain,
     /// `<thinking PROVIDER:signature="…">`, or its self-closing form.
-    Signed { provider: String, signature: String },
+    Signed { provider: Str<'a>, signature: Str<'a> },
     /// `<thinking redacted>`: the content is the provider's opaque data.
     Redacted,
 }
 
 /// A `<thinking …>` block.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ThinkingBlock {
-    pub kind: ThinkingKind,
+pub struct ThinkingBlock<'a> {
+    pub kind: ThinkingKind<'a>,
     /// The opening tag line as written.
-    pub opener: String,
+    pub opener: Str<'a>,
     /// The lines between the tags, as written.
-    pub content: String,
+    pub content: Str<'a>,
     /// The closing tag line; `None` for the self-closing form and for a
     /// block left unclosed.
-    pub closer: Option<String>,
+    pub closer: Option<Str<'a>>,
     pub self_closing: bool,
     pub lines: LineRange,
 }
 
-impl ThinkingBlock {
+impl<'a> ThinkingBlock<'a> {
     /// The reasoning (or the redacted data), without the final line ending.
     pub fn text(&self) -> &str {
         let c = self.content.strip_suffix('\n').unwrap_or(&self.content);
@@ -308,11 +316,11 @@ impl ThinkingBlock {
 
 /// `<!-- wield:aborted: MESSAGE -->` (or `flemma:aborted`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Aborted {
-    pub message: String,
+pub struct Aborted<'a> {
+    pub message: Str<'a>,
     /// `wield` or `flemma`.
-    pub namespace: String,
+    pub namespace: Str<'a>,
     /// The line as written.
-    pub line_text: String,
+    pub line_text: Str<'a>,
     pub lines: LineRange,
 }

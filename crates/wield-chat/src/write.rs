@@ -3,10 +3,9 @@
 //! and of tool-result statuses.
 
 use crate::error::ChatError;
-use crate::parse::parse;
 use crate::syntax::{Document, Fence, Segment, Speaker, Status, ToolResult};
 
-impl Document {
+impl<'a> Document<'a> {
     /// The document as text. For a parsed document this is the text it was
     /// parsed from.
     pub fn write(&self) -> String {
@@ -27,12 +26,12 @@ impl Document {
     /// The length of [`Document::write`]'s text, so it is built in one
     /// allocation.
     fn len_hint(&self) -> usize {
-        let fence = |f: &Fence| f.opener.len() + f.content.len() + f.closer.as_ref().map_or(0, String::len);
-        let segment = |s: &Segment| match s {
+        let fence = |f: &Fence<'_>| f.opener.len() + f.content.len() + f.closer.as_ref().map_or(0, |c| c.len());
+        let segment = |s: &Segment<'_>| match s {
             Segment::Text(t) => t.text.len(),
             Segment::ToolUse(u) => u.header.len() + u.gap.len() + u.fence.as_ref().map_or(0, fence),
             Segment::ToolResult(r) => r.header.len() + r.gap.len() + r.fence.as_ref().map_or(0, fence),
-            Segment::Thinking(t) => t.opener.len() + t.content.len() + t.closer.as_ref().map_or(0, String::len),
+            Segment::Thinking(t) => t.opener.len() + t.content.len() + t.closer.as_ref().map_or(0, |c| c.len()),
             Segment::Aborted(a) => a.line_text.len(),
         };
         self.frontmatter.as_ref().map_or(0, |f| fence(&f.fence))
@@ -44,20 +43,18 @@ impl Document {
                 .sum::<usize>()
     }
 
-    /// Rewrites the legacy forms in the current form: `@You: text` as
-    /// `@You:` and `text` on the next line, and ```` ```flemma:tool
-    /// status=… ```` placeholders with the status in the result's header.
-    /// Returns how many were rewritten; the document is read again, so its
-    /// line numbers and diagnostics are up to date.
-    pub fn rewrite_legacy(&mut self) -> usize {
+    /// The document with its legacy forms rewritten in the current form
+    /// (`@You: text` as `@You:` and `text` on the next line, ```` ```flemma:tool
+    /// status=… ```` placeholders with the status in the result's header),
+    /// and how many were rewritten. Read the text again for its new line
+    /// numbers.
+    pub fn rewrite_legacy(&self) -> (String, usize) {
+        let mut doc = self.clone();
         let mut count = 0;
-        for m in &mut self.messages {
+        for m in &mut doc.messages {
             if m.inline {
-                m.marker = format!(
-                    "{}{}",
-                    role_line(&m.speaker),
-                    ending_of(m.segments.first().map_or("\n", seg_text))
-                );
+                let ending = ending_of(m.segments.first().map_or("\n", seg_text));
+                m.marker = format!("{}{ending}", role_line(&m.speaker)).into();
                 m.inline = false;
                 count += 1;
             }
@@ -66,53 +63,47 @@ impl Document {
                     && r.legacy
                 {
                     let status = r.status.unwrap_or(Status::Pending);
-                    r.header = format!(
-                        "{}{}",
-                        result_header(&r.id, Some(status), &r.meta),
-                        ending_of(&r.header)
-                    );
+                    let header = result_header(&r.id, Some(status), &r.meta);
+                    r.header = format!("{header}{}", ending_of(&r.header)).into();
                     if let Some(f) = &mut r.fence {
-                        f.opener = format!("{}{}", "`".repeat(f.ticks), ending_of(&f.opener));
+                        f.opener = format!("{}{}", "`".repeat(f.ticks), ending_of(&f.opener)).into();
                     }
                     count += 1;
                 }
             }
         }
-        if count > 0 {
-            *self = parse(&self.write());
-        }
-        count
+        (doc.write(), count)
     }
 
-    /// Sets the status of `id`'s result (the last one, if there are
-    /// several), keeping its other suffix tokens and its content. `None`
-    /// makes it a final result.
-    pub fn set_status(&mut self, id: &str, status: Option<Status>) -> Result<(), ChatError> {
-        let r = self.result_mut(id)?;
-        r.header = format!("{}{}", result_header(&r.id, status, &r.meta), ending_of(&r.header));
-        *self = parse(&self.write());
-        Ok(())
+    /// The document with the status of `id`'s result (the last one, if
+    /// there are several) set to `status`, its other suffix tokens and its
+    /// content kept. `None` makes it a final result.
+    pub fn with_status(&self, id: &str, status: Option<Status>) -> Result<String, ChatError> {
+        let mut doc = self.clone();
+        let r = doc.result_mut(id)?;
+        let header = result_header(&r.id, status, &r.meta);
+        r.header = format!("{header}{}", ending_of(&r.header)).into();
+        Ok(doc.write())
     }
 
-    /// Replaces `id`'s result block (the last one, if there are several)
-    /// with a canonical one holding `content`.
-    pub fn set_result(&mut self, id: &str, status: Option<Status>, content: &str) -> Result<(), ChatError> {
-        let r = self.result_mut(id)?;
+    /// The document with `id`'s result block (the last one, if there are
+    /// several) replaced by a canonical one holding `content`.
+    pub fn with_result(&self, id: &str, status: Option<Status>, content: &str) -> Result<String, ChatError> {
+        let mut doc = self.clone();
+        let r = doc.result_mut(id)?;
         let end = r
             .fence
             .as_ref()
             .and_then(|f| f.closer.as_deref())
             .map_or("\n", ending_of);
         let block = tool_result_block(&r.id, status, "", content);
-        r.header = block.strip_suffix('\n').unwrap_or(&block).to_string();
-        r.header.push_str(end);
-        r.gap.clear();
+        r.header = format!("{}{end}", block.strip_suffix('\n').unwrap_or(&block)).into();
+        r.gap = "".into();
         r.fence = None;
-        *self = parse(&self.write());
-        Ok(())
+        Ok(doc.write())
     }
 
-    fn result_mut(&mut self, id: &str) -> Result<&mut ToolResult, ChatError> {
+    fn result_mut(&mut self, id: &str) -> Result<&mut ToolResult<'a>, ChatError> {
         self.messages
             .iter_mut()
             .rev()
@@ -125,7 +116,7 @@ impl Document {
     }
 }
 
-fn seg_text(s: &Segment) -> &str {
+fn seg_text<'s>(s: &'s Segment<'_>) -> &'s str {
     match s {
         Segment::Text(t) => &t.text,
         _ => "\n",
@@ -294,7 +285,7 @@ fn provider_tag(kind: &str) -> String {
     }
 }
 
-impl Fence {
+impl Fence<'_> {
     /// A canonical fence around `content` (tagged `language`).
     pub fn around(language: &str, content: &str) -> String {
         let fence = fence_for(content);

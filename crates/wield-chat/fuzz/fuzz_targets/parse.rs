@@ -22,8 +22,6 @@ fuzz_target!(|data: &[u8]| {
     );
     let _ = doc.state();
     let _ = doc.conversation_unchecked(&wield_chat::ConvertOptions::default());
-    let mut rewritten = doc.clone();
-    rewritten.rewrite_legacy();
-    let again = rewritten.write();
+    let (again, _) = doc.rewrite_legacy();
     assert_eq!(wield_chat::parse(&again).write(), again);
 });

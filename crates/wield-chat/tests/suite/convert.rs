@@ -152,7 +152,8 @@ fn thinking_goes_first_with_its_signature_for_its_provider() {
 
 #[test]
 fn placeholders_are_not_results_and_block_sending() {
-    let d = parse(&doc("statuses"));
+    let src = doc("statuses");
+    let d = parse(&src);
     let Err(ChatError::Unresolved { calls }) = d.conversation(&options("m")) else {
         panic!()
     };
@@ -184,7 +185,8 @@ fn placeholders_are_not_results_and_block_sending() {
 
 #[test]
 fn abort_markers_are_text_only_in_a_reply_without_tools() {
-    let d = parse(&doc("aborted"));
+    let src = doc("aborted");
+    let d = parse(&src);
     let c = d.conversation_unchecked(&options("m"));
     assert_eq!(
         c.messages[1].content,

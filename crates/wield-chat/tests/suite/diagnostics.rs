@@ -35,7 +35,8 @@ fn the_errors_document_reports_each_problem_on_its_line() {
 
 #[test]
 fn messages_say_what_to_do() {
-    let d = parse(&doc("errors"));
+    let src = doc("errors");
+    let d = parse(&src);
     let text: Vec<String> = d.diagnostics.iter().map(ToString::to_string).collect();
     assert!(
         text.iter()
@@ -61,7 +62,8 @@ fn frontmatter_languages() {
             (K::TextBeforeFirstMessage, 5, Severity::Warning)
         ]
     );
-    let lua = parse(&doc("lua_frontmatter"));
+    let src = doc("lua_frontmatter");
+    let lua = parse(&src);
     assert_eq!(
         lua.frontmatter.as_ref().unwrap().code(),
         "flemma.opt.tools.auto_approve = { \"$standard\" }\nflemma.opt.tools.auto_approve:remove(\"write\")\n"
@@ -83,7 +85,8 @@ fn frontmatter_languages() {
 
 #[test]
 fn legacy_forms_are_warnings_naming_the_rewrite() {
-    let d = parse(&doc("legacy"));
+    let src = doc("legacy");
+    let d = parse(&src);
     let kinds: Vec<_> = d.diagnostics.iter().map(|d| (d.kind, d.line, d.severity)).collect();
     assert_eq!(
         kinds,

@@ -7,9 +7,9 @@ use super::doc;
 
 #[test]
 fn legacy_forms_are_rewritten_in_the_current_form() {
-    let mut d = parse(&doc("legacy"));
-    assert_eq!(d.rewrite_legacy(), 5);
-    let text = d.write();
+    let (text, count) = parse(&doc("legacy")).rewrite_legacy();
+    assert_eq!(count, 5);
+    let d = parse(&text);
     assert!(text.starts_with("@System:\nYou are a shell assistant.\n@You:\nList the files,\nplease.\n"));
     assert!(text.contains("**Tool Result:** `toolu_legacy1` (pending)\n\n```\n```\n"));
     assert!(text.contains("**Tool Result:** `toolu_legacy2` (rejected sandbox=false)\n\n```\nNot now.\n```\n"));
@@ -21,36 +21,32 @@ fn legacy_forms_are_rewritten_in_the_current_form() {
         statuses,
         vec![CallStatus::Pending, CallStatus::Rejected, CallStatus::Approved]
     );
-    // Rewriting again changes nothing, and the result reads back the same.
-    assert_eq!(d.rewrite_legacy(), 0);
-    assert_eq!(parse(&text), d);
+    // Rewriting again changes nothing.
+    assert_eq!(d.rewrite_legacy(), (text.clone(), 0));
 }
 
 #[test]
 fn crlf_documents_keep_their_endings_when_rewritten() {
-    let mut d = parse("@You: hi\r\nthere\r\n");
-    d.rewrite_legacy();
-    assert_eq!(d.write(), "@You:\r\nhi\r\nthere\r\n");
+    let (text, _) = parse("@You: hi\r\nthere\r\n").rewrite_legacy();
+    assert_eq!(text, "@You:\r\nhi\r\nthere\r\n");
 }
 
 #[test]
 fn statuses_and_results_are_rewritten_in_place() {
-    let mut d = parse(&doc("statuses"));
-    let before = d.write();
-    d.set_status("t_pending", Some(Status::Approved)).unwrap();
-    d.set_status("t_meta", Some(Status::Denied)).unwrap();
-    let text = d.write();
+    let before = doc("statuses");
+    let text = parse(&before).with_status("t_pending", Some(Status::Approved)).unwrap();
+    let text = parse(&text).with_status("t_meta", Some(Status::Denied)).unwrap();
     assert!(text.contains("**Tool Result:** `t_pending` (approved)\n"));
     assert!(text.contains("**Tool Result:** `t_meta` (denied pending sandbox=false note=\"two words\")\n"));
     assert_eq!(text.lines().count(), before.lines().count());
-    d.set_result("t_approved", None, "all: build\n\t```cc```").unwrap();
-    assert!(
-        d.write()
-            .contains("**Tool Result:** `t_approved`\n\n````\nall: build\n\t```cc```\n````\n")
-    );
+    let text = parse(&text)
+        .with_result("t_approved", None, "all: build\n\t```cc```")
+        .unwrap();
+    assert!(text.contains("**Tool Result:** `t_approved`\n\n````\nall: build\n\t```cc```\n````\n"));
+    let d = parse(&text);
     assert_eq!(d.status_of("t_approved"), Some(CallStatus::Done));
     assert_eq!(d.tool_calls()[4].result.as_deref(), Some("all: build\n\t```cc```"));
-    assert!(matches!(d.set_status("t_missing", None), Err(ChatError::NoResult { id }) if id == "t_missing"));
+    assert!(matches!(d.with_status("t_missing", None), Err(ChatError::NoResult { id }) if id == "t_missing"));
 }
 
 #[test]
@@ -83,7 +79,8 @@ fn canonical_blocks_read_back_as_what_they_say() {
 
     let block = tool_result_block("toolu_9", Some(Status::Error), "", "````\nx");
     assert_eq!(block, "**Tool Result:** `toolu_9` (error)\n\n`````\n````\nx\n`````\n");
-    let d = parse(&format!("@You:\n{block}"));
+    let src = format!("@You:\n{block}");
+    let d = parse(&src);
     assert_eq!(
         d.diagnostics.iter().map(|d| d.kind).collect::<Vec<_>>(),
         vec![DiagnosticKind::UnmatchedToolResult]
@@ -132,7 +129,8 @@ fn thinking_blocks_read_back_as_the_same_thinking() {
     ];
     for thinking in cases {
         let block = thinking_block(&thinking).unwrap();
-        let d = parse(&format!("@Assistant:\n{block}Answer.\n"));
+        let src = format!("@Assistant:\n{block}Answer.\n");
+        let d = parse(&src);
         assert!(d.diagnostics.is_empty(), "{block}");
         assert_eq!(d.write(), format!("@Assistant:\n{block}Answer.\n"));
         let c = d

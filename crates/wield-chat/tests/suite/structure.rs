@@ -4,13 +4,14 @@ use wield_chat::{LineRange, Segment, Speaker, Status, ThinkingKind, parse};
 
 use super::doc;
 
-fn segments(text: &str, message: usize) -> Vec<Segment> {
+fn segments(text: &str, message: usize) -> Vec<Segment<'_>> {
     parse(text).messages[message].segments.clone()
 }
 
 #[test]
 fn frontmatter_and_messages_carry_their_lines() {
-    let d = parse(&doc("tools"));
+    let src = doc("tools");
+    let d = parse(&src);
     let fm = d.frontmatter.as_ref().unwrap();
     assert_eq!(fm.language, "toml");
     assert_eq!(
@@ -39,19 +40,21 @@ fn frontmatter_and_messages_carry_their_lines() {
 
 #[test]
 fn a_tool_use_keeps_its_json_text_and_reads_its_input() {
-    let s = segments(&doc("tools"), 2);
+    let src = doc("tools");
+    let s = segments(&src, 2);
     let Segment::ToolUse(u) = &s[1] else { panic!("{s:?}") };
-    assert_eq!((u.name.as_str(), u.id.as_str()), ("bash", "toolu_01CountLines"));
+    assert_eq!((u.name.as_ref(), u.id.as_ref()), ("bash", "toolu_01CountLines"));
     assert_eq!(u.input(), Some(serde_json::json!({"command": "wc -l README.md"})));
     let fence = u.fence.as_ref().unwrap();
     assert_eq!(fence.body(), r#"{"command":"wc -l README.md"}"#);
-    assert_eq!((fence.ticks, fence.language.as_str()), (3, "json"));
+    assert_eq!((fence.ticks, fence.language.as_ref()), (3, "json"));
     assert_eq!(u.lines, LineRange { start: 14, end: 18 });
 }
 
 #[test]
 fn nested_backticks_stay_inside_longer_fences_and_role_lines_in_fences_are_content() {
-    let d = parse(&doc("nested_backticks"));
+    let src = doc("nested_backticks");
+    let d = parse(&src);
     assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
     assert_eq!(d.messages.len(), 4);
     let Segment::ToolUse(u) = &d.messages[1].segments[0] else {
@@ -77,9 +80,10 @@ fn nested_backticks_stay_inside_longer_fences_and_role_lines_in_fences_are_conte
 
 #[test]
 fn parallel_results_pair_by_id_not_position() {
-    let d = parse(&doc("parallel"));
+    let src = doc("parallel");
+    let d = parse(&src);
     let calls = d.tool_calls();
-    let ids: Vec<_> = calls.iter().map(|c| (c.id.as_str(), c.result.as_deref())).collect();
+    let ids: Vec<_> = calls.iter().map(|c| (c.id.as_ref(), c.result.as_deref())).collect();
     assert_eq!(
         ids,
         vec![
@@ -97,7 +101,8 @@ fn parallel_results_pair_by_id_not_position() {
 
 #[test]
 fn thinking_forms() {
-    let d = parse(&doc("thinking"));
+    let src = doc("thinking");
+    let d = parse(&src);
     assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
     let kinds: Vec<_> = d
         .messages
@@ -133,7 +138,8 @@ fn thinking_forms() {
         )
     );
     assert_eq!(kinds[3], (ThinkingKind::Plain, false, "An unsigned thought.".into()));
-    let redacted = parse(&doc("redacted"));
+    let src = doc("redacted");
+    let redacted = parse(&src);
     let Segment::Thinking(t) = &redacted.messages[2].segments[2] else {
         panic!()
     };
@@ -145,12 +151,13 @@ fn thinking_forms() {
 
 #[test]
 fn result_statuses_aliases_and_meta() {
-    let d = parse(&doc("statuses"));
+    let src = doc("statuses");
+    let d = parse(&src);
     let results: Vec<_> = d.messages[2]
         .segments
         .iter()
         .filter_map(|s| match s {
-            Segment::ToolResult(r) => Some((r.id.as_str(), r.status, r.meta.clone(), r.content().to_string())),
+            Segment::ToolResult(r) => Some((r.id.as_ref(), r.status, r.meta.clone(), r.content().to_string())),
             _ => None,
         })
         .collect();
@@ -179,13 +186,14 @@ fn result_statuses_aliases_and_meta() {
 
 #[test]
 fn abort_markers_in_both_namespaces() {
-    let d = parse(&doc("aborted"));
+    let src = doc("aborted");
+    let d = parse(&src);
     let aborts: Vec<_> = d
         .messages
         .iter()
         .flat_map(|m| &m.segments)
         .filter_map(|s| match s {
-            Segment::Aborted(a) => Some((a.namespace.as_str(), a.message.as_str(), a.lines.start)),
+            Segment::Aborted(a) => Some((a.namespace.as_ref(), a.message.as_ref(), a.lines.start)),
             _ => None,
         })
         .collect();
@@ -202,11 +210,12 @@ fn abort_markers_in_both_namespaces() {
 
 #[test]
 fn file_references_in_a_persons_text_only() {
-    let d = parse(&doc("file_refs"));
+    let src = doc("file_refs");
+    let d = parse(&src);
     let refs = d.state().file_refs;
     let found: Vec<_> = refs
         .iter()
-        .map(|r| (r.path.as_str(), r.mime.as_deref(), r.line))
+        .map(|r| (r.path.as_ref(), r.mime.as_deref(), r.line))
         .collect();
     assert_eq!(
         found,
@@ -223,7 +232,8 @@ fn file_references_in_a_persons_text_only() {
 
 #[test]
 fn legacy_forms_are_read() {
-    let d = parse(&doc("legacy"));
+    let src = doc("legacy");
+    let d = parse(&src);
     assert!(d.messages[0].inline && d.messages[1].inline);
     assert_eq!(d.messages[0].marker, "@System: ");
     let Segment::Text(t) = &d.messages[1].segments[0] else {
