@@ -53,11 +53,14 @@ pub fn parse(text: &str) -> Document<'_> {
 
 /// A role line: the speaker and, for the legacy inline form, the length of
 /// the line's prefix that is the role line proper.
-fn marker_of(line: &Line<'_>) -> Option<(String, Option<usize>)> {
-    if let Some(name) = lines::role_marker(line.text) {
-        return Some((name.to_string(), None));
+fn marker_of<'a>(line: &Line<'a>) -> Option<(&'a str, Option<usize>)> {
+    if !line.text.starts_with('@') {
+        return None;
     }
-    lines::inline_role(line.text).map(|(name, prefix)| (name.to_string(), Some(prefix)))
+    if let Some(name) = lines::role_marker(line.text) {
+        return Some((name, None));
+    }
+    lines::inline_role(line.text).map(|(name, prefix)| (name, Some(prefix)))
 }
 
 fn frontmatter<'a>(
@@ -181,7 +184,7 @@ fn message<'a>(source: &'a str, lines: &[Line<'a>], diagnostics: &mut Vec<Diagno
     let first = lines[0];
     let last = lines[lines.len() - 1].number;
     let (name, inline) = marker_of(&first).unwrap_or_default();
-    let speaker = Speaker::from_name(&name);
+    let speaker = Speaker::from_name(name);
     if let Speaker::Other(name) = &speaker {
         diagnostics.push(Diagnostic::warning(
             K::UnknownRole,
