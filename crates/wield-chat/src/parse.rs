@@ -409,14 +409,14 @@ impl<'a> Segments<'a, '_, '_> {
             Some(_) => {}
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
-        self.out.push(Segment::ToolUse(ToolUse {
+        self.out.push(Segment::ToolUse(Box::new(ToolUse {
             name: name.into(),
             id: id.into(),
             header: header.raw.into(),
             gap,
             fence,
             lines: LineRange::new(header.number, end),
-        }));
+        })));
     }
 
     fn tool_result(&mut self, header: Line<'a>, id: &'a str, rest: &str) {
@@ -463,7 +463,7 @@ impl<'a> Segments<'a, '_, '_> {
             Some(_) => {}
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
-        self.out.push(Segment::ToolResult(ToolResult {
+        self.out.push(Segment::ToolResult(Box::new(ToolResult {
             id: id.into(),
             status,
             meta,
@@ -472,7 +472,7 @@ impl<'a> Segments<'a, '_, '_> {
             fence,
             legacy,
             lines: LineRange::new(header.number, end),
-        }));
+        })));
     }
 
     fn thinking(&mut self, opener: Line<'a>, tag: ThinkingTag<'a>) {
@@ -512,14 +512,14 @@ impl<'a> Segments<'a, '_, '_> {
             self.at = close.map_or(self.lines.len(), |c| c + 1);
             (content, close.map(|c| self.lines[c].raw.into()), last)
         };
-        self.out.push(Segment::Thinking(ThinkingBlock {
+        self.out.push(Segment::Thinking(Box::new(ThinkingBlock {
             kind,
             opener: opener.raw.into(),
             content,
             closer,
             self_closing,
             lines: LineRange::new(opener.number, last),
-        }));
+        })));
     }
 }
 

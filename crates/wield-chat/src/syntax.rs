@@ -143,9 +143,11 @@ pub struct Message<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Segment<'a> {
     Text(Text<'a>),
-    ToolUse(ToolUse<'a>),
-    ToolResult(ToolResult<'a>),
-    Thinking(ThinkingBlock<'a>),
+    // The blocks are boxed so that the text segments, the most numerous,
+    // stay small.
+    ToolUse(Box<ToolUse<'a>>),
+    ToolResult(Box<ToolResult<'a>>),
+    Thinking(Box<ThinkingBlock<'a>>),
     Aborted(Aborted<'a>),
 }
 

@@ -109,7 +109,7 @@ impl<'a> Document<'a> {
             .rev()
             .flat_map(|m| m.segments.iter_mut().rev())
             .find_map(|s| match s {
-                Segment::ToolResult(r) if r.id == id => Some(r),
+                Segment::ToolResult(r) if r.id == id => Some(&mut **r),
                 _ => None,
             })
             .ok_or_else(|| ChatError::NoResult { id: id.to_string() })
