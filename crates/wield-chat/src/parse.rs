@@ -1,0 +1,614 @@
+//! The parser: text in, a [`Document`] out, never a failure. One pass
+//! splits the messages (tracking fences, so a role line inside a fenced
+//! block is content), then one pass over each message reads its segments.
+//! Both are linear in the text.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde_json::Value;
+
+use crate::diagnostic::{Diagnostic, DiagnosticKind as K};
+use crate::file_ref;
+use crate::lines::{self, Line, ThinkingTag};
+use crate::syntax::{
+    Aborted, Document, Fence, Frontmatter, LineRange, Message, Segment, Speaker, Status, Str, Text, ThinkingBlock,
+    ThinkingKind, ToolResult, ToolUse,
+};
+
+/// Reads a document. Problems become [`Document::diagnostics`]; the text is
+/// kept whole, so [`Document::write`] gives it back unchanged.
+pub fn parse(text: &str) -> Document<'_> {
+    let all = lines::split(text);
+    let mut diagnostics = Vec::new();
+    let (frontmatter, body_start) = frontmatter(text, &all, &mut diagnostics);
+    let body = &all[body_start..];
+
+    let first_marker = body.iter().position(|l| marker_of(l).is_some());
+    let preamble_lines = &body[..first_marker.unwrap_or(body.len())];
+    let preamble = lines::span(text, preamble_lines).into();
+    if let Some(l) = preamble_lines.iter().find(|l| !lines::is_blank(l.text)) {
+        diagnostics.push(Diagnostic::warning(
+            K::TextBeforeFirstMessage,
+            l.number,
+            "text before the first role line (`@You:`, `@Assistant:`, `@System:`) is never sent; move it into a message",
+        ));
+    }
+
+    let mut messages = Vec::new();
+    if let Some(first) = first_marker {
+        for range in split_messages(&body[first..], &mut diagnostics) {
+            messages.push(message(text, &body[first..][range], &mut diagnostics));
+        }
+    }
+    check_ids(&messages, &mut diagnostics);
+    diagnostics.sort_by_key(|d| d.line);
+    Document {
+        frontmatter,
+        preamble,
+        messages,
+        diagnostics,
+    }
+}
+
+/// A role line: the speaker and, for the legacy inline form, the length of
+/// the line's prefix that is the role line proper.
+fn marker_of<'a>(line: &Line<'a>) -> Option<(&'a str, Option<usize>)> {
+    if !line.text.starts_with('@') {
+        return None;
+    }
+    if let Some(name) = lines::role_marker(line.text) {
+        return Some((name, None));
+    }
+    lines::inline_role(line.text).map(|(name, prefix)| (name, Some(prefix)))
+}
+
+fn frontmatter<'a>(
+    source: &'a str,
+    all: &[Line<'a>],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Option<Frontmatter<'a>>, usize) {
+    let Some(first) = all.first() else {
+        return (None, 0);
+    };
+    let Some(language) = first.text.strip_prefix("```") else {
+        return (None, 0);
+    };
+    let language = language.trim_end();
+    if language.is_empty() || !language.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return (None, 0);
+    }
+    let Some(close) = all
+        .iter()
+        .skip(1)
+        .position(|l| l.text.strip_prefix("```").is_some_and(lines::is_blank))
+    else {
+        diagnostics.push(Diagnostic::warning(
+            K::UnclosedFrontmatter,
+            1,
+            format!("the ```{language} frontmatter opened on line 1 is never closed; add a line ``` after it"),
+        ));
+        return (None, 0);
+    };
+    let close = close + 1;
+    let fence = Fence {
+        opener: first.raw.into(),
+        ticks: 3,
+        language: language.into(),
+        info: "".into(),
+        content: lines::span(source, &all[1..close]).into(),
+        closer: Some(all[close].raw.into()),
+        lines: LineRange::new(1, close + 1),
+    };
+    check_frontmatter(language, &fence.content, diagnostics);
+    (
+        Some(Frontmatter {
+            language: language.into(),
+            fence,
+        }),
+        close + 1,
+    )
+}
+
+fn check_frontmatter(language: &str, code: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let problem = match language {
+        "toml" => code
+            .parse::<toml::Table>()
+            .err()
+            .map(|e| format!("the TOML frontmatter is not valid: {}", e.message())),
+        "json" => match serde_json::from_str::<Value>(code) {
+            Ok(Value::Object(_)) => None,
+            Ok(_) => Some("the JSON frontmatter must be an object (`{ … }`)".to_string()),
+            Err(e) => Some(format!("the JSON frontmatter is not valid: {e}")),
+        },
+        "lua" => {
+            diagnostics.push(Diagnostic::error(
+                K::FrontmatterNeedsLua,
+                1,
+                "this frontmatter is Lua, which wield does not run yet; it is kept as written, but the document \
+                 cannot be sent until it is rewritten as ```toml or ```json",
+            ));
+            return;
+        }
+        other => {
+            diagnostics.push(Diagnostic::error(
+                K::UnsupportedFrontmatter,
+                1,
+                format!("unsupported frontmatter language `{other}`; write it as ```toml or ```json"),
+            ));
+            return;
+        }
+    };
+    if let Some(message) = problem {
+        diagnostics.push(Diagnostic::error(K::InvalidFrontmatter, 1, message));
+    }
+}
+
+/// The line ranges (indexes into `body`) of the messages. `body` starts
+/// with a role line.
+fn split_messages(body: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    let mut open: Option<(usize, usize)> = None;
+    for (i, line) in body.iter().enumerate() {
+        if let Some((ticks, _)) = open {
+            if lines::fence_close(line.text, ticks) {
+                open = None;
+            }
+            continue;
+        }
+        if i > 0 && marker_of(line).is_some() {
+            ranges.push(start..i);
+            start = i;
+            continue;
+        }
+        if let Some(ticks) = lines::fence_open(line.text) {
+            open = Some((ticks, line.number));
+        }
+    }
+    if let Some((_, opened)) = open {
+        diagnostics.push(Diagnostic::error(
+            K::UnclosedFence,
+            opened,
+            format!(
+                "the fence opened on line {opened} is never closed, so everything after it (role lines included) \
+                 is inside it; close it with a line of backticks as long as its opener"
+            ),
+        ));
+    }
+    ranges.push(start..body.len());
+    ranges
+}
+
+fn message<'a>(source: &'a str, lines: &[Line<'a>], diagnostics: &mut Vec<Diagnostic>) -> Message<'a> {
+    let first = lines[0];
+    let last = lines[lines.len() - 1].number;
+    let (name, inline) = marker_of(&first).unwrap_or_default();
+    let speaker = Speaker::from_name(name);
+    if let Speaker::Other(name) = &speaker {
+        diagnostics.push(Diagnostic::warning(
+            K::UnknownRole,
+            first.number,
+            format!("`@{name}:` is not a role wield sends (System, You, Assistant); this message is ignored"),
+        ));
+    }
+    // The legacy inline form's text is the message's first line; only then
+    // are the lines copied.
+    let mut owned: Vec<Line<'_>> = Vec::new();
+    let marker = match inline {
+        Some(prefix) => {
+            diagnostics.push(Diagnostic::warning(
+                K::LegacyInlineRole,
+                first.number,
+                format!("`@{name}:` and text on one line is the legacy form; it is read, and rewritten as two lines"),
+            ));
+            let rest = &first.raw[prefix..];
+            owned.reserve(lines.len());
+            owned.push(Line {
+                raw: rest,
+                text: lines::strip_ending(rest),
+                number: first.number,
+                offset: first.offset + prefix,
+            });
+            owned.extend_from_slice(&lines[1..]);
+            first.raw[..prefix].into()
+        }
+        None => first.raw.into(),
+    };
+    let content = if inline.is_some() { &owned[..] } else { &lines[1..] };
+    let segments = Segments {
+        source,
+        speaker: &speaker,
+        lines: content,
+        at: 0,
+        out: Vec::new(),
+        text: None,
+        diagnostics,
+    }
+    .run();
+    Message {
+        speaker,
+        marker,
+        inline: inline.is_some(),
+        segments,
+        lines: LineRange::new(first.number, last),
+    }
+}
+
+/// The segment reader of one message.
+struct Segments<'a, 'r, 'd> {
+    source: &'a str,
+    speaker: &'r Speaker,
+    lines: &'r [Line<'a>],
+    at: usize,
+    out: Vec<Segment<'a>>,
+    /// The index where the current text run started.
+    text: Option<usize>,
+    diagnostics: &'d mut Vec<Diagnostic>,
+}
+
+impl<'a> Segments<'a, '_, '_> {
+    fn run(mut self) -> Vec<Segment<'a>> {
+        let mut fence: Option<usize> = None;
+        while self.at < self.lines.len() {
+            let line = self.lines[self.at];
+            if let Some(ticks) = fence {
+                if lines::fence_close(line.text, ticks) {
+                    fence = None;
+                }
+                self.text_line();
+                continue;
+            }
+            let structural = match self.speaker {
+                Speaker::Assistant => self.assistant_line(line),
+                Speaker::You => self.user_line(line),
+                _ => false,
+            };
+            if structural {
+                continue;
+            }
+            fence = lines::fence_open(line.text);
+            self.text_line();
+        }
+        self.flush_text(self.lines.len());
+        self.out
+    }
+
+    fn text_line(&mut self) {
+        if self.text.is_none() {
+            self.text = Some(self.at);
+        }
+        self.at += 1;
+    }
+
+    fn flush_text(&mut self, end: usize) {
+        let Some(start) = self.text.take() else {
+            return;
+        };
+        let run = &self.lines[start..end];
+        let mut file_refs = Vec::new();
+        if *self.speaker == Speaker::You {
+            let mut fence: Option<usize> = None;
+            for line in run {
+                match fence {
+                    Some(ticks) if lines::fence_close(line.text, ticks) => fence = None,
+                    Some(_) => {}
+                    None => {
+                        fence = lines::fence_open(line.text);
+                        if fence.is_none() && line.text.contains('@') {
+                            file_ref::find(line.text, line.number, &mut file_refs);
+                        }
+                    }
+                }
+            }
+        }
+        self.out.push(Segment::Text(Text {
+            text: lines::span(self.source, run).into(),
+            file_refs,
+            lines: LineRange::new(run[0].number, run[run.len() - 1].number),
+        }));
+    }
+
+    fn assistant_line(&mut self, line: Line<'a>) -> bool {
+        if let Some((name, id)) = lines::tool_use_header(line.text) {
+            self.flush_text(self.at);
+            self.tool_use(line, name, id);
+        } else if let Some(tag) = lines::thinking_open(line.text) {
+            self.flush_text(self.at);
+            self.thinking(line, tag);
+        } else if let Some((namespace, message)) = lines::abort_marker(line.text) {
+            self.flush_text(self.at);
+            self.at += 1;
+            self.out.push(Segment::Aborted(Aborted {
+                message: message.into(),
+                namespace: namespace.into(),
+                line_text: line.raw.into(),
+                lines: LineRange::new(line.number, line.number),
+            }));
+        } else {
+            return false;
+        }
+        true
+    }
+
+    fn user_line(&mut self, line: Line<'a>) -> bool {
+        let Some((id, rest)) = lines::tool_result_header(line.text) else {
+            return false;
+        };
+        self.flush_text(self.at);
+        self.tool_result(line, id, rest);
+        true
+    }
+
+    /// The blank lines after the header, and the fence after them if there
+    /// is one. Moves past what it returns.
+    fn gap_and_fence(&mut self, what: &str) -> (Str<'a>, Option<Fence<'a>>) {
+        let mut i = self.at;
+        while i < self.lines.len() && lines::is_blank(self.lines[i].text) {
+            i += 1;
+        }
+        let Some(ticks) = self.lines.get(i).and_then(|l| lines::fence_open(l.text)) else {
+            return ("".into(), None);
+        };
+        let gap = lines::span(self.source, &self.lines[self.at..i]).into();
+        let opener = self.lines[i];
+        let (language, info) = lines::fence_info(opener.text, ticks);
+        let close = self.lines[i + 1..]
+            .iter()
+            .position(|l| lines::fence_close(l.text, ticks))
+            .map(|p| p + i + 1);
+        let end = close.unwrap_or(self.lines.len());
+        let last = close.map_or(self.lines[self.lines.len() - 1].number, |c| self.lines[c].number);
+        if close.is_none() {
+            self.diagnostics.push(Diagnostic::error(
+                K::UnclosedFence,
+                opener.number,
+                format!(
+                    "the fenced block of the {what} opened on line {} is never closed",
+                    opener.number
+                ),
+            ));
+        }
+        let fence = Fence {
+            opener: opener.raw.into(),
+            ticks,
+            language: language.into(),
+            info: info.into(),
+            content: lines::span(self.source, &self.lines[i + 1..end]).into(),
+            closer: close.map(|c| self.lines[c].raw.into()),
+            lines: LineRange::new(opener.number, last),
+        };
+        self.at = close.map_or(self.lines.len(), |c| c + 1);
+        (gap, Some(fence))
+    }
+
+    fn tool_use(&mut self, header: Line<'a>, name: &'a str, id: &'a str) {
+        self.at += 1;
+        let (gap, fence) = self.gap_and_fence("tool use");
+        match &fence {
+            None => self.diagnostics.push(Diagnostic::error(
+                K::ToolUseWithoutFence,
+                header.number,
+                format!("the tool use `{id}` has no fenced block with its JSON input after its header"),
+            )),
+            // Checked without building the value: the reader of the input
+            // builds it (`ToolUse::input`).
+            Some(f) if f.closer.is_some() => match serde_json::from_str::<serde::de::IgnoredAny>(f.body()) {
+                Ok(_) if f.body().trim_start().starts_with('{') => {}
+                Ok(_) => self.diagnostics.push(Diagnostic::error(
+                    K::InvalidToolInput,
+                    f.lines.start,
+                    format!("the input of the tool use `{id}` must be a JSON object (`{{ … }}`)"),
+                )),
+                Err(e) => self.diagnostics.push(Diagnostic::error(
+                    K::InvalidToolInput,
+                    f.lines.start + e.line(),
+                    format!("the input of the tool use `{id}` is not valid JSON: {e}"),
+                )),
+            },
+            Some(_) => {}
+        }
+        let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
+        self.out.push(Segment::ToolUse(Box::new(ToolUse {
+            name: name.into(),
+            id: id.into(),
+            header: header.raw.into(),
+            gap,
+            fence,
+            lines: LineRange::new(header.number, end),
+        })));
+    }
+
+    fn tool_result(&mut self, header: Line<'a>, id: &'a str, rest: &str) {
+        self.at += 1;
+        let (mut status, mut meta) = match lines::status_suffix(rest) {
+            Some(tokens) => read_status(tokens),
+            None => {
+                if !lines::is_blank(rest) {
+                    self.diagnostics.push(Diagnostic::warning(
+                        K::IgnoredHeaderText,
+                        header.number,
+                        format!(
+                            "`{}` after the result's id is not a `(status)` suffix and is ignored",
+                            rest.trim()
+                        ),
+                    ));
+                }
+                (None, Vec::new())
+            }
+        };
+        let (gap, fence) = self.gap_and_fence("tool result");
+        let mut legacy = false;
+        match &fence {
+            None => self.diagnostics.push(Diagnostic::error(
+                K::ToolResultWithoutFence,
+                header.number,
+                format!("the tool result `{id}` has no fenced block after its header; add one (``` and ```) holding the result"),
+            )),
+            Some(f) if matches!(f.language.as_ref(), "flemma:tool" | "wield:tool") => {
+                legacy = true;
+                let (fence_status, fence_meta) = read_status(lines::tokens(&f.info));
+                status = status.or(fence_status).or(Some(Status::Pending));
+                meta.extend(fence_meta);
+                self.diagnostics.push(Diagnostic::warning(
+                    K::LegacyPlaceholder,
+                    f.lines.start,
+                    format!(
+                        "```{} is the older placeholder form; it is read as `({})` and rewritten with the status in the header",
+                        f.language,
+                        status.map_or("pending", Status::as_str)
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
+        self.out.push(Segment::ToolResult(Box::new(ToolResult {
+            id: id.into(),
+            status,
+            meta,
+            header: header.raw.into(),
+            gap,
+            fence,
+            legacy,
+            lines: LineRange::new(header.number, end),
+        })));
+    }
+
+    fn thinking(&mut self, opener: Line<'a>, tag: ThinkingTag<'a>) {
+        self.at += 1;
+        let (kind, self_closing) = match tag {
+            ThinkingTag::Plain => (ThinkingKind::Plain, false),
+            ThinkingTag::Redacted => (ThinkingKind::Redacted, false),
+            ThinkingTag::Signed {
+                provider,
+                signature,
+                self_closing,
+            } => (
+                ThinkingKind::Signed {
+                    provider: provider.into(),
+                    signature: signature.into(),
+                },
+                self_closing,
+            ),
+        };
+        let (content, closer, last) = if self_closing {
+            ("".into(), None, opener.number)
+        } else {
+            let close = self.lines[self.at..]
+                .iter()
+                .position(|l| lines::thinking_close(l.text))
+                .map(|p| p + self.at);
+            let end = close.unwrap_or(self.lines.len());
+            let content = lines::span(self.source, &self.lines[self.at..end]).into();
+            let last = self.lines[end.min(self.lines.len() - 1)].number;
+            if close.is_none() {
+                self.diagnostics.push(Diagnostic::warning(
+                    K::UnclosedThinking,
+                    opener.number,
+                    "this thinking block has no `</thinking>` line, so the rest of the message is inside it",
+                ));
+            }
+            self.at = close.map_or(self.lines.len(), |c| c + 1);
+            (content, close.map(|c| self.lines[c].raw.into()), last)
+        };
+        self.out.push(Segment::Thinking(Box::new(ThinkingBlock {
+            kind,
+            opener: opener.raw.into(),
+            content,
+            closer,
+            self_closing,
+            lines: LineRange::new(opener.number, last),
+        })));
+    }
+}
+
+/// The status among `tokens` (`status=X` wins over a bare word) and the
+/// other tokens, as written.
+pub(crate) fn read_status(tokens: Vec<String>) -> (Option<Status>, Vec<String>) {
+    let keyed = tokens
+        .iter()
+        .position(|t| t.strip_prefix("status=").and_then(Status::parse).is_some());
+    let chosen = keyed.or_else(|| tokens.iter().position(|t| Status::parse(t).is_some()));
+    let Some(chosen) = chosen else {
+        return (None, tokens);
+    };
+    let word = tokens[chosen].strip_prefix("status=").unwrap_or(&tokens[chosen]);
+    let status = Status::parse(word);
+    let meta = tokens
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != chosen)
+        .map(|(_, t)| t)
+        .collect();
+    (status, meta)
+}
+
+/// A multiply-rotate hasher (rustc's Fx): ids come from the document the
+/// person edits, so there is no adversary to defend against, and SipHash
+/// was a tenth of the time spent reading a large document.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
+
+/// Duplicate tool-use ids, duplicate results, and results that answer no
+/// tool use.
+fn check_ids(messages: &[Message], diagnostics: &mut Vec<Diagnostic>) {
+    let mut uses: IdMap<&str, usize> = IdMap::default();
+    for m in messages {
+        for s in &m.segments {
+            if let Segment::ToolUse(u) = s {
+                if let Some(first) = uses.get(u.id.as_ref()) {
+                    diagnostics.push(Diagnostic::error(
+                        K::DuplicateToolUseId,
+                        u.lines.start,
+                        format!(
+                            "the tool use id `{}` is already used on line {first}; ids must be unique",
+                            u.id
+                        ),
+                    ));
+                } else {
+                    uses.insert(&u.id, u.lines.start);
+                }
+            }
+        }
+    }
+    let mut answered: IdSet<&str> = IdSet::default();
+    for m in messages {
+        for s in &m.segments {
+            let Segment::ToolResult(r) = s else { continue };
+            if !uses.contains_key(r.id.as_ref()) {
+                diagnostics.push(Diagnostic::error(
+                    K::UnmatchedToolResult,
+                    r.lines.start,
+                    format!(
+                        "the tool result `{}` answers no tool use; fix its id or remove it",
+                        r.id
+                    ),
+                ));
+            } else if !answered.insert(&r.id) {
+                diagnostics.push(Diagnostic::error(
+                    K::DuplicateToolResult,
+                    r.lines.start,
+                    format!("the tool use `{}` already has a result above; keep only one", r.id),
+                ));
+            }
+        }
+    }
+}
