@@ -235,6 +235,7 @@ fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
     t.type_line("Second question");
     t.wait_for("The second answer.");
     // Ctrl-C at the prompt warns; a second one quits.
+    t.wait_for_prompt();
     t.keys(&["C-c"]);
     t.wait_for("Ctrl-C again");
     t.wait_for_prompt();
