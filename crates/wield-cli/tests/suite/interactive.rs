@@ -32,10 +32,13 @@ impl<'a> Tmux<'a> {
             .arg("-S")
             .arg(&socket)
             .args(["-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50"])
+            // tmux 3.3 does not always learn a dead pane's exit status: a
+            // shell records it (ignoring Ctrl-C itself, as a login shell would).
+            .args(["sh", "-c", "trap '' INT; \"$@\"; echo $? > \"$0.status\""])
+            .arg(&socket)
             .arg(wield_cmd::wield_bin())
             .arg("run")
             .args(args)
-            .args([";", "set-option", "-g", "remain-on-exit", "on"])
             .status()
             .expect("tmux must be installed (scripts/test-deps.sh installs it)");
         assert!(status.success(), "tmux did not start");
@@ -111,16 +114,11 @@ impl<'a> Tmux<'a> {
 
     /// The exit status once `wield` has ended (20 s at most).
     fn exit_status(&self) -> i32 {
+        let file = self.socket.with_extension("sock.status");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let out = self
-                .tmux()
-                .args(["display-message", "-p", "#{pane_dead} #{pane_dead_status}"])
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            if let Some(code) = text.trim().strip_prefix("1 ") {
-                return code.parse().unwrap();
+            if let Some(code) = std::fs::read_to_string(&file).ok().and_then(|t| t.trim().parse().ok()) {
+                return code;
             }
             assert!(
                 Instant::now() < deadline,
