@@ -110,6 +110,44 @@ pub enum Command {
     /// runtime error, 2 usage error, 3 stopped by a limit (--max-steps, --token-budget, --timeout),
     /// 130 cancelled.
     Run(RunArgs),
+    /// `.chat` documents: start one, show its state, approve or reject its tool calls.
+    #[command(subcommand)]
+    Chat(ChatCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChatCommand {
+    /// Start a document: an optional `@System:` message, then an empty `@You:`.
+    New {
+        file: PathBuf,
+        /// The system prompt.
+        #[arg(long, value_name = "TEXT")]
+        system: Option<String>,
+    },
+    /// The document's state: messages, tool calls with their status, what
+    /// waits for a decision, problems with their lines.
+    Status {
+        file: PathBuf,
+        /// One JSON object (messages with line ranges, tool uses, pending ids, diagnostics).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark tool calls `(approved)`: the next cycle runs them.
+    Approve {
+        file: PathBuf,
+        /// The tool-use ids (see `status`).
+        ids: Vec<String>,
+        /// Every pending call.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+    /// Mark a tool call `(rejected)`: the model is told, with MESSAGE if given.
+    Reject {
+        file: PathBuf,
+        id: String,
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,8 @@
 
 #[path = "suite/batch.rs"]
 mod batch;
+#[path = "suite/chat.rs"]
+mod chat;
 #[path = "suite/common/mod.rs"]
 mod common;
 #[path = "suite/complete.rs"]

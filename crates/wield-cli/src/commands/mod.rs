@@ -2,6 +2,7 @@
 
 mod approvals;
 mod call;
+mod chat;
 mod complete;
 mod config;
 mod mcp;
@@ -237,5 +238,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Complete(args) => complete::run(&cli.global, args).await,
         Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
         Command::Run(args) => run_agent::run(&cli.global, args).await,
+        Command::Chat(cmd) => chat::run(cmd),
     }
 }
