@@ -12,9 +12,10 @@
 //! names its message type ([`without_type_names`], the same tests).
 //!
 //! How the SDK's HTTP server answers is corrected by the layers of
-//! [`http`].
+//! [`http`]; how its stdio transport ends, in [`stdio`].
 
 pub(crate) mod http;
+pub(crate) mod stdio;
 
 use std::error::Error;
 
@@ -115,15 +116,6 @@ pub(crate) fn closed_in_handshake(error: &ClientInitializeError) -> bool {
     }
 }
 
-/// Which member serde says a message gives twice, from the error of a
-/// derived `Deserialize` (serde words it ``duplicate field `NAME` ``, and
-/// names no field in its error type); `None` for any other error.
-pub(crate) fn duplicate_field(error: &serde_json::Error) -> Option<String> {
-    let text = error.to_string();
-    let rest = text.strip_prefix("duplicate field `")?;
-    Some(rest[..rest.find('`')?].to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -195,22 +187,6 @@ mod tests {
         let (session, stream) = seen;
         assert_eq!(stream, standalone_stream(&session));
         assert_eq!(standalone_session(&stream), Some(&*session));
-    }
-
-    #[test]
-    fn serde_names_the_member_given_twice() {
-        #[derive(serde::Deserialize, Debug)]
-        #[allow(dead_code)]
-        struct Members {
-            id: Option<serde::de::IgnoredAny>,
-            method: Option<serde::de::IgnoredAny>,
-        }
-        let e = serde_json::from_str::<Members>(r#"{"id":1,"method":"a","id":2}"#).unwrap_err();
-        assert_eq!(duplicate_field(&e).as_deref(), Some("id"));
-        let e = serde_json::from_str::<Members>(r#"{"id":1,"method":2,"method":3}"#).unwrap_err();
-        assert_eq!(duplicate_field(&e).as_deref(), Some("method"));
-        let e = serde_json::from_str::<Members>("[").unwrap_err();
-        assert_eq!(duplicate_field(&e), None);
     }
 
     /// A server that closes its output at once: the SDK's handshake says
