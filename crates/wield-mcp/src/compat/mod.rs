@@ -214,6 +214,52 @@ mod tests {
         assert!(!unexpected_content_type(error.error.as_ref()));
     }
 
+    /// The SDK answers a request for a method its handler does not serve
+    /// with the bare method name as the whole message, which tells a
+    /// client nothing; wield's server answers such requests itself, before
+    /// the SDK sees them (`server::incoming`'s `method_not_found` and
+    /// `lifecycle`), naming the methods it serves.
+    #[tokio::test]
+    async fn the_sdk_answers_an_unserved_method_with_its_bare_name() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let (client, server) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            if let Ok(running) = Quiet.serve(tokio::io::split(server)).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"vendor/thing"}"#,
+        ] {
+            write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        }
+        let mut errors = Vec::new();
+        while errors.len() < 2 {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if let Some(error) = reply.get("error") {
+                errors.push((reply["id"].clone(), error["code"].clone(), error["message"].clone()));
+            }
+        }
+        errors.sort_by_key(|e| e.0.as_i64());
+        assert_eq!(
+            errors,
+            [
+                (1.into(), (-32601).into(), "resources/list".into()),
+                (2.into(), (-32601).into(), "vendor/thing".into()),
+            ]
+        );
+    }
+
     #[test]
     fn sdk_type_names_are_taken_out() {
         assert_eq!(

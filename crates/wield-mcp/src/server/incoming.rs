@@ -69,7 +69,8 @@ fn parse_into(line: &[u8], repaired: &mut Option<Vec<u8>>) -> Incoming {
             Some(reply_id(id)),
             invalid_params(&custom.method, line, custom.params.as_ref()),
         ),
-        // The SDK would answer with the bare method name as the message.
+        // The SDK would answer with the bare method name as the message
+        // (pinned in `compat`'s tests).
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CustomRequest(custom),
