@@ -65,8 +65,10 @@ where
         let out = SharedOut::new(write);
         let input = Admitted {
             read,
-            buf: Vec::with_capacity(READ_CHUNK),
+            buf: vec![0; READ_CHUNK],
             start: 0,
+            scanned: 0,
+            end: 0,
             discarding: false,
             pass: Vec::new(),
             passed: 0,
@@ -195,9 +197,13 @@ impl Drop for Finished {
 /// takes, each whole; the others are answered (or passed over) here.
 pub(crate) struct Admitted<R, W> {
     read: R,
-    /// Input read and not yet taken; `buf[..start]` is taken.
+    /// Input read and not yet taken, `buf[start..end]`, with no newline in
+    /// `buf[start..scanned]`. The buffer is only ever grown (to hold a
+    /// long line), never shrunk or zeroed again.
     buf: Vec<u8>,
     start: usize,
+    scanned: usize,
+    end: usize,
     /// Dropping the rest of a line longer than [`MAX_LINE`].
     discarding: bool,
     /// An admitted line (with its newline) for the SDK, `pass[passed..]` not
@@ -234,21 +240,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Admitted<R, W> {
             }
         }
         self.start = end + 1;
+        self.scanned = self.start;
     }
 
     /// Read more input into `buf`; `Ok(false)` at its end.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         if self.start > 0 {
-            self.buf.drain(..self.start);
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.scanned -= self.start;
             self.start = 0;
         }
-        let len = self.buf.len();
-        self.buf.resize(len + READ_CHUNK, 0);
-        let mut read = ReadBuf::new(&mut self.buf[len..]);
-        let polled = Pin::new(&mut self.read).poll_read(cx, &mut read);
+        if self.buf.len() - self.end < READ_CHUNK {
+            self.buf.resize(self.end + READ_CHUNK, 0);
+        }
+        let mut read = ReadBuf::new(&mut self.buf[self.end..]);
+        ready!(Pin::new(&mut self.read).poll_read(cx, &mut read))?;
         let n = read.filled().len();
-        self.buf.truncate(len + n);
-        ready!(polled)?;
+        self.end += n;
         Poll::Ready(Ok(n > 0))
     }
 }
@@ -268,10 +277,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AsyncRead for Admitted<R, W> {
                 this.passed += n;
                 return Poll::Ready(Ok(()));
             }
-            if let Some(at) = memchr::memchr(b'\n', &this.buf[this.start..]) {
-                let end = this.start + at;
-                if std::mem::take(&mut this.discarding) {
+            if let Some(at) = memchr::memchr(b'\n', &this.buf[this.scanned..this.end]) {
+                let end = this.scanned + at;
+                // With its newline, a line may be MAX_LINE bytes long.
+                let discarding = std::mem::take(&mut this.discarding);
+                if discarding || end - this.start >= MAX_LINE {
+                    if !discarding {
+                        too_long();
+                    }
                     this.start = end + 1;
+                    this.scanned = this.start;
                 } else {
                     this.take_line(end);
                 }
@@ -279,12 +294,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AsyncRead for Admitted<R, W> {
             }
             // No whole line yet: one longer than allowed is dropped, without
             // being kept, and reading goes on after it.
-            if this.buf.len() - this.start >= MAX_LINE {
+            this.scanned = this.end;
+            if this.end - this.start >= MAX_LINE {
                 if !this.discarding {
-                    tracing::error!(max = MAX_LINE, "an incoming message is longer than allowed; dropped");
+                    too_long();
                 }
                 this.discarding = true;
-                this.start = this.buf.len();
+                this.start = this.end;
+                this.scanned = this.end;
             }
             // The end of input: a last line without a newline is not a
             // message.
@@ -293,6 +310,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AsyncRead for Admitted<R, W> {
             }
         }
     }
+}
+
+fn too_long() {
+    tracing::error!(max = MAX_LINE, "an incoming message is longer than allowed; dropped");
 }
 
 /// The output, shared by the SDK's writer and wield's refusals. What is
@@ -464,6 +485,44 @@ mod tests {
         sdk.write_all(b"next\n").await.unwrap();
         sdk.flush().await.unwrap();
         assert_eq!(out.out().w.got, b"hello world\nrefused\nnext\n");
+    }
+
+    /// A `ping` line of exactly `len` bytes (without its newline).
+    fn ping(id: i64, len: usize) -> String {
+        let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"_meta":{{"pad":""#);
+        let tail = r#""}}}"#;
+        format!("{head}{}{tail}\n", "x".repeat(len - head.len() - tail.len()))
+    }
+
+    /// A line may be MAX_LINE bytes with its newline; a longer one is
+    /// dropped whole, and reading goes on after it.
+    #[tokio::test]
+    async fn lines_past_the_limit_are_dropped() {
+        let (mut client, server_in) = tokio::io::duplex(1 << 16);
+        let mut bounded = Bounded::new(server_in, tokio::io::sink());
+        let writer = tokio::spawn(async move {
+            for line in [
+                ping(1, MAX_LINE - 1),
+                ping(2, MAX_LINE),
+                ping(3, 3 * MAX_LINE),
+                ping(4, 80),
+            ] {
+                client.write_all(line.as_bytes()).await.unwrap();
+            }
+        });
+        let mut ids = Vec::new();
+        while let Some(message) = bounded.receive().await {
+            if let JsonRpcMessage::Request(r) = message {
+                ids.push(r.id.to_string());
+                // Answered, so the next request fits the budget.
+                let NumberOrString::Number(id) = r.id else {
+                    unreachable!()
+                };
+                bounded.send(reply(id)).await.unwrap();
+            }
+        }
+        writer.await.unwrap();
+        assert_eq!(ids, ["1", "4"]);
     }
 
     fn reply(id: i64) -> TxJsonRpcMessage<RoleServer> {
