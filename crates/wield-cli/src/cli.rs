@@ -335,11 +335,6 @@ pub enum McpCommand {
         /// a call still running keeps its session open.
         #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_arg)]
         session_idle: std::time::Duration,
-        /// Over stdio, keep reading the input for this many microseconds after each reply
-        /// before sleeping (0: sleep at once). Saves the wake-up of a sleeping CPU when the
-        /// client sends its next request right away, for at most that much CPU per reply.
-        #[arg(long, env = "WIELD_MCP_POLL_US", default_value_t = wield_mcp::DEFAULT_POLL_US, value_name = "US")]
-        poll_us: u64,
         /// How long the client's user has to answer an approval form before the call is
         /// refused and the form withdrawn.
         #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration_arg)]

@@ -110,27 +110,6 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rt.block_on(client.call(r#"{"name":"read","arguments":{"path":"file.txt"}}"#)));
     });
     g.finish();
-
-    // The reply's text: serde_json's escaping against the fast path the
-    // stdio transport uses for large tool results.
-    let numbered: String = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
-        .collect();
-    let mut g = c.benchmark_group("escape_23k");
-    g.throughput(Throughput::Bytes(numbered.len() as u64));
-    g.bench_function("serde_json", |b| {
-        b.iter(|| serde_json::to_vec(std::hint::black_box(&numbered)).unwrap().len());
-    });
-    g.bench_function("wield", |b| {
-        b.iter(|| {
-            let mut out = Vec::new();
-            wield_mcp::push_json_string(&mut out, std::hint::black_box(&numbered));
-            out.len()
-        });
-    });
-    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -30,8 +30,8 @@ mod wire;
 pub use client::{McpClients, ServerConfig, ServerState, ServerStatus, Transport};
 pub use error::McpError;
 pub use server::{
-    ApprovalMode, DEFAULT_POLL_US, DeferredNote, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer,
-    ServedRuntime, SessionParts, Token, ToolCatalog, ToolsReady, WeakMcpServer, push_json_string, write_token_file,
+    ApprovalMode, DeferredNote, ExecutorFactory, ForwardToClient, HttpOptions, HttpServer, McpServer, ServedRuntime,
+    SessionParts, Token, ToolCatalog, ToolsReady, WeakMcpServer, write_token_file,
 };
 
 /// Register the `[mcp.servers.NAME]` config keys.

@@ -1,5 +1,5 @@
 //! JSON-RPC 2.0 on the wire, shared by the server and the client, over
-//! stdio and HTTP: reading lines with a bound on their length, passing over
+//! stdio and HTTP: the bound on a line's length, passing over
 //! a byte order mark, reading a string cut inside a surrogate pair, telling
 //! the id a reply goes to, and writing an error reply.
 //!
@@ -7,11 +7,8 @@
 //! line, a POST body and an event's data are taken alike, and an error is
 //! written the same way whichever transport carries it.
 
-use std::io;
-
 use rmcp::ErrorData;
 use rmcp::model::{NumberOrString, RequestId};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The longest line accepted (the SDK's own default): a longer one is
 /// dropped, without being buffered, and the connection stays open.
@@ -27,61 +24,6 @@ pub fn reply_id(id: RequestId) -> ReplyId {
     match id {
         RequestId::Number(n) => n.into(),
         RequestId::String(s) => s.as_ref().into(),
-    }
-}
-
-/// Lines from a reader, each at most [`MAX_LINE`] bytes. Cancel-safe: a
-/// partial line stays here for the next call.
-pub struct Lines<R> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    /// `line` holds a line already returned (cleared on the next call).
-    returned: bool,
-    /// Dropping the rest of an oversized line.
-    discarding: bool,
-}
-
-impl<R: AsyncRead + Unpin> Lines<R> {
-    pub fn new(read: R) -> Self {
-        Self {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            returned: false,
-            discarding: false,
-        }
-    }
-
-    /// The next line, without its terminator; `None` at the end of input.
-    pub async fn next(&mut self) -> io::Result<Option<&[u8]>> {
-        if std::mem::take(&mut self.returned) {
-            self.line.clear();
-        }
-        loop {
-            let available = self.read.fill_buf().await?;
-            if available.is_empty() {
-                return Ok(None);
-            }
-            let newline = memchr::memchr(b'\n', available);
-            let take = newline.map_or(available.len(), |at| at + 1);
-            let mut done = newline.is_some();
-            if self.discarding {
-                self.discarding = !done;
-                done = false;
-            } else if self.line.len().saturating_add(take) > MAX_LINE {
-                tracing::error!(max = MAX_LINE, "an incoming message is longer than allowed; dropped");
-                self.line.clear();
-                self.discarding = !done;
-                done = false;
-            } else {
-                self.line.extend_from_slice(&available[..take]);
-            }
-            self.read.consume(take);
-            if done {
-                self.returned = true;
-                let line = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
-                return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line)));
-            }
-        }
     }
 }
 
@@ -205,19 +147,6 @@ fn scalar(text: &[u8]) -> Option<(String, bool)> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[tokio::test]
-    async fn lines_are_bounded_and_cut_at_newlines() {
-        let long = "x".repeat(MAX_LINE + 10);
-        let input = format!("one\r\n\n{long}\ntwo\nlast");
-        let mut lines = Lines::new(input.as_bytes());
-        assert_eq!(lines.next().await.unwrap(), Some(&b"one"[..]));
-        assert_eq!(lines.next().await.unwrap(), Some(&b""[..]));
-        // The oversized line is dropped whole; reading goes on after it.
-        assert_eq!(lines.next().await.unwrap(), Some(&b"two"[..]));
-        // A last line without a newline is not a message.
-        assert_eq!(lines.next().await.unwrap(), None);
-    }
 
     #[test]
     fn a_byte_order_mark_is_passed_over_once() {

@@ -25,7 +25,6 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
             max_sessions,
             allow_hosts,
             session_idle,
-            poll_us,
             approval_timeout,
         } => {
             if approval_timeout.is_zero() {
@@ -42,8 +41,7 @@ pub async fn run(global: &GlobalArgs, cmd: McpCommand) -> anyhow::Result<ExitCod
                     Some((options, generated))
                 }
             };
-            let poll = std::time::Duration::from_micros(poll_us);
-            serve(global, http, poll, approval_timeout).await
+            serve(global, http, approval_timeout).await
         }
         McpCommand::List { json } => list(global, json).await,
     }
@@ -116,7 +114,6 @@ fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
 async fn serve(
     global: &GlobalArgs,
     http: Option<(HttpOptions, bool)>,
-    poll: std::time::Duration,
     approval_timeout: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     // The servers wield bridges may ask the client for completions and for
@@ -148,7 +145,7 @@ async fn serve(
         // SIGINT or SIGTERM ends the session like the end of its input:
         // wield returns, and the bridged servers are stopped with it.
         tokio::select! {
-            served = server.serve_stdio(poll) => served?,
+            served = server.serve_stdio() => served?,
             () = super::stop_signal() => {}
         }
         return Ok(ExitCode::SUCCESS);

@@ -4,18 +4,20 @@
 //! behaviour changes, so an SDK upgrade that changes it is noticed at once
 //! instead of as a client seeing something else.
 //!
-//! Behaviours pinned by integration tests rather than here, because only a
-//! real connection shows them: the SDK's client drops an SSE event past
-//! its 16 MiB limit with an error whose type is private, known by its text
-//! ([`sse_event_too_large`]; `wield-cli`'s `mcp` tests,
-//! `client::raw_http`), and its error for a reply that is not JSON-RPC
-//! names its message type ([`without_type_names`], the same tests).
+//! The SDK's client drops an SSE event past its 16 MiB limit with an error
+//! whose type is private, known by its text ([`sse_event_too_large`]), and
+//! its error for a reply that is not JSON-RPC names its message type
+//! ([`without_type_names`]): both are pinned in [`client`] by driving the
+//! SDK's HTTP client, and end to end by `wield-cli`'s `mcp` tests
+//! (`client::raw_http`).
 //!
 //! How the SDK's HTTP server answers is corrected by the layers of
-//! [`http`].
+//! [`http`]; how its stdio transport ends, in [`stdio`]; how its client
+//! reads a server's replies, in [`client`].
 
 pub(crate) mod client;
 pub(crate) mod http;
+pub(crate) mod stdio;
 
 use std::error::Error;
 
@@ -116,15 +118,6 @@ pub(crate) fn closed_in_handshake(error: &ClientInitializeError) -> bool {
     }
 }
 
-/// Which member serde says a message gives twice, from the error of a
-/// derived `Deserialize` (serde words it ``duplicate field `NAME` ``, and
-/// names no field in its error type); `None` for any other error.
-pub(crate) fn duplicate_field(error: &serde_json::Error) -> Option<String> {
-    let text = error.to_string();
-    let rest = text.strip_prefix("duplicate field `")?;
-    Some(rest[..rest.find('`')?].to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -198,22 +191,6 @@ mod tests {
         assert_eq!(standalone_session(&stream), Some(&*session));
     }
 
-    #[test]
-    fn serde_names_the_member_given_twice() {
-        #[derive(serde::Deserialize, Debug)]
-        #[allow(dead_code)]
-        struct Members {
-            id: Option<serde::de::IgnoredAny>,
-            method: Option<serde::de::IgnoredAny>,
-        }
-        let e = serde_json::from_str::<Members>(r#"{"id":1,"method":"a","id":2}"#).unwrap_err();
-        assert_eq!(duplicate_field(&e).as_deref(), Some("id"));
-        let e = serde_json::from_str::<Members>(r#"{"id":1,"method":2,"method":3}"#).unwrap_err();
-        assert_eq!(duplicate_field(&e).as_deref(), Some("method"));
-        let e = serde_json::from_str::<Members>("[").unwrap_err();
-        assert_eq!(duplicate_field(&e), None);
-    }
-
     /// A server that closes its output at once: the SDK's handshake says
     /// the connection closed.
     #[tokio::test]
@@ -237,6 +214,52 @@ mod tests {
         };
         assert!(refused_redirect(error.error.as_ref()), "{error:?}");
         assert!(!unexpected_content_type(error.error.as_ref()));
+    }
+
+    /// The SDK answers a request for a method its handler does not serve
+    /// with the bare method name as the whole message, which tells a
+    /// client nothing; wield's server answers such requests itself, before
+    /// the SDK sees them (`server::incoming`'s `method_not_found` and
+    /// `lifecycle`), naming the methods it serves.
+    #[tokio::test]
+    async fn the_sdk_answers_an_unserved_method_with_its_bare_name() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let (client, server) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            if let Ok(running) = Quiet.serve(tokio::io::split(server)).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"vendor/thing"}"#,
+        ] {
+            write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        }
+        let mut errors = Vec::new();
+        while errors.len() < 2 {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if let Some(error) = reply.get("error") {
+                errors.push((reply["id"].clone(), error["code"].clone(), error["message"].clone()));
+            }
+        }
+        errors.sort_by_key(|e| e.0.as_i64());
+        assert_eq!(
+            errors,
+            [
+                (1.into(), (-32601).into(), "resources/list".into()),
+                (2.into(), (-32601).into(), "vendor/thing".into()),
+            ]
+        );
     }
 
     #[test]

@@ -41,6 +41,18 @@ pub enum Incoming {
 
 /// One line of input, parsed.
 pub fn parse(line: &[u8]) -> Incoming {
+    parse_line(line).0
+}
+
+/// [`parse`], and the text the message was read from when it is not the
+/// line's own (a string cut inside a surrogate pair, repaired).
+pub fn parse_line(line: &[u8]) -> (Incoming, Option<Vec<u8>>) {
+    let mut repaired = None;
+    let incoming = parse_into(line, &mut repaired);
+    (incoming, repaired)
+}
+
+fn parse_into(line: &[u8], repaired: &mut Option<Vec<u8>>) -> Incoming {
     let line = strip_bom(line);
     if line.trim_ascii().is_empty() {
         return Incoming::Skip;
@@ -57,7 +69,8 @@ pub fn parse(line: &[u8]) -> Incoming {
             Some(reply_id(id)),
             invalid_params(&custom.method, line, custom.params.as_ref()),
         ),
-        // The SDK would answer with the bare method name as the message.
+        // The SDK would answer with the bare method name as the message
+        // (pinned in `compat`'s tests).
         Ok(JsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CustomRequest(custom),
@@ -78,8 +91,10 @@ pub fn parse(line: &[u8]) -> Incoming {
             serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
                 // A string cut inside a surrogate pair (`"\ud83d"`), which
                 // JSON encoders write: the text with U+FFFD in its place.
-                if let Some(repaired) = repair_lone_surrogates(line) {
-                    return parse(&repaired);
+                if let Some(text) = repair_lone_surrogates(line) {
+                    let incoming = parse_into(&text, repaired);
+                    *repaired = Some(text);
+                    return incoming;
                 }
                 tracing::debug!("an unparsable message: {e}");
                 Incoming::Refuse(
@@ -266,18 +281,6 @@ fn readable_id(line: &[u8]) -> Option<ReplyId> {
 /// when its method is a standard one (`"params": [...]`) and `Method not
 /// found` otherwise; else `Invalid Request`.
 fn refusal(line: &[u8]) -> Incoming {
-    /// The members of a message, to find one given twice (which a JSON
-    /// value would keep only once).
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct Members {
-        jsonrpc: Option<serde::de::IgnoredAny>,
-        id: Option<serde::de::IgnoredAny>,
-        method: Option<serde::de::IgnoredAny>,
-        params: Option<serde::de::IgnoredAny>,
-        result: Option<serde::de::IgnoredAny>,
-        error: Option<serde::de::IgnoredAny>,
-    }
     let value = serde_json::from_slice::<serde_json::Value>(line).ok();
     let field = |k: &str| value.as_ref().and_then(|v| v.get(k));
     let id = field("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
@@ -302,8 +305,11 @@ fn refusal(line: &[u8]) -> Incoming {
             ),
         );
     }
-    if let Err(e) = serde_json::from_slice::<Members>(line)
-        && let Some(member) = crate::compat::duplicate_field(&e)
+    let mut twice = None;
+    if let Err(e) = serde::de::DeserializeSeed::deserialize(
+        Members { twice: &mut twice },
+        &mut serde_json::Deserializer::from_slice(line),
+    ) && let Some(member) = twice
     {
         // To the id, unless the id is what was given twice.
         let id = if member == "id" { None } else { id };
@@ -315,6 +321,44 @@ fn refusal(line: &[u8]) -> Incoming {
         _ => ErrorData::invalid_request("Invalid request", None),
     };
     Incoming::Refuse(id, error)
+}
+
+/// The members of a message, read to find one given twice (which a JSON
+/// value would keep only once): the first such member goes into `twice`,
+/// and the error is serde's for a field given twice.
+struct Members<'a> {
+    twice: &'a mut Option<&'static str>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Members<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+        let mut seen = [false; NAMES.len()];
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if let Some(i) = NAMES.iter().position(|name| *name == key)
+                && std::mem::replace(&mut seen[i], true)
+            {
+                *self.twice = Some(NAMES[i]);
+                return Err(serde::de::Error::duplicate_field(NAMES[i]));
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
+    }
 }
 
 fn method_not_found(method: &str) -> ErrorData {

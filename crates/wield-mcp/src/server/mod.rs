@@ -9,11 +9,11 @@
 //! this client's user, an event sink that turns output into progress
 //! notifications, and file services narrowed to the client's roots.
 
+mod admission;
 mod approver;
+mod bounded;
 mod budget;
-mod escape;
 mod forward;
-mod framing;
 mod http;
 mod http_auth;
 mod http_events;
@@ -27,7 +27,6 @@ mod result;
 mod roots;
 mod served;
 mod session;
-mod stdio;
 mod strict;
 
 use std::sync::Arc;
@@ -38,7 +37,6 @@ use tokio_util::sync::CancellationToken;
 use wield_core::{Approver, EventSink, Executor, Registered, Services, Session};
 
 pub use approver::{APPROVAL_TIMEOUT, ClientApprover, headless_message};
-pub use escape::push_json_string;
 pub use forward::ForwardToClient;
 pub use http::{HttpOptions, HttpServer, is_loopback_bind};
 pub use http_auth::{MAX_UNAUTHENTICATED, Token, UNAUTHENTICATED_DEADLINE, write_token_file};
@@ -49,7 +47,6 @@ pub use result::{META_KEY, to_call_tool_result};
 pub use roots::file_uri_path;
 pub use served::ServedRuntime;
 pub use session::SessionHandler;
-pub use stdio::{DEFAULT_POLL_US, StdinPipe, StdoutPipe, stdio_pipes};
 
 use crate::McpError;
 
@@ -305,18 +302,16 @@ impl McpServer {
 
     /// Serve one session over stdin/stdout until the client closes it.
     ///
-    /// When both are pipes, reads poll the input for `poll` after each reply
-    /// before sleeping (see [`stdio_pipes`]; zero turns that off); otherwise
-    /// the SDK's blocking handles are used.
-    pub async fn serve_stdio(&self, poll: std::time::Duration) -> Result<(), McpError> {
-        if let Some((reader, writer)) = stdio_pipes(poll) {
-            return self.serve_io(reader, writer).await;
-        }
-        let (reader, writer) = rmcp::transport::stdio();
+    /// When both are pipes (what MCP clients give a server) they are read
+    /// and written without blocking, on the runtime's reactor; otherwise
+    /// through the runtime's blocking handles (the SDK's `stdio_pipes`).
+    pub async fn serve_stdio(&self) -> Result<(), McpError> {
+        let (reader, writer) = rmcp::transport::stdio_pipes();
         self.serve_io(reader, writer).await
     }
 
-    /// Serve one session over a byte stream pair (newline-delimited JSON-RPC).
+    /// Serve one session over a byte stream pair (newline-delimited JSON-RPC),
+    /// on the SDK's transport within wield's bounds (see [`bounded`]).
     pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> Result<(), McpError>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -328,7 +323,7 @@ impl McpServer {
         let running = self
             .session()
             .with_end(ended.clone())
-            .serve(framing::Framed::new(reader, writer).ending(ended))
+            .serve(bounded::Bounded::new(reader, writer).ending(ended))
             .await
             .map_err(|e| McpError::Start(e.into()))?;
         if let Some(forward) = &self.inner.forward {

@@ -105,7 +105,6 @@ fn raw_stdio_framing_and_large_results() {
         .args(["-C"])
         .arg(ws.ws())
         .args(["mcp", "serve"])
-        .env_remove("WIELD_MCP_POLL_US")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

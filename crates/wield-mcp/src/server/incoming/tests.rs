@@ -111,7 +111,7 @@ async fn every_line_is_taken_as_the_sdk_transport_takes_it() {
     ]
     .join("\n");
     let sdk = drive(rmcp::transport::async_rw::AsyncRwTransport::new_server, &input).await;
-    let framed = drive(super::super::framing::Framed::new, &input).await;
+    let framed = drive(super::super::bounded::Bounded::new, &input).await;
     // The same messages, except the `tools/call` without a name that the
     // SDK passes on as an unknown method (answered "method not found").
     let expected: Vec<&String> = sdk.0.iter().filter(|m| !m.contains("CustomRequest")).collect();
