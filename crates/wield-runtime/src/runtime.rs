@@ -126,7 +126,11 @@ impl Runtime {
         // roots), not in a temp dir every project's tools can read.
         wield_core::truncate::set_saved_output_dir(workspace.join(".wield").join("outputs"));
 
-        let mut registry = crate::tool_set::first_registry(&options.tools)
+        // The front-end's own tools and the built-in ones this workspace has
+        // (`skill`, when it has skills), registered with the others.
+        let mut local_tools = options.tools.clone();
+        local_tools.extend(wield_tools::workspace_tools(&workspace));
+        let mut registry = crate::tool_set::first_registry(&local_tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
         let mut known = KeyTree::core();
         wield_tools::register_config_keys(&mut known);
@@ -183,7 +187,7 @@ impl Runtime {
             },
             Arc::clone(&config),
             options.policy,
-            options.tools,
+            local_tools,
         );
         let audit = options.audit.or_else(|| config.audit.file.clone());
         Ok(Self {
