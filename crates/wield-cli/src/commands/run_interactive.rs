@@ -342,6 +342,7 @@ impl Interactive {
             stop: stop.map(str::to_owned),
             steps: self.steps,
             usage: self.usage,
+            todo: wield_tools::todo::items(self.agent.session()),
         };
         super::sessions::save(self.rt.workspace(), &saved)?;
         Ok(())
