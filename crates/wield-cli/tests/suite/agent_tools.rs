@@ -98,6 +98,36 @@ fn todo_progress_promotes_the_next_pending_item_over_mcp() {
     assert_eq!(mcp.finish(), 0);
 }
 
+/// Memory, skills and system_info answer over MCP as through `wield call`.
+#[test]
+fn memory_skills_and_system_info_work_over_mcp() {
+    let ws = Ws::new();
+    let dir = ws.ws.join(".wield/skills/lint");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: lint\ndescription: Lint the code\n---\nRun the linter.\n",
+    )
+    .unwrap();
+    let mut mcp = Mcp::start(&ws, &[]);
+    let listed = mcp.request("tools/list", json!({})).to_string();
+    assert!(
+        listed.contains("- lint: Lint the code") && !listed.contains("Run the linter"),
+        "{listed}"
+    );
+    let (err, text) = mcp.call("memory_write", json!({"key": "ci", "content": "CI runs on every push"}));
+    assert!(!err, "{text}");
+    let (err, text) = mcp.call("memory_read", json!({"query": "push"}));
+    assert!(!err && text.starts_with("1. ci (local): "), "{text}");
+    let (err, text) = mcp.call("memory_write", json!({"key": "../ci", "content": "x"}));
+    assert!(err && text.contains("plain file name"), "{text}");
+    let (err, text) = mcp.call("skill", json!({"name": "lint"}));
+    assert!(!err && text.contains("Run the linter."), "{text}");
+    let (err, text) = mcp.call("system_info", json!({}));
+    assert!(!err && text.contains("arch: "), "{text}");
+    assert_eq!(mcp.finish(), 0);
+}
+
 #[test]
 fn memory_keys_that_could_leave_the_store_are_refused() {
     let env = Env::new();
