@@ -263,6 +263,7 @@ impl Interactive {
             }
             "/clear" => {
                 self.agent.resume(Vec::new());
+                wield_tools::todo::restore(self.agent.session(), Vec::new());
                 self.session_id = new_session_id();
                 writeln!(out, "(a new conversation: session {})", self.session_id)?;
             }
