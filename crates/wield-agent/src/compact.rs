@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 
 use tokio_util::sync::CancellationToken;
+use wield_core::HandOff;
 use wield_llm::{Block, LlmError, Message, Request, Role, ToolChoice, Usage};
 
 use crate::guard::{estimate_tokens, request_tokens};
@@ -28,6 +29,11 @@ pub(crate) const SUMMARY_PROMPT: &str = "Your context is nearly full, so this co
 /// What comes before the summary in the new history.
 pub(crate) const SUMMARY_PREFIX: &str = "[Context compacted] The conversation so far was replaced by this hand-off \
      summary. Go on with the task from it; do not redo what it says is done.\n\n";
+
+/// What comes before the session's hand-off notes (the todo list, kept by
+/// its tools as a [`HandOff`] note) in the summary request and after the
+/// summary in the new history.
+pub(crate) const STATE_PREFIX: &str = "[Session state] Kept as it is across compaction; it is current:\n\n";
 
 /// The most tokens of recent user messages the new history keeps.
 pub const KEEP_USER_TOKENS: usize = 20_000;
@@ -89,6 +95,13 @@ impl Agent {
             return Ok(None);
         }
         self.messages = rebuild(&self.messages, &summary);
+        // The state tools keep for the session goes on as it is now, after
+        // the summary, whatever the summary made of it.
+        if let (Some(notes), Some(last)) = (HandOff::render(&self.session), self.messages.last_mut()) {
+            last.content.push(Block::Text {
+                text: format!("{STATE_PREFIX}{notes}"),
+            });
+        }
         self.pruner = crate::prune::Pruner::default();
         self.reported_tokens = 0;
         let after_tokens = self.estimated_tokens(&self.messages, false);
@@ -109,14 +122,19 @@ impl Agent {
     /// The summary request: the history and the instruction, no tools.
     fn summary_request(&self, history: &[Message]) -> Request {
         let mut messages = history.to_vec();
-        let ask = Block::Text {
+        let mut ask = vec![Block::Text {
             text: SUMMARY_PROMPT.into(),
-        };
+        }];
+        if let Some(notes) = HandOff::render(&self.session) {
+            ask.push(Block::Text {
+                text: format!("{STATE_PREFIX}{notes}"),
+            });
+        }
         match messages.last_mut() {
-            Some(m) if m.role == Role::User => m.content.push(ask),
+            Some(m) if m.role == Role::User => m.content.extend(ask),
             _ => messages.push(Message {
                 role: Role::User,
-                content: vec![ask],
+                content: ask,
             }),
         }
         Request {
@@ -140,7 +158,11 @@ pub(crate) fn rebuild(messages: &[Message], summary: &str) -> Vec<Message> {
         .filter(|m| m.role == Role::User)
         .flat_map(|m| &m.content)
         .filter_map(|b| match b {
-            Block::Text { text } if !text.starts_with(SUMMARY_PREFIX) && text != SUMMARY_PROMPT => Some(text.as_str()),
+            Block::Text { text }
+                if !text.starts_with(SUMMARY_PREFIX) && !text.starts_with(STATE_PREFIX) && text != SUMMARY_PROMPT =>
+            {
+                Some(text.as_str())
+            }
             _ => None,
         })
         .collect();
@@ -270,6 +292,20 @@ mod tests {
         // A second compaction keeps the user's words, not the old summary.
         let again = rebuild(&new, "Later.");
         assert_eq!(again.len(), 3);
+    }
+
+    #[test]
+    fn the_state_block_after_a_summary_is_not_kept_as_a_user_message() {
+        let mut new = rebuild(&[Message::text(Role::User, "task")], "S1");
+        if let Some(last) = new.last_mut() {
+            last.content.push(Block::Text {
+                text: format!("{STATE_PREFIX}## Todo list\n1. [ ] a"),
+            });
+        }
+        let again = rebuild(&new, "S2");
+        let texts: Vec<String> = again.iter().map(text_of).collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert_eq!(texts[0], "task");
     }
 
     #[test]

@@ -252,6 +252,12 @@ impl Agent {
         tools
     }
 
+    /// The session the agent's calls run in (its tools' state: the todo
+    /// list, loaded tools).
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
     /// The conversation so far (every call answered).
     pub fn messages(&self) -> &[Message] {
         &self.messages

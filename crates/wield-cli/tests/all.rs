@@ -4,6 +4,8 @@
 //! sandboxes, completions and the agent against model servers).
 //! `.config/nextest.toml` picks the process-heavy modules out by name.
 
+#[path = "suite/agent_tools.rs"]
+mod agent_tools;
 #[path = "suite/batch.rs"]
 mod batch;
 #[path = "suite/chat.rs"]

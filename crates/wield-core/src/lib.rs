@@ -40,6 +40,7 @@ pub mod config;
 mod context;
 pub mod events;
 mod executor;
+mod handoff;
 pub mod hooks;
 pub mod names;
 pub mod policy;
@@ -59,6 +60,7 @@ pub use config::{Config, ConfigError, ConfigKey, ConfigLoader, KeyTree};
 pub use context::{CallScratch, Context, Services, Session};
 pub use events::{Event, EventListener, EventSink, Stream};
 pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, human_duration};
+pub use handoff::HandOff;
 pub use policy::NotCallable;
 pub use refusal::{BoxError, Refusal, error_chain};
 pub use registry::{

@@ -128,11 +128,13 @@ impl Runtime {
 
         // `batch` runs its calls through this runtime's executors.
         let batch_runtime = crate::batch::RuntimeCell::default();
-        let mut options = options;
-        options
-            .tools
-            .push(Arc::new(crate::batch::Batch::new(Arc::clone(&batch_runtime))));
-        let mut registry = crate::tool_set::first_registry(&options.tools)
+        // The front-end's own tools, `batch`, and the built-in ones this
+        // workspace has (`skill`, when it has skills), registered with the
+        // others.
+        let mut local_tools = options.tools.clone();
+        local_tools.push(Arc::new(crate::batch::Batch::new(Arc::clone(&batch_runtime))));
+        local_tools.extend(wield_tools::workspace_tools(&workspace));
+        let mut registry = crate::tool_set::first_registry(&local_tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
         let mut known = KeyTree::core();
         wield_tools::register_config_keys(&mut known);
@@ -189,7 +191,7 @@ impl Runtime {
             },
             Arc::clone(&config),
             options.policy,
-            options.tools,
+            local_tools,
         );
         let audit = options.audit.or_else(|| config.audit.file.clone());
         let inner = Arc::new(Inner {

@@ -9,7 +9,10 @@
 //! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
 //! - [`shell`]: bash and background processes;
 //! - [`patch`]: multi-file patches applied completely or not at all;
-//! - [`load_tools`]: loads deferred tools' schemas for the rest of a session.
+//! - [`load_tools`]: loads deferred tools' schemas for the rest of a session;
+//! - [`todo`]: the session's todo list; [`memory`]: notes kept across
+//!   sessions, searchable; [`skill`]: skills loaded on demand;
+//!   [`system_info`]: the machine and setup the tools run in.
 
 use std::path::Path;
 
@@ -18,8 +21,12 @@ use wield_core::{Config, KeyTree, Services, ToolRef};
 pub mod calculator;
 pub mod fs;
 pub mod load_tools;
+pub mod memory;
 pub mod patch;
 pub mod shell;
+pub mod skill;
+pub mod system_info;
+pub mod todo;
 
 /// Errors while preparing the services the tools need.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +42,16 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(patch::tools());
     tools.extend(shell::tools());
     tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
+    tools.extend(todo::tools());
+    tools.extend(memory::tools());
+    tools.push(std::sync::Arc::new(system_info::SystemInfo::new()));
     tools
+}
+
+/// The built-in tools that exist only for some workspaces (`skill`, when
+/// the workspace has a skill).
+pub fn workspace_tools(workspace: &Path) -> Vec<ToolRef> {
+    skill::tools(workspace)
 }
 
 /// Register the config keys the built-in tools read outside their own

@@ -87,6 +87,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     let session_id = match resumed {
         Some(saved) => {
             agent.resume(saved.messages);
+            wield_tools::todo::restore(agent.session(), saved.todo);
             saved.id
         }
         None => session_id,
@@ -164,6 +165,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             stop: stop.map(str::to_owned),
             steps,
             usage,
+            todo: wield_tools::todo::items(agent.session()),
         };
         let path = super::sessions::save(rt.workspace(), &saved)?;
         eprintln!("[saved {}]", path.display());

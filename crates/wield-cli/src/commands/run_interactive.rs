@@ -263,6 +263,7 @@ impl Interactive {
             }
             "/clear" => {
                 self.agent.resume(Vec::new());
+                wield_tools::todo::restore(self.agent.session(), Vec::new());
                 self.session_id = new_session_id();
                 writeln!(out, "(a new conversation: session {})", self.session_id)?;
             }
@@ -342,6 +343,7 @@ impl Interactive {
             stop: stop.map(str::to_owned),
             steps: self.steps,
             usage: self.usage,
+            todo: wield_tools::todo::items(self.agent.session()),
         };
         super::sessions::save(self.rt.workspace(), &saved)?;
         Ok(())

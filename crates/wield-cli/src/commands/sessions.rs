@@ -23,6 +23,9 @@ pub struct Saved {
     pub steps: u32,
     #[serde(default)]
     pub usage: Usage,
+    /// The session's todo list (none in files saved before it was kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todo: Vec<wield_tools::todo::TodoItem>,
 }
 
 /// Where a workspace's sessions are.

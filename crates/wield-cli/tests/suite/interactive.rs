@@ -275,3 +275,41 @@ fn the_model_asks_and_the_person_chooses_an_option() {
     let answered = requests[1].to_string();
     assert!(answered.contains("The person answered: blue"), "{answered}");
 }
+
+/// `/clear` starts a new session without the old one's todo list; each is
+/// saved with its own.
+#[test]
+fn clear_starts_a_session_without_the_old_todo_list() {
+    let model = Scripted::start(vec![
+        Turn::Call(
+            "todo_write",
+            json!({"items": [{"content": "plan the work", "status": "in_progress"}]}),
+        ),
+        Turn::Text("Planned."),
+        Turn::Call("todo_list", json!({})),
+        Turn::Text("Nothing planned."),
+    ]);
+    let env = Env::new();
+    env.put(".wield/config.toml", &model.config());
+    let t = Tmux::start(&env, &[]);
+    t.type_line("Make a plan");
+    t.wait_for("Planned.");
+    t.type_line("/clear");
+    t.wait_for("a new conversation");
+    t.type_line("What is planned?");
+    t.wait_for("Nothing planned.");
+    // Each exchange is saved before the next prompt.
+    t.wait_for_prompt();
+
+    let listed = model.requests()[3].to_string();
+    assert!(listed.contains("The todo list is empty."), "{listed}");
+    let mut todos: Vec<Value> = saved_sessions(&env).iter().map(|s| s["todo"].clone()).collect();
+    todos.sort_by_key(|t| t.is_null());
+    assert_eq!(
+        todos,
+        [
+            json!([{"content": "plan the work", "status": "in_progress"}]),
+            Value::Null
+        ]
+    );
+}

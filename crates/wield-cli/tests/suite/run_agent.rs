@@ -381,6 +381,128 @@ fn compaction_asks_for_a_summary_and_goes_on_with_the_new_history() {
     );
 }
 
+/// The todo list the model wrote goes into the summary request and comes
+/// back, as it is, after the summary in the new history.
+#[test]
+fn a_todo_list_survives_compaction() {
+    let (url, requests) = scripted(vec![
+        Turn::Call(
+            "todo_write",
+            json!({"items": [
+                {"content": "count the lines of big.txt", "status": "in_progress"},
+                {"content": "report the count", "status": "pending"}
+            ]}),
+        ),
+        Turn::Call("read", json!({ "path": "big.txt" })),
+        Turn::Text("Goal: count the lines. Progress: big.txt read."),
+        Turn::Call("todo_list", json!({})),
+        Turn::Text("It has 100 lines."),
+    ]);
+    let env = project_with(&url, "context_window = 2000\n");
+    env.put("big.txt", &"the quick brown fox jumps over the lazy dog\n".repeat(100));
+    let (code, stdout, stderr) = run(
+        &env,
+        &[
+            "--include-tools",
+            "read,todo_*",
+            "--set",
+            "context.compact_at=50",
+            "-p",
+            "How many lines has big.txt?",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(events(&stdout).iter().any(|e| e["type"] == "compacted"), "{stdout}");
+    let requests = requests.lock().unwrap();
+    assert_eq!(requests.len(), 5);
+    let item = "1. [~] count the lines of big.txt";
+    // The summary request carries the list.
+    let summary = &requests[2];
+    assert!(summary.get("tools").is_none(), "{summary}");
+    let asked = summary["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(asked.contains("[Session state]") && asked.contains(item), "{asked}");
+    // The new history has it after the summary, and the list is still the
+    // session's: todo_list answers with it.
+    let next = requests[3]["messages"].as_array().unwrap().to_owned();
+    assert!(!requests[3].to_string().contains("quick brown fox"));
+    let handed = next.last().unwrap().to_string();
+    assert!(
+        handed.contains("[Context compacted]") && handed.contains("## Todo list") && handed.contains(item),
+        "{handed}"
+    );
+    let listed = tool_messages(&requests[4]);
+    let listed = listed.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        listed.contains("1 in progress, 1 pending") && listed.contains(item),
+        "{listed}"
+    );
+}
+
+/// The todo list is saved with the session and a resumed run has it again;
+/// marking the item in progress done promotes the next one.
+#[test]
+fn a_todo_list_is_saved_with_the_session_and_resumed() {
+    let (url, requests) = scripted(vec![
+        Turn::Call(
+            "todo_write",
+            json!({"items": [
+                {"content": "read notes", "status": "in_progress"},
+                {"content": "answer", "status": "pending"}
+            ]}),
+        ),
+        Turn::Text("Noted."),
+        Turn::Call("todo_progress", json!({"updates": [{"index": 1, "status": "done"}]})),
+        Turn::Text("Next: answer."),
+    ]);
+    let env = project(&url);
+    let (code, _, stderr) = run(&env, &["-p", "Plan it"]);
+    assert_eq!(code, 0, "{stderr}");
+    let file = std::fs::read_dir(env.ws(".wield/sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        saved["todo"],
+        json!([
+            {"content": "read notes", "status": "in_progress"},
+            {"content": "answer", "status": "pending"}
+        ]),
+        "{saved}"
+    );
+    let (code, _, stderr) = run(&env, &["--resume", "-p", "Go on"]);
+    assert_eq!(code, 0, "{stderr}");
+    let requests = requests.lock().unwrap();
+    let progressed = tool_messages(&requests[3]);
+    let progressed = progressed.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        progressed.contains("1. [x] read notes") && progressed.contains("2. [~] answer"),
+        "{progressed}"
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["todo"][1]["status"], "in_progress", "{saved}");
+
+    // A session saved before todo lists were kept still resumes.
+    let mut old = saved.clone();
+    old.as_object_mut().unwrap().remove("todo");
+    std::fs::write(&file, old.to_string()).unwrap();
+    let (url, _) = scripted(vec![Turn::Text("ok")]);
+    let env2 = project(&url);
+    std::fs::create_dir_all(env2.ws(".wield/sessions")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(env2.ws(".wield/sessions"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(
+        env2.ws(".wield/sessions").join(file.file_name().unwrap()),
+        old.to_string(),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&env2, &["--resume", "-p", "Go on"]);
+    assert_eq!((code, stdout.as_str()), (0, "ok\n"), "{stderr}");
+}
+
 #[test]
 fn an_overflow_the_provider_reports_compacts_once_dropping_the_oldest_when_the_summary_overflows() {
     let overflow = || {
