@@ -8,6 +8,7 @@
 //! - [`calculator`]: an expression evaluator, the pipeline's smallest proof;
 //! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
 //! - [`shell`]: bash and background processes;
+//! - [`web`]: web_fetch and web_search behind an SSRF guard;
 //! - [`patch`]: multi-file patches applied completely or not at all;
 //! - [`load_tools`]: loads deferred tools' schemas for the rest of a session.
 
@@ -20,6 +21,7 @@ pub mod fs;
 pub mod load_tools;
 pub mod patch;
 pub mod shell;
+pub mod web;
 
 /// Errors while preparing the services the tools need.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,7 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(fs::tools());
     tools.extend(patch::tools());
     tools.extend(shell::tools());
+    tools.extend(web::tools());
     tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
     tools
 }
