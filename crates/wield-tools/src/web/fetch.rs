@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
-use wield_core::{ConfigKey, Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{ConfigKey, Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::html;
 use super::http::{self, Request};
@@ -58,6 +58,7 @@ impl WebFetchTool {
                     // out of `$standard` and needs approval by default.
                     open_world: true,
                     groups: vec!["web".into()],
+                    capabilities: vec![HANDLES_TIMEOUT.into()],
                     ..ToolTraits::default()
                 },
             ),
@@ -76,12 +77,16 @@ impl Tool for WebFetchTool {
         wield_core::one_line(&format!("web_fetch: {url}"), width)
     }
 
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        Some(settings::DEFAULT_TIMEOUT)
+    }
+
     fn config_keys(&self) -> Vec<ConfigKey> {
         settings::common_keys()
     }
 
     async fn execute(&self, input: Value, ctx: &Context) -> ToolResult {
-        let mut limits = match settings::limits("web_fetch", &ctx.config) {
+        let mut limits = match settings::limits("web_fetch", &ctx.config, ctx.timeout) {
             Ok(l) => l,
             Err(e) => return ToolResult::error(format!("web_fetch is misconfigured: {e}")),
         };

@@ -17,6 +17,8 @@ static META_CHARSET: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)"#).ok());
 static BASE_HREF: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)<base\b[^>]*?href\s*=\s*["']([^"']+)["']"#).ok());
+// htmd prints the `<title>`; the page's head is never page text.
+static HEAD: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?is)<head\b.*?</head\s*>").ok());
 static MD_LINK: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(\]\()(<?)([^)\s>]+)").ok());
 static SKIPPED_BLOCKS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?is)<!--.*?-->|<(script|style|nav|header|footer|aside|noscript|iframe|svg|head|template)\b.*?</(script|style|nav|header|footer|aside|noscript|iframe|svg|head|template)\s*>").ok()
@@ -54,7 +56,11 @@ pub fn decode(body: &[u8], header_charset: Option<&str>, is_html: bool) -> (Stri
 /// against the page's `<base href>` or its URL.
 pub fn to_markdown(html: &str, page: &Url) -> String {
     let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIPPED.to_vec()).build();
-    let md = converter.convert(html).unwrap_or_else(|_| to_text(html));
+    let body = match HEAD.as_ref() {
+        Some(re) => re.replace(html, ""),
+        None => html.into(),
+    };
+    let md = converter.convert(&body).unwrap_or_else(|_| to_text(&body));
     let base = BASE_HREF
         .as_ref()
         .and_then(|re| re.captures(html))
@@ -187,7 +193,7 @@ mod tests {
     #[test]
     fn markdown_skips_chrome_and_resolves_links() {
         let page = Url::parse("https://example.com/docs/page.html").unwrap();
-        let html = "<html><head><style>.x{}</style><script>var secret=1</script></head><body>\
+        let html = "<html><head><title>PAGE-TITLE</title><style>.x{}</style><script>var secret=1</script></head><body>\
             <nav><a href=\"/home\">Home</a></nav><h1>Title</h1><p>See <a href=\"other.html\">other</a>, \
             <a href=\"/root\">root</a>, <a href=\"https://x.org/a\">abs</a> and <a href=\"#frag\">frag</a>.</p>\
             <img src=\"img/a.png\" alt=\"pic\"><footer>foot</footer></body></html>";
@@ -198,7 +204,7 @@ mod tests {
         assert!(md.contains("(https://x.org/a)"), "{md}");
         assert!(md.contains("(#frag)"), "{md}");
         assert!(md.contains("(https://example.com/docs/img/a.png)"), "{md}");
-        for leaked in ["secret", "Home", "foot", ".x{}"] {
+        for leaked in ["PAGE-TITLE", "secret", "Home", "foot", ".x{}"] {
             assert!(!md.contains(leaked), "{leaked} leaked: {md}");
         }
     }

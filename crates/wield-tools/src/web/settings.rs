@@ -13,7 +13,8 @@ pub const DEFAULT_MAX_BYTES: usize = 5 << 20;
 /// The default time limit of one fetch or search, redirects included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The keys both tools read from their own tables.
+/// The keys both tools read from their own tables (`timeout` is read by
+/// the executor).
 pub(crate) fn common_keys() -> Vec<ConfigKey> {
     ["allow", "max_bytes", "timeout"]
         .into_iter()
@@ -22,7 +23,10 @@ pub(crate) fn common_keys() -> Vec<ConfigKey> {
 }
 
 /// The guard and limits from a tool's table (`tool` names it in errors).
-pub(crate) fn limits(tool: &str, table: &toml::Table) -> Result<Limits, String> {
+///
+/// The time limit is the call's, which the executor put in the context:
+/// `timeout` in the tool's table, else [`DEFAULT_TIMEOUT`].
+pub(crate) fn limits(tool: &str, table: &toml::Table, timeout: Duration) -> Result<Limits, String> {
     let key = |k: &str| format!("{tool}.{k}");
     let allow_key = key("allow");
     let allow = match table.get("allow") {
@@ -41,23 +45,6 @@ pub(crate) fn limits(tool: &str, table: &toml::Table) -> Result<Limits, String> 
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
             .ok_or_else(|| format!("{} must be a positive number of bytes, found {v}", key("max_bytes")))?,
-    };
-    let timeout = match table.get("timeout") {
-        None => DEFAULT_TIMEOUT,
-        Some(v) => {
-            let d = match v {
-                toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_secs),
-                toml::Value::Float(f) => wield_core::config::seconds(*f),
-                toml::Value::String(s) => wield_core::config::parse_duration(s),
-                _ => None,
-            };
-            d.filter(|d| !d.is_zero()).ok_or_else(|| {
-                format!(
-                    "{} must be a duration such as 30, \"30s\" or \"2m\", found {v}",
-                    key("timeout")
-                )
-            })?
-        }
     };
     Ok(Limits {
         allow,

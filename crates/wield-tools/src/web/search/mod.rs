@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
-use wield_core::{ConfigKey, Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{ConfigKey, Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::http::{self, Request};
 use super::settings;
@@ -107,7 +107,8 @@ pub fn render(query: &str, backend: &str, hits: &[Hit]) -> String {
     if hits.is_empty() {
         return format!("No results for \"{query}\" ({backend}). Try other words.");
     }
-    let mut out = format!("Search results for \"{query}\" ({backend}, {} results):\n", hits.len());
+    let noun = if hits.len() == 1 { "result" } else { "results" };
+    let mut out = format!("Search results for \"{query}\" ({backend}, {} {noun}):\n", hits.len());
     for (i, h) in hits.iter().enumerate() {
         let title = if h.title.is_empty() {
             h.url.as_str()
@@ -124,6 +125,7 @@ pub fn render(query: &str, backend: &str, hits: &[Hit]) -> String {
             out.push_str(&format!("   {}\n", h.snippet));
         }
     }
+    out.truncate(out.trim_end().len());
     out
 }
 
@@ -167,6 +169,7 @@ impl WebSearchTool {
                     // approved by `$standard`.
                     open_world: true,
                     groups: vec!["web".into()],
+                    capabilities: vec![HANDLES_TIMEOUT.into()],
                     ..ToolTraits::default()
                 },
             ),
@@ -185,6 +188,10 @@ impl Tool for WebSearchTool {
         wield_core::one_line(&format!("web_search: {q}"), width)
     }
 
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        Some(settings::DEFAULT_TIMEOUT)
+    }
+
     fn config_keys(&self) -> Vec<ConfigKey> {
         let mut keys = settings::common_keys();
         keys.extend(["backend", "base_url"].into_iter().map(ConfigKey::new));
@@ -201,7 +208,7 @@ impl Tool for WebSearchTool {
             .and_then(Value::as_u64)
             .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(MAX_LIMIT))
             .clamp(1, MAX_LIMIT);
-        let limits = match settings::limits("web_search", &ctx.config) {
+        let limits = match settings::limits("web_search", &ctx.config, ctx.timeout) {
             Ok(l) => l,
             Err(e) => return ToolResult::error(format!("web_search is misconfigured: {e}")),
         };

@@ -109,7 +109,7 @@ fn results_render_as_a_numbered_markdown_list() {
     }];
     assert_eq!(
         render("q", "duckduckgo", &hits),
-        "Search results for \"q\" (duckduckgo, 1 results):\n\n1. [A b](https://a.example/)\n   s\n"
+        "Search results for \"q\" (duckduckgo, 1 result):\n\n1. [A b](https://a.example/)\n   s"
     );
     assert!(render("q", "brave", &[]).starts_with("No results"));
 }
