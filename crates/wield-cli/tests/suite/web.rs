@@ -499,3 +499,27 @@ fn search_backends_are_guarded_and_keyed() {
     );
     assert!(error(&v).contains("BRAVE_API_KEY"), "{v}");
 }
+
+/// Over MCP the tools are listed with their network nature, and a call runs
+/// through the same guard.
+#[test]
+fn mcp_lists_and_calls_the_web_tools() {
+    use crate::shell::support::{Mcp, Ws};
+    let (ws, srv) = (Ws::new(), Server::start());
+    let mut mcp = Mcp::start(&ws, &["-y", "--set", r#"web_fetch.allow=["127.0.0.1"]"#]);
+    let list = mcp.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    for name in ["web_fetch", "web_search"] {
+        let t = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {list}"));
+        assert_eq!(t["annotations"]["openWorldHint"], true, "{t}");
+        assert_ne!(t["annotations"]["readOnlyHint"], true, "{t}");
+    }
+    let (is_error, text) = mcp.call("web_fetch", json!({"url": srv.url("/latin1")}));
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Café crème brûlée"), "{text}");
+    let (is_error, text) = mcp.call("web_fetch", json!({"url": "http://[::ffff:127.0.0.1]/"}));
+    assert!(is_error && text.contains("blocked by the SSRF guard"), "{text}");
+}
