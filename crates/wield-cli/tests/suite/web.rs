@@ -523,3 +523,53 @@ fn mcp_lists_and_calls_the_web_tools() {
     let (is_error, text) = mcp.call("web_fetch", json!({"url": "http://[::ffff:127.0.0.1]/"}));
     assert!(is_error && text.contains("blocked by the SSRF guard"), "{text}");
 }
+
+/// The agent offers web_fetch to the model, runs the call it asks for
+/// (approved here by `-y`; headless it would be refused for approval) and
+/// hands the page back.
+#[test]
+fn the_agent_fetches_a_page_the_model_asks_for() {
+    use crate::scripted_provider::{Scripted, Turn};
+    let srv = Server::start();
+    let provider = Scripted::start(vec![
+        Turn::Call("web_fetch", json!({"url": srv.url("/sjis")})),
+        Turn::Text("The page says 日本語."),
+    ]);
+    let e = Env::new();
+    e.put(
+        ".wield/config.toml",
+        &format!("{}\n[web_fetch]\nallow = [\"127.0.0.1\"]\n", provider.config()),
+    );
+    let out = e
+        .wield()
+        .args(["-y", "run", "--headless", "-p", "What does the page say?"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "The page says 日本語.\n");
+    let requests = provider.requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"web_fetch") && offered.contains(&"web_search"),
+        "{offered:?}"
+    );
+    let tool = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    let content = tool["content"].as_str().unwrap();
+    assert!(
+        content.starts_with(&format!("Fetched: {} (text/html", srv.url("/sjis"))),
+        "{content}"
+    );
+    assert!(content.contains("日本語"), "{content}");
+}
