@@ -169,8 +169,8 @@ impl Allow {
             AllowEntry::Net { net, prefix } => in_net(ip, *net, *prefix),
             AllowEntry::Host { host: h, port: p } => {
                 // "127.0.0.1:8080" is a host:port entry naming an address.
-                h.parse::<IpAddr>().is_ok_and(|a| a == ip) && p.is_none_or(|p| p == port)
-                    || h == host && p.is_none_or(|p| p == port)
+                let port_ok = p.is_none_or(|p| p == port);
+                port_ok && (h == host || h.parse::<IpAddr>().is_ok_and(|a| a == ip))
             }
         })
     }
