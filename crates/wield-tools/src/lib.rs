@@ -53,6 +53,7 @@ pub fn register_config_keys(known: &mut KeyTree) {
 pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
     fs::install_services(services, config, workspace)?;
     shell::install_services(services, config, workspace)?;
+    web::check_config(config)?;
     Ok(())
 }
 

@@ -573,3 +573,28 @@ fn the_agent_fetches_a_page_the_model_asks_for() {
     );
     assert!(content.contains("日本語"), "{content}");
 }
+
+/// A malformed web setting is a usage error when wield starts, naming the key.
+#[test]
+fn malformed_web_settings_are_refused_at_start() {
+    let e = Env::new();
+    for (set, want) in [
+        (r#"web_fetch.allow=["not a host"]"#, "web_fetch.allow: `not a host`"),
+        (r#"web_search.allow=["10.0.0.0/40"]"#, "web_search.allow: `10.0.0.0/40`"),
+        (
+            "web_fetch.max_bytes=-1",
+            "web_fetch.max_bytes must be a positive number",
+        ),
+        (r#"web_search.backend="bing""#, "web_search.backend `bing` is unknown"),
+        (r#"web_search.backend="searxng""#, "needs web_search.base_url"),
+    ] {
+        let out = e
+            .wield()
+            .args(["-y", "--set", set, "call", "web_search", r#"{"query":"x"}"#])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{set}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(want), "{set}: {stderr}");
+    }
+}

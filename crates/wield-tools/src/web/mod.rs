@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use wield_core::ToolRef;
+use wield_core::{Config, ToolRef};
+
+use crate::SetupError;
 
 mod fetch;
 pub mod guard;
@@ -28,4 +30,15 @@ pub use settings::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT};
 
 pub fn tools() -> Vec<ToolRef> {
     vec![Arc::new(WebFetchTool::new()), Arc::new(WebSearchTool::new())]
+}
+
+/// Refuse a malformed `[web_fetch]` or `[web_search]` when the
+/// configuration loads (an allow entry that is no host, port or network, a
+/// cap that is no size, an unknown backend), not at the first call. API
+/// keys are looked up at the call, when they are needed.
+pub fn check_config(config: &Config) -> Result<(), SetupError> {
+    for tool in ["web_fetch", "web_search"] {
+        settings::limits(tool, &config.table_at(tool), DEFAULT_TIMEOUT).map_err(SetupError::Invalid)?;
+    }
+    search::check_backend(&config.table_at("web_search")).map_err(|e| SetupError::Invalid(e.to_string()))
 }

@@ -102,6 +102,15 @@ pub fn backend_from_config(table: &toml::Table) -> Result<Box<dyn SearchBackend>
     })
 }
 
+/// Check `[web_search]`'s backend and address without looking up keys.
+pub fn check_backend(table: &toml::Table) -> Result<(), SearchError> {
+    match backend_from_config(table) {
+        // A missing key is the call's business: the variable may be set later.
+        Err(SearchError::Setup(m)) if m.contains("environment variable") => Ok(()),
+        r => r.map(|_| ()),
+    }
+}
+
 /// Results as a numbered Markdown list.
 pub fn render(query: &str, backend: &str, hits: &[Hit]) -> String {
     if hits.is_empty() {
