@@ -40,5 +40,7 @@ mod scripted_provider;
 mod security;
 #[path = "suite/shell/mod.rs"]
 mod shell;
+#[path = "suite/web.rs"]
+mod web;
 #[path = "suite/support/wield_cmd.rs"]
 mod wield_cmd;

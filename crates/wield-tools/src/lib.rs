@@ -8,6 +8,7 @@
 //! - [`calculator`]: an expression evaluator, the pipeline's smallest proof;
 //! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
 //! - [`shell`]: bash and background processes;
+//! - [`web`]: web_fetch and web_search behind an SSRF guard;
 //! - [`patch`]: multi-file patches applied completely or not at all;
 //! - [`load_tools`]: loads deferred tools' schemas for the rest of a session;
 //! - [`todo`]: the session's todo list; [`memory`]: notes kept across
@@ -27,6 +28,7 @@ pub mod shell;
 pub mod skill;
 pub mod system_info;
 pub mod todo;
+pub mod web;
 
 /// Errors while preparing the services the tools need.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,7 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(fs::tools());
     tools.extend(patch::tools());
     tools.extend(shell::tools());
+    tools.extend(web::tools());
     tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
     tools.extend(todo::tools());
     tools.extend(memory::tools());
@@ -66,6 +69,7 @@ pub fn register_config_keys(known: &mut KeyTree) {
 pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
     fs::install_services(services, config, workspace)?;
     shell::install_services(services, config, workspace)?;
+    web::check_config(config)?;
     Ok(())
 }
 
