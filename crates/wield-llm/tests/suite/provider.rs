@@ -280,6 +280,41 @@ async fn a_connection_refused_is_tried_again_then_reported() {
     );
 }
 
+/// The cloud providers are HTTPS only: an `https` base URL opens a TLS
+/// handshake (the server sees a ClientHello), whatever else the workspace
+/// compiles in.
+#[tokio::test]
+async fn an_https_provider_speaks_tls() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}/v1", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let first = std::thread::spawn(move || {
+        use std::io::Read;
+        // Nobody may come (no TLS: the request fails before connecting).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut s = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(_) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => return None,
+            }
+        };
+        s.set_nonblocking(false).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        let mut byte = [0u8; 1];
+        s.read_exact(&mut byte).map(|()| byte[0]).ok()
+    });
+    let e = tokio::time::timeout(
+        Duration::from_secs(15),
+        provider(&url, 0).stream(&hello(), &CancellationToken::new(), |_| {}),
+    )
+    .await
+    .unwrap()
+    .unwrap_err();
+    // 0x16: a TLS handshake record.
+    assert_eq!(first.join().unwrap(), Some(0x16), "{e}");
+}
+
 /// Each kind sends to its own path with its own key header, and decodes
 /// its own stream (the documented wire formats, as in the decoder tests).
 #[tokio::test]
