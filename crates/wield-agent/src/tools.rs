@@ -37,37 +37,13 @@ pub struct DoneReport {
     pub status: DoneStatus,
 }
 
-/// One choice offered by `ask`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AskOption {
-    pub label: String,
-    #[serde(default)]
-    pub description: Option<String>,
-}
-
-/// A question of the model's (`ask`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    pub question: String,
-    #[serde(default)]
-    pub options: Vec<AskOption>,
-    #[serde(default)]
-    pub multi_select: bool,
-}
-
-/// Who answers the model's questions: the front-end (a terminal prompt, a
-/// `.chat` block). `Err` is told to the model.
-#[async_trait]
-pub trait Asker: Send + Sync {
-    async fn ask(&self, question: &Question) -> Result<String, String>;
-}
+pub use wield_core::ask::{AskOption, Asker, Question};
 
 /// What the agent tools leave for the loop and take from the front-end, kept
 /// in the session.
 #[derive(Default)]
 pub struct AgentSignals {
     done: Mutex<Option<DoneReport>>,
-    asker: Mutex<Option<Arc<dyn Asker>>>,
 }
 
 impl AgentSignals {
@@ -85,21 +61,17 @@ impl AgentSignals {
     pub fn is_done(&self) -> bool {
         self.done.lock().unwrap_or_else(PoisonError::into_inner).is_some()
     }
-
-    /// Who answers `ask` from now on; without one, `ask` tells the model to
-    /// go on with stated assumptions.
-    pub fn set_asker(&self, asker: Option<Arc<dyn Asker>>) {
-        *self.asker.lock().unwrap_or_else(PoisonError::into_inner) = asker;
-    }
-
-    fn asker(&self) -> Option<Arc<dyn Asker>> {
-        self.asker.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
 }
 
 /// The agent's tools, for the runtime's registry.
 pub fn agent_tools() -> Vec<ToolRef> {
-    vec![Arc::new(Done::new()), Arc::new(Ask::new())]
+    vec![Arc::new(Done::new()), ask_tool()]
+}
+
+/// `ask` alone, for front-ends where a run cannot end or start subagents
+/// (an MCP server: the client's user answers through a form).
+pub fn ask_tool() -> ToolRef {
+    Arc::new(Ask::new())
 }
 
 fn traits(parallel: bool) -> ToolTraits {
@@ -204,9 +176,9 @@ impl Ask {
 }
 
 /// What `ask` answers when nobody can answer.
-pub const NOBODY_TO_ASK: &str = "Nobody can answer questions in this run (it is headless). Do not ask again: go on \
-                                 with the task on reasonable assumptions, and state the assumptions you made in your \
-                                 answer.";
+pub const NOBODY_TO_ASK: &str = "Nobody can answer questions here (a headless run, or a client that cannot ask its \
+                                 user). Do not ask again: go on with the task on reasonable assumptions, and state the \
+                                 assumptions you made in your answer.";
 
 #[async_trait]
 impl Tool for Ask {
@@ -219,7 +191,7 @@ impl Tool for Ask {
             Ok(q) => q,
             Err(e) => return ToolResult::error(format!("invalid arguments: {e}")),
         };
-        let Some(asker) = AgentSignals::of(&ctx.session).asker() else {
+        let Some(asker) = wield_core::ask::asker(&ctx.session) else {
             return ToolResult::error(NOBODY_TO_ASK);
         };
         tokio::select! {

@@ -36,6 +36,7 @@
 //! ```
 
 pub mod approval;
+pub mod ask;
 pub mod config;
 mod context;
 pub mod events;

@@ -127,7 +127,7 @@ async fn serve(
     let front = Some(front);
     // Bridged servers start in the background, in `mcp_server`: the client
     // gets its answers at once, and each server's tools when it is up.
-    let rt = Runtime::load_with(global, front, Servers::None, Vec::new()).await?;
+    let rt = Runtime::load_with(global, front, Servers::None, vec![wield_agent::tools::ask_tool()]).await?;
     let approval = if global.yes {
         ApprovalMode::Yes
     } else {

@@ -59,7 +59,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     }));
     if interactive {
         // `ask` asks the person at the terminal; headless, nobody is asked.
-        wield_agent::tools::AgentSignals::of(&session).set_asker(Some(run_interactive::asker(&spinner)));
+        wield_core::ask::set_asker(&session, Some(run_interactive::asker(&spinner)));
     }
     let mut limits = agent_settings.limits.clone();
     limits.max_steps = args.max_steps.unwrap_or(limits.max_steps);

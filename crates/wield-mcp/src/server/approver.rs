@@ -25,6 +25,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, Peer, PeerRequestOptions, RoleServer};
 use serde_json::{Value, json};
 use wield_core::approval::needs_approval_message;
+use wield_core::ask::{Asker, Question};
 use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Scope};
 
 /// Longest diff or detail shown in the approval form.
@@ -147,6 +148,77 @@ impl ClientApprover {
             Ok(_) => Err(ServiceError::UnexpectedResponse),
             Err(e) => Err(e),
         })
+    }
+}
+
+/// The model's questions (`ask`) put to the client's user as a form: a
+/// choice among the options (or several), or a line of text.
+pub struct ClientAsker(ClientApprover);
+
+impl ClientAsker {
+    pub fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+        Self(ClientApprover::new(peer, timeout))
+    }
+}
+
+/// What `ask` answers when the client cannot show a form.
+const CANNOT_ASK: &str = "This MCP client cannot ask its user. Do not ask again: go on with the task on reasonable \
+                          assumptions, and state the assumptions you made in your answer.";
+
+fn question_form(question: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
+    let labels: Vec<&str> = question.options.iter().map(|o| o.label.as_str()).collect();
+    let mut message = wield_core::approval::printable(&question.question);
+    for o in &question.options {
+        if let Some(d) = &o.description {
+            let _ = write!(message, "\n- {}: {}", o.label, d);
+        }
+    }
+    let answer = if labels.is_empty() {
+        json!({"type": "string", "title": "Answer"})
+    } else if question.multi_select {
+        json!({"type": "array", "title": "Answer", "items": {"type": "string", "enum": labels}})
+    } else {
+        json!({"type": "string", "title": "Answer", "enum": labels})
+    };
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
+    }))
+}
+
+#[async_trait]
+impl Asker for ClientAsker {
+    async fn ask(&self, question: &Question) -> Result<String, String> {
+        let approver = &self.0;
+        if !approver
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Err(CANNOT_ASK.into());
+        }
+        let params = question_form(question).map_err(|e| format!("cannot build the question's form: {e}"))?;
+        let Some(answered) = approver.elicit(params).await else {
+            return Err(format!(
+                "the user did not answer within {}; go on with the task on stated assumptions",
+                wield_core::human_duration(approver.timeout)
+            ));
+        };
+        let answer = answered.map_err(|e| format!("asking the user failed ({e}). {CANNOT_ASK}"))?;
+        match answer.action {
+            ElicitationAction::Accept => {
+                let content = answer.content.unwrap_or(Value::Null);
+                Ok(match content.get("answer") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                })
+            }
+            ElicitationAction::Decline => Err("the user declined to answer; go on on stated assumptions".into()),
+            _ => Err("the user dismissed the question; go on on stated assumptions".into()),
+        }
     }
 }
 

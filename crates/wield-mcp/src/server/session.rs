@@ -24,7 +24,7 @@ use wield_core::approval::YesApprover;
 use wield_core::{Approver, Call, EventListener, EventSink, Executor, Session, ToolResult};
 use wield_sandbox::fs::{Access, Confinement};
 
-use super::approver::ClientApprover;
+use super::approver::{ClientApprover, ClientAsker};
 use super::http::SessionSlot;
 use super::http_sessions::{Activities, SESSION_HEADER};
 use super::listing::{mcp_name, to_mcp_tool};
@@ -235,6 +235,12 @@ impl SessionHandler {
             ApprovalMode::Yes => Arc::new(YesApprover),
             ApprovalMode::AskClient => Arc::new(ClientApprover::new(peer.clone(), self.inner.approval_timeout)),
         };
+        // The model's questions (`ask`, when the front-end serves it) go to
+        // the client's user, whatever the approval mode.
+        wield_core::ask::set_asker(
+            &self.session,
+            Some(Arc::new(ClientAsker::new(peer.clone(), self.inner.approval_timeout))),
+        );
         let executor = (self.inner.factory)(SessionParts {
             approver,
             services,

@@ -543,6 +543,27 @@ async def bash_cancel(fx: Fixture) -> None:
 
 
 
+async def model_asks(fx: Fixture) -> None:
+    """The model's `ask` reaches the client's user as a form with its
+    options; a client without forms tells the model to go on."""
+    asked: list = []
+
+    async def on_elicit(ctx, params):
+        asked.append((params.message, params.requested_schema))
+        return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+    async with fx.session(elicitation_callback=on_elicit) as s:
+        r = await call(
+            s, "ask", {"question": "Which colour?", "options": [{"label": "red", "description": "warm"}, {"label": "blue"}]}
+        )
+        expect(not r.is_error and text_of(r) == "The person answered: blue", f"ask: {r}")
+        expect(len(asked) == 1 and asked[0][0].startswith("Which colour?") and "red: warm" in asked[0][0], f"form: {asked}")
+        expect(asked[0][1]["properties"]["answer"]["enum"] == ["red", "blue"], f"form schema: {asked}")
+    async with fx.session() as s:
+        r = await call(s, "ask", {"question": "Which colour?"})
+        expect(r.is_error and "cannot ask its user" in text_of(r), f"ask without forms: {r}")
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -566,6 +587,7 @@ SCENARIOS = {
         everything_restart,
         bridged_requests,
         bridged_list_changed,
+        model_asks,
     ]
 }
 

@@ -33,6 +33,14 @@ fn bridged_servers_ask_the_stdio_client() {
     python_scenarios("stdio", &["bridged_requests"]);
 }
 
+/// The model's `ask` reaches the client's user as a form, over either
+/// transport.
+#[test]
+fn the_model_s_questions_reach_the_client_s_user() {
+    python_scenarios("stdio", &["model_asks"]);
+    python_scenarios("http", &["model_asks"]);
+}
+
 /// Over HTTP (many clients), they reach the client whose call the server
 /// is working on. (Regression: they were always refused.)
 #[test]
