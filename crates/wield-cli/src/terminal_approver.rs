@@ -67,7 +67,7 @@ pub struct TerminalApprover {
 impl TerminalApprover {
     pub fn new() -> Self {
         Self {
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            color: color(),
             lock: tokio::sync::Mutex::new(()),
         }
     }
@@ -86,7 +86,13 @@ impl Approver for TerminalApprover {
     }
 }
 
-fn paint(color: bool, code: &str, text: &str) -> String {
+/// Whether the terminal gets colours (`NO_COLOR` unset or empty).
+pub(crate) fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// `text` in the SGR colour `code`, when `color`.
+pub(crate) fn paint(color: bool, code: &str, text: &str) -> String {
     if color {
         format!("\x1b[{code}m{text}\x1b[0m")
     } else {

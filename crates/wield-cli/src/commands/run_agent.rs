@@ -100,7 +100,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             session_id,
             ephemeral: args.ephemeral,
             spinner,
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            color: crate::terminal_approver::color(),
             show_thinking: false,
             usage: wield_llm::Usage::default(),
             steps: 0,

@@ -23,6 +23,7 @@ use wield_llm::{Message, Usage};
 
 use super::providers::{choose, providers};
 use crate::app::Runtime;
+use crate::terminal_approver::paint;
 
 /// The commands, as `/help` lists them.
 const HELP: &[(&str, &str)] = &[
@@ -656,14 +657,6 @@ fn one_line(text: &str, max: usize) -> String {
 
 fn plural(n: u32) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-pub fn paint(color: bool, code: &str, text: &str) -> String {
-    if color {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_owned()
-    }
 }
 
 /// The line editor, with the project's history in `.wield/history`.
