@@ -9,7 +9,9 @@ use tokio_util::sync::CancellationToken;
 use wield_agent::tools::DoneStatus;
 use wield_agent::{Agent, AgentEvent, AgentSettings, StopReason, SystemPrompt};
 use wield_core::policy::Status;
-use wield_core::{Registered, Session, approval};
+use wield_core::{Executor, Registered, Session, approval};
+use wield_llm::Provider;
+use wield_llm::settings::ProviderSettings;
 
 use super::providers::choose;
 use super::run_interactive;
@@ -61,29 +63,24 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         // `ask` asks the person at the terminal; headless, nobody is asked.
         wield_core::ask::set_asker(&session, Some(run_interactive::asker(&spinner)));
     }
-    let mut limits = agent_settings.limits.clone();
+    let mut agent_settings = agent_settings;
+    let limits = &mut agent_settings.limits;
     limits.max_steps = args.max_steps.unwrap_or(limits.max_steps);
     limits.token_budget = args.token_budget;
     limits.timeout = args.timeout;
-    limits.context_window = settings.context_window;
-    let (system, deferred) = prompt_and_deferred(&rt, &session, &agent_settings);
     let resumed = match &args.resume {
         Some(name) => Some(super::sessions::load(rt.workspace(), name)?),
         None => None,
     };
-    let mut agent = Agent::new(
-        provider,
-        executor,
+    let mut agent = build_agent(
+        &rt,
         session,
         rt.visible(),
-        Some(system),
-        settings.tool_choice.clone(),
-        settings.max_tokens,
-        settings.temperature,
-        limits,
-    )
-    .with_deferred(deferred)
-    .with_names(settings.name.clone(), settings.model.clone());
+        &agent_settings,
+        &settings,
+        provider,
+        executor,
+    );
     let session_id = match resumed {
         Some(saved) => {
             agent.resume(saved.messages);
@@ -275,6 +272,36 @@ pub(crate) fn prompt_and_deferred(
         .instructions(settings.instructions.clone())
         .build();
     (system, deferred)
+}
+
+/// An agent on `session` offering `tools`: the system prompt, deferred
+/// tools and limits of `agent_settings`, and the provider `settings`
+/// describe (its context window among the limits).
+pub(crate) fn build_agent(
+    rt: &Runtime,
+    session: Arc<Session>,
+    tools: Vec<Arc<Registered>>,
+    agent_settings: &AgentSettings,
+    settings: &ProviderSettings,
+    provider: Provider,
+    executor: Executor,
+) -> Agent {
+    let mut limits = agent_settings.limits.clone();
+    limits.context_window = settings.context_window;
+    let (system, deferred) = prompt_and_deferred(rt, &session, agent_settings);
+    Agent::new(
+        provider,
+        executor,
+        session,
+        tools,
+        Some(system),
+        settings.tool_choice.clone(),
+        settings.max_tokens,
+        settings.temperature,
+        limits,
+    )
+    .with_deferred(deferred)
+    .with_names(settings.name.clone(), settings.model.clone())
 }
 
 /// The agent's conversation, to save.

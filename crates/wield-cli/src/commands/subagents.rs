@@ -9,7 +9,7 @@ use wield_core::Approver;
 use wield_llm::settings::ProviderSettings;
 
 use super::providers::choose;
-use super::run_agent::prompt_and_deferred;
+use super::run_agent::build_agent;
 use crate::app::Runtime;
 
 pub struct CliSubagents {
@@ -63,21 +63,14 @@ impl Subagents for CliSubagents {
             .into_iter()
             .filter(|r| !NOT_FOR_SUBAGENTS.contains(&r.tool.spec().name.as_str()))
             .collect();
-        let (system, deferred) = prompt_and_deferred(&self.rt, &session, &settings);
-        let mut limits = settings.limits.clone();
-        limits.context_window = provider_settings.context_window;
-        Ok(Agent::new(
-            provider,
-            executor,
+        Ok(build_agent(
+            &self.rt,
             session,
             tools,
-            Some(system),
-            provider_settings.tool_choice.clone(),
-            provider_settings.max_tokens,
-            provider_settings.temperature,
-            limits,
-        )
-        .with_deferred(deferred)
-        .with_names(provider_settings.name.clone(), provider_settings.model.clone()))
+            &settings,
+            &provider_settings,
+            provider,
+            executor,
+        ))
     }
 }
