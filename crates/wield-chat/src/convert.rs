@@ -36,6 +36,9 @@ pub struct ConvertOptions {
     /// The model the conversation goes to: thinking signed by its provider
     /// counts as made by this model (see [`Thinking::made_by`]).
     pub model: Option<String>,
+    /// Where the person's file references (`@./notes.txt`) are read from:
+    /// the document's directory. `None` sends them as text only.
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// The provider kind (`wield_llm::Kind::name`) a `.chat` signature's
@@ -64,13 +67,22 @@ impl Document<'_> {
                 calls: unresolved.into_iter().map(|c| (c.id, c.line, c.status)).collect(),
             });
         }
-        Ok(self.conversation_unchecked(options))
+        self.build(options, options.base_dir.as_deref())
     }
 
     /// The conversation as it stands, whatever the diagnostics: tool uses
     /// without a final result stay without one, and blocks that could not
     /// be read are left out.
     pub fn conversation_unchecked(&self, options: &ConvertOptions) -> Conversation {
+        self.build(options, None).unwrap_or_else(|_| Conversation {
+            system: None,
+            messages: Vec::new(),
+        })
+    }
+
+    /// The conversation, with the files the person's messages reference
+    /// attached from `base` (none when `None`).
+    fn build(&self, options: &ConvertOptions, base: Option<&std::path::Path>) -> Result<Conversation, ChatError> {
         let mut system = None;
         let mut messages: Vec<Message> = Vec::new();
         for m in &self.messages {
@@ -88,7 +100,7 @@ impl Document<'_> {
                     system = (!text.is_empty()).then_some(text);
                     continue;
                 }
-                Speaker::You => (Role::User, user_blocks(&m.segments)),
+                Speaker::You => (Role::User, user_blocks(&m.segments, base)?),
                 Speaker::Assistant => (Role::Assistant, assistant_blocks(&m.segments, options)),
                 Speaker::Other(_) => continue,
             };
@@ -100,7 +112,7 @@ impl Document<'_> {
                 _ => messages.push(Message { role, content }),
             }
         }
-        Conversation { system, messages }
+        Ok(Conversation { system, messages })
     }
 }
 
@@ -116,12 +128,19 @@ fn text_block(text: &str) -> Option<Block> {
     (!text.is_empty()).then(|| Block::Text { text: text.to_string() })
 }
 
-fn user_blocks(segments: &[Segment]) -> Vec<Block> {
+fn user_blocks(segments: &[Segment], base: Option<&std::path::Path>) -> Result<Vec<Block>, ChatError> {
     let mut results = Vec::new();
     let mut texts = Vec::new();
     for s in segments {
         match s {
-            Segment::Text(t) => texts.extend(text_block(&t.text)),
+            Segment::Text(t) => {
+                texts.extend(text_block(&t.text));
+                if let Some(base) = base {
+                    for r in &t.file_refs {
+                        texts.push(crate::attach::attach(r, base)?);
+                    }
+                }
+            }
             Segment::ToolResult(r) if r.is_final() && r.fence.is_some() => results.push(Block::ToolResult {
                 tool_use_id: r.id.to_string(),
                 content: vec![ResultPart::Text {
@@ -133,7 +152,7 @@ fn user_blocks(segments: &[Segment]) -> Vec<Block> {
         }
     }
     results.extend(texts);
-    results
+    Ok(results)
 }
 
 fn assistant_blocks(segments: &[Segment], options: &ConvertOptions) -> Vec<Block> {

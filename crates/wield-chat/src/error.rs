@@ -14,6 +14,13 @@ pub enum ChatError {
         /// Each call's id, line and status.
         calls: Vec<(String, usize, CallStatus)>,
     },
+    /// A file a person's message references cannot be attached.
+    #[error("line {line}: {reference} cannot be attached: {why}")]
+    Attachment {
+        reference: String,
+        line: usize,
+        why: String,
+    },
     /// No tool result with this id.
     #[error("there is no tool result `{id}` in the document; its tool use needs a result block first")]
     NoResult { id: String },

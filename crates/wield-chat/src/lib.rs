@@ -40,12 +40,15 @@
 //!   siblings say where each call stands; [`Document::state`] is all of it
 //!   as JSON for editors and scripts.
 
+mod attach;
 mod calls;
 mod convert;
+pub mod cycle;
 mod diagnostic;
 mod error;
 mod file_ref;
 mod lines;
+mod options;
 mod parse;
 mod state;
 mod syntax;
@@ -55,6 +58,7 @@ pub use calls::{CallStatus, ToolCall};
 pub use convert::{Conversation, ConvertOptions, provider_kind};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use error::ChatError;
+pub use options::ChatOptions;
 pub use parse::parse;
 pub use state::{FrontmatterState, MessageState, SegmentState, State};
 pub use syntax::{

@@ -90,16 +90,24 @@ impl<'a> Document<'a> {
     /// several) replaced by a canonical one holding `content`.
     pub fn with_result(&self, id: &str, status: Option<Status>, content: &str) -> Result<String, ChatError> {
         let mut doc = self.clone();
-        let r = doc.result_mut(id)?;
-        let end = r
-            .fence
-            .as_ref()
-            .and_then(|f| f.closer.as_deref())
-            .map_or("\n", ending_of);
-        let block = tool_result_block(&r.id, status, "", content);
-        r.header = format!("{}{end}", block.strip_suffix('\n').unwrap_or(&block)).into();
-        r.gap = "".into();
-        r.fence = None;
+        doc.result_mut(id)?.replace(status, content);
+        Ok(doc.write())
+    }
+
+    /// The document with each outcome's result written: its status set,
+    /// and its block replaced when it brings content.
+    pub(crate) fn with_outcomes(&self, outcomes: &[&crate::cycle::Outcome]) -> Result<String, ChatError> {
+        let mut doc = self.clone();
+        for o in outcomes {
+            let r = doc.result_mut(&o.id)?;
+            match &o.content {
+                Some(content) => r.replace(o.status, content),
+                None => {
+                    let header = result_header(&r.id, o.status, &r.meta);
+                    r.header = format!("{header}{}", ending_of(&r.header)).into();
+                }
+            }
+        }
         Ok(doc.write())
     }
 
@@ -113,6 +121,21 @@ impl<'a> Document<'a> {
                 _ => None,
             })
             .ok_or_else(|| ChatError::NoResult { id: id.to_string() })
+    }
+}
+
+impl ToolResult<'_> {
+    /// Replaced by a canonical block with `status` holding `content`.
+    fn replace(&mut self, status: Option<Status>, content: &str) {
+        let end = self
+            .fence
+            .as_ref()
+            .and_then(|f| f.closer.as_deref())
+            .map_or("\n", ending_of);
+        let block = tool_result_block(&self.id, status, "", content);
+        self.header = format!("{}{end}", block.strip_suffix('\n').unwrap_or(&block)).into();
+        self.gap = "".into();
+        self.fence = None;
     }
 }
 

@@ -83,7 +83,19 @@ impl Runtime {
         global: &GlobalArgs,
         front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
         servers: Servers,
+        tools: Vec<wield_core::ToolRef>,
+    ) -> anyhow::Result<Self> {
+        Self::load_adjusted(global, front, servers, tools, |_| Ok(())).await
+    }
+
+    /// As [`Runtime::load_with`], with the options adjusted by `adjust`
+    /// before loading (a `.chat` document's settings).
+    pub async fn load_adjusted(
+        global: &GlobalArgs,
+        front: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
+        servers: Servers,
         mut tools: Vec<wield_core::ToolRef>,
+        adjust: impl FnOnce(&mut RuntimeOptions) -> anyhow::Result<()>,
     ) -> anyhow::Result<Self> {
         let workspace = workspace(global)?;
         let stop = tokio_util::sync::CancellationToken::new();
@@ -92,7 +104,7 @@ impl Runtime {
             crate::commands::stop_signal().await;
             on_signal.cancel();
         });
-        let options = RuntimeOptions {
+        let mut options = RuntimeOptions {
             config_file: global.config.clone(),
             env: std::env::vars().collect(),
             set: global.set.clone(),
@@ -109,7 +121,9 @@ impl Runtime {
             // wield finishes what the bridged servers started on its way out.
             on_mcp_clients: Some(Arc::new(crate::commands::finish_on_exit)),
             stop: Some(stop),
+            resolvers: Vec::new(),
         };
+        adjust(&mut options)?;
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;
         watcher.abort();
         let inner = loaded.map_err(exit_error)?;
@@ -176,5 +190,6 @@ fn policy_options(global: &GlobalArgs) -> anyhow::Result<PolicyOptions> {
         task: global.task.clone(),
         include: list(&global.include_tools, "--include-tools", "WIELD_INCLUDE_TOOLS")?,
         exclude: list(&global.exclude_tools, "--exclude-tools", "WIELD_EXCLUDE_TOOLS")?,
+        add: None,
     })
 }

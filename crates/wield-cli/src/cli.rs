@@ -110,9 +110,35 @@ pub enum Command {
     /// runtime error, 2 usage error, 3 stopped by a limit (--max-steps, --token-budget, --timeout),
     /// 130 cancelled.
     Run(RunArgs),
-    /// `.chat` documents: start one, show its state, approve or reject its tool calls.
+    /// `.chat` documents: `wield chat FILE` moves the tool cycle on (categorize,
+    /// execute, send); the subcommands start one, show its state, approve or reject
+    /// its tool calls.
+    Chat(ChatArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ChatArgs {
     #[command(subcommand)]
-    Chat(ChatCommand),
+    pub command: Option<ChatCommand>,
+    /// The document: one press of the key. Phase 1 writes a placeholder for each
+    /// new tool call, phase 2 runs the approved ones and writes results, phase 3
+    /// sends the conversation and streams the reply in; with autopilot the phases
+    /// follow each other until a call waits for you.
+    pub file: Option<PathBuf>,
+    /// Do a single phase.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after each phase that wrote results and after each reply with tool
+    /// calls (the frontmatter's or configuration's `autopilot = false`).
+    #[arg(long)]
+    pub no_autopilot: bool,
+    /// The provider (over the frontmatter's and the configuration's).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model.
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,8 @@ mod agent_tools;
 mod batch;
 #[path = "suite/chat.rs"]
 mod chat;
+#[path = "suite/chat_cycle.rs"]
+mod chat_cycle;
 #[path = "suite/common/mod.rs"]
 mod common;
 #[path = "suite/complete.rs"]

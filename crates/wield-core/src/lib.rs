@@ -60,7 +60,7 @@ pub use approval::{
 pub use config::{Config, ConfigError, ConfigKey, ConfigLoader, KeyTree};
 pub use context::{CallScratch, Context, Services, Session};
 pub use events::{Event, EventListener, EventSink, Stream};
-pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, human_duration};
+pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, Precheck, human_duration};
 pub use handoff::HandOff;
 pub use policy::NotCallable;
 pub use refusal::{BoxError, Refusal, error_chain};

@@ -90,6 +90,10 @@ pub struct RuntimeOptions {
     /// Cancelled to stop loading while bridged servers start
     /// ([`Error::Interrupted`]).
     pub stop: Option<CancellationToken>,
+    /// Approval resolvers of the front-end, in every executor's chain
+    /// beside the configured ones (a `.chat` document's frontmatter, at
+    /// priority 90).
+    pub resolvers: Vec<Arc<dyn approval::Resolver>>,
 }
 
 /// Builds an executor from a runtime for one approver, services and event
@@ -111,6 +115,7 @@ pub(crate) struct Inner {
     /// replaced whole when a bridged server changes its tools.
     pub(crate) tools: SharedTools,
     audit: Option<PathBuf>,
+    resolvers: Vec<Arc<dyn approval::Resolver>>,
 }
 
 impl Runtime {
@@ -200,6 +205,7 @@ impl Runtime {
             services,
             tools,
             audit,
+            resolvers: options.resolvers,
         });
         let _ = batch_runtime.set(Arc::downgrade(&inner));
         Ok(Self { inner })
@@ -279,6 +285,7 @@ impl Runtime {
             None => None,
         };
         let tools = inner.tools.clone();
+        let resolvers = inner.resolvers.clone();
         let config = Arc::clone(&inner.config);
         let workspace = inner.workspace.clone();
         let sandboxed = self.sandboxed();
@@ -293,6 +300,9 @@ impl Runtime {
                 services.insert(Arc::clone(&policy));
                 let store = Arc::new(FileApprovalStore::new(&workspace));
                 let mut chain = approval::standard_chain(&config.approval, Vec::new());
+                for resolver in &resolvers {
+                    chain.add(Arc::clone(resolver));
+                }
                 chain.add(Arc::new(approval::RulesResolver::from_store(
                     Arc::clone(&store) as Arc<dyn approval::ApprovalStore>
                 )));

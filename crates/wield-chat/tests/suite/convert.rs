@@ -9,6 +9,7 @@ use super::doc;
 fn options(model: &str) -> ConvertOptions {
     ConvertOptions {
         model: Some(model.into()),
+        ..ConvertOptions::default()
     }
 }
 

@@ -136,6 +136,7 @@ fn thinking_blocks_read_back_as_the_same_thinking() {
         let c = d
             .conversation(&ConvertOptions {
                 model: Some("m".into()),
+                ..ConvertOptions::default()
             })
             .unwrap();
         assert_eq!(c.messages[0].content[0], Block::Thinking(thinking), "{block}");

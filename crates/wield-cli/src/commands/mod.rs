@@ -3,6 +3,7 @@
 mod approvals;
 mod call;
 mod chat;
+mod chat_cycle;
 mod complete;
 mod config;
 mod mcp;
@@ -238,6 +239,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Complete(args) => complete::run(&cli.global, args).await,
         Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
         Command::Run(args) => run_agent::run(&cli.global, args).await,
-        Command::Chat(cmd) => chat::run(cmd),
+        Command::Chat(mut args) => match (args.command.take(), args.file.clone()) {
+            (Some(cmd), _) => chat::run(cmd),
+            (None, Some(file)) => chat_cycle::run(&cli.global, args, &file).await,
+            (None, None) => Err(crate::app::usage(
+                "name a document: `wield chat FILE` (or `wield chat new FILE` to start one)",
+            )),
+        },
     }
 }

@@ -112,6 +112,20 @@ enum Slot {
     Refused { result: ToolResult, decision: &'static str },
 }
 
+/// What [`Executor::decide`] found for a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Precheck {
+    /// A rule approves it.
+    Approve,
+    /// A person must decide.
+    Ask,
+    /// A rule denies it (the message names the rule).
+    Deny(String),
+    /// It cannot run at all (unknown or hidden tool, invalid input): the
+    /// message for the model.
+    Refused(String),
+}
+
 impl Executor {
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
@@ -303,49 +317,13 @@ impl Executor {
         cancel: &CancellationToken,
         batch_cancelled: &mut bool,
     ) -> Slot {
-        let Some(entry) = self.registry.lookup(&call.name) else {
-            return self.refuse(
-                &call.id,
-                &call.name,
-                self.unknown_tool(&call.name, session),
-                "unknown_tool",
-            );
+        let (entry, mut input) = match self.admit(&call.name, call.input, session) {
+            Ok(admitted) => admitted,
+            Err((message, decision)) => return self.refuse(&call.id, &call.name, message, decision),
         };
-        let entry = Arc::clone(entry);
         let tool = &entry.tool;
         let spec = tool.spec();
         let name = spec.name.as_str();
-        if let Err(why) = self.visibility.check_callable(name, session) {
-            return self.refuse(
-                &call.id,
-                name,
-                format!("tool `{name}` is not available: {why}"),
-                "hidden",
-            );
-        }
-        let mut input = call.input;
-        if !input.is_object() {
-            return self.refuse(
-                &call.id,
-                name,
-                format!(
-                    "Invalid arguments for tool `{name}`: the arguments must be a JSON object, got {}",
-                    kind_of(&input)
-                ),
-                "invalid",
-            );
-        }
-        if spec.strict {
-            fill_nullable(&spec.input_schema, &mut input);
-        }
-        if let Err(errors) = entry.validator.validate(&input) {
-            return self.refuse(
-                &call.id,
-                name,
-                validation_message(name, &errors, &spec.input_schema),
-                "invalid",
-            );
-        }
 
         let mut feedback = Vec::new();
         for hook in &self.hooks {
@@ -387,21 +365,7 @@ impl Executor {
             return self.refuse_for(&call.id, name, refusal, "refused");
         }
 
-        let mut subject = tool.approval_subject(&input);
-        if let Subject::Paths(paths) = &mut subject {
-            for path in paths {
-                path.resolve(&self.workspace);
-            }
-        }
-        let verdict = self.chain.resolve(&ApprovalCall {
-            tool: name,
-            input: &input,
-            subject: &subject,
-            traits: tool.traits(),
-            session,
-            workspace: &self.workspace,
-            sandboxed: self.sandboxed,
-        });
+        let (subject, verdict) = self.verdict(tool, &input, session);
         // A resolver above the remembered rules that asks (a `confirm`
         // rule) asks again whatever is remembered.
         let asked_by_rule = verdict.decision == Decision::RequireApproval
@@ -503,6 +467,81 @@ impl Executor {
             decision,
             feedback,
         }))
+    }
+
+    /// The checks before a call's hooks: the tool exists and may be called
+    /// in `session`, and `input` is valid for it (nullable fields filled
+    /// in for a strict tool). `Err` carries the message for the model and
+    /// the audit's decision.
+    fn admit(
+        &self,
+        name: &str,
+        mut input: Value,
+        session: &Session,
+    ) -> Result<(Arc<Registered>, Value), (String, &'static str)> {
+        let Some(entry) = self.registry.lookup(name) else {
+            return Err((self.unknown_tool(name, session), "unknown_tool"));
+        };
+        let entry = Arc::clone(entry);
+        let spec = entry.tool.spec();
+        let name = spec.name.as_str();
+        if let Err(why) = self.visibility.check_callable(name, session) {
+            return Err((format!("tool `{name}` is not available: {why}"), "hidden"));
+        }
+        if !input.is_object() {
+            return Err((
+                format!(
+                    "Invalid arguments for tool `{name}`: the arguments must be a JSON object, got {}",
+                    kind_of(&input)
+                ),
+                "invalid",
+            ));
+        }
+        if spec.strict {
+            fill_nullable(&spec.input_schema, &mut input);
+        }
+        if let Err(errors) = entry.validator.validate(&input) {
+            return Err((validation_message(name, &errors, &spec.input_schema), "invalid"));
+        }
+        Ok((entry, input))
+    }
+
+    /// The call's approval subject (paths resolved against the workspace)
+    /// and the chain's verdict on it.
+    fn verdict(&self, tool: &ToolRef, input: &Value, session: &Session) -> (Subject, crate::approval::Verdict) {
+        let mut subject = tool.approval_subject(input);
+        if let Subject::Paths(paths) = &mut subject {
+            for path in paths {
+                path.resolve(&self.workspace);
+            }
+        }
+        let verdict = self.chain.resolve(&ApprovalCall {
+            tool: &tool.spec().name,
+            input,
+            subject: &subject,
+            traits: tool.traits(),
+            session,
+            workspace: &self.workspace,
+            sandboxed: self.sandboxed,
+        });
+        (subject, verdict)
+    }
+
+    /// What the approval chain says of `call` in `session`, without running
+    /// it or asking anyone (hooks and the tool's own checks run only when
+    /// it runs): for a front-end that writes the decision down for a person
+    /// to act on later, as a `.chat` document does.
+    pub fn decide(&self, call: &Call, session: &Arc<Session>) -> Precheck {
+        let (entry, input) = match self.admit(&call.name, call.input.clone(), session) {
+            Ok(admitted) => admitted,
+            Err((message, _)) => return Precheck::Refused(message),
+        };
+        let (_, verdict) = self.verdict(&entry.tool, &input, session);
+        match verdict.decision {
+            Decision::Approve => Precheck::Approve,
+            Decision::Deny(reason) => Precheck::Deny(format!("denied by policy: {reason}")),
+            Decision::RequireApproval | Decision::Pass => Precheck::Ask,
+        }
     }
 
     fn remember(&self, scope: Scope, pattern: &str, session: &Session) {

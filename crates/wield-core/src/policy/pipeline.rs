@@ -29,6 +29,9 @@ pub struct PolicyOptions {
     /// `--exclude-tools` / `WIELD_EXCLUDE_TOOLS`: added to `[tools] disabled`
     /// (exclusions only ever narrow; disabled always wins).
     pub exclude: Option<RuleList>,
+    /// Entries added to the enabled list, whichever it is (a `.chat`
+    /// document's `+name` tool edits).
+    pub add: Option<RuleList>,
 }
 
 /// Collects the layers of the pipeline.
@@ -63,10 +66,14 @@ impl PolicyBuilder {
     pub fn from_config(config: &Config, options: &PolicyOptions) -> Result<Self, PolicyError> {
         let tools = &config.tools;
         let mut b = Self::new();
-        match &options.include {
-            Some(list) if !list.is_empty() => b = b.enabled(list.clone()),
-            _ => b = b.enabled(RuleList::parse("[tools] enabled", &tools.enabled)?),
+        let mut enabled = match &options.include {
+            Some(list) if !list.is_empty() => list.clone(),
+            _ => RuleList::parse("[tools] enabled", &tools.enabled)?,
+        };
+        if let Some(add) = &options.add {
+            enabled.entries.extend(add.entries.iter().cloned());
         }
+        b = b.enabled(enabled);
         b = b.disabled(RuleList::parse("[tools] disabled", &tools.disabled)?);
         if let Some(list) = &options.exclude {
             b = b.disabled(list.clone());

@@ -1,0 +1,581 @@
+//! The three-phase cycle of a document, one press of the key:
+//!
+//! 1. **categorize** — every tool use without a result gets a placeholder
+//!    whose status the approval chain decides (`approved`, `denied`,
+//!    `pending`); a call that cannot run at all gets its error at once;
+//! 2. **execute** — approved calls run and their output replaces the
+//!    placeholder; denied, rejected and aborted ones get their error
+//!    result; a pending one with the person's text in it has its answer;
+//!    an empty pending one stops the cycle, and so does an approved one
+//!    whose block the person edited;
+//! 3. **send** — once every call has its final result, the conversation
+//!    goes to the model and the reply streams into the document, then a
+//!    fresh `@You:`.
+//!
+//! With autopilot the phases follow each other until a call waits for the
+//! person, the steps run out, or the model answers without tools. Every
+//! write re-reads the file and is atomic, so a person editing it at the
+//! same time loses nothing.
+
+mod file;
+mod phases;
+mod reply;
+mod safe;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wield_core::{Call, Executor, Precheck, Registered, Session, ToolResult};
+use wield_llm::{Block, Provider, Request, StreamEvent, ToolChoice};
+
+pub use file::{DocLock, LockError};
+pub(crate) use phases::Outcome;
+use phases::{Placement, Plan};
+pub use reply::aside_path;
+
+use crate::calls::ToolCall;
+use crate::convert::ConvertOptions;
+use crate::error::ChatError;
+use crate::syntax::{Document, Segment, Speaker, Status};
+use crate::write;
+
+/// What the cycle runs with.
+pub struct Cycle {
+    /// The document.
+    pub file: PathBuf,
+    /// Runs the approved calls. Its approver approves: in a document the
+    /// person approves by writing `(approved)`; rules that deny still deny.
+    pub executor: Executor,
+    pub session: Arc<Session>,
+    pub provider: Provider,
+    /// The tools offered to the model.
+    pub tools: Vec<Arc<Registered>>,
+    /// The model, for the thinking signatures it accepts back.
+    pub model: String,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    pub foreign_thinking: wield_llm::ForeignThinking,
+    pub autopilot: bool,
+    /// Replies with tool calls one run may get.
+    pub max_steps: u32,
+    /// One phase only.
+    pub once: bool,
+}
+
+/// What the cycle is doing, for the person watching.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// Phase 1 wrote placeholders: how many, and how many wait.
+    Categorized {
+        placed: usize,
+        pending: usize,
+    },
+    /// A tool call starts.
+    Running {
+        id: &'a str,
+        name: &'a str,
+    },
+    /// A tool call ended.
+    Ran {
+        id: &'a str,
+        name: &'a str,
+        success: bool,
+    },
+    /// Phase 2 wrote results.
+    Resolved {
+        results: usize,
+    },
+    /// The reply starts.
+    Sending {
+        step: u32,
+    },
+    Text(&'a str),
+    Thinking(&'a str),
+}
+
+/// Why the cycle stopped.
+#[derive(Debug)]
+pub enum Stop {
+    /// The model answered without tools; a fresh `@You:` waits.
+    Answered,
+    /// Calls wait for the person: approve, reject or answer them.
+    Waiting(Vec<ToolCall>),
+    /// Approved calls whose blocks the person edited: not run.
+    Edited(Vec<ToolCall>),
+    /// Results were written; without autopilot the next press sends them.
+    Resolved,
+    /// The model asked for tools; without autopilot the next press
+    /// categorizes them.
+    Review,
+    /// Nothing to send: the person's message is empty.
+    NothingToSend,
+    /// `max_steps` replies with tools in this run.
+    MaxSteps(u32),
+    /// `--once`: one phase was done.
+    Once(&'static str),
+    /// The model called `done`.
+    Done(String),
+    /// The person changed the reply while it streamed: the rest is here.
+    Diverted(PathBuf),
+    /// Ctrl-C: every started call has its result, a reply its marker.
+    Cancelled,
+}
+
+/// Why the cycle failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CycleError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    /// The document cannot be sent (diagnostics, a missing attachment).
+    #[error(transparent)]
+    Document(#[from] ChatError),
+    /// The provider failed; the reply so far is in the document, marked.
+    #[error("the provider failed: {0}")]
+    Provider(String),
+    /// The document kept changing while wield tried to write it.
+    #[error("{0} kept changing while wield wrote it; nothing was lost: run the cycle again")]
+    Busy(String),
+}
+
+/// How often a write is tried again when the file changed under it.
+const RETRIES: usize = 20;
+
+impl Cycle {
+    /// Runs the cycle until it stops.
+    pub async fn run(
+        &self,
+        cancel: &CancellationToken,
+        mut progress: impl FnMut(Progress<'_>),
+    ) -> Result<Stop, CycleError> {
+        let mut steps = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(Stop::Cancelled);
+            }
+            let text = self.read()?;
+            let doc = crate::parse(&text);
+            let (rewritten, legacy) = doc.rewrite_legacy();
+            if legacy > 0 {
+                file::replace(&self.file, &text, &rewritten).map_err(|e| self.io(e))?;
+                continue;
+            }
+            // Phase 1.
+            let plan = Plan::of(&doc);
+            if !plan.missing.is_empty() {
+                let (placed, pending) = self.categorize(&text, &doc, &plan.missing)?;
+                progress(Progress::Categorized { placed, pending });
+                if self.once {
+                    return Ok(Stop::Once("categorize"));
+                }
+                continue;
+            }
+            // Phase 2.
+            if plan.actionable() {
+                let results = self.execute(&plan, cancel, &mut progress).await?;
+                progress(Progress::Resolved { results });
+                if cancel.is_cancelled() {
+                    return Ok(Stop::Cancelled);
+                }
+                if let Some(done) = wield_agent::tools::AgentSignals::of(&self.session).take_done() {
+                    return Ok(Stop::Done(done.summary));
+                }
+                if self.once {
+                    return Ok(Stop::Once("execute"));
+                }
+                if !self.autopilot && plan.waiting.is_empty() && plan.edited.is_empty() {
+                    return Ok(Stop::Resolved);
+                }
+                continue;
+            }
+            if !plan.edited.is_empty() {
+                return Ok(Stop::Edited(plan.edited));
+            }
+            if !plan.waiting.is_empty() {
+                return Ok(Stop::Waiting(plan.waiting));
+            }
+            // Phase 3.
+            if !has_message(&doc) {
+                self.end_with_prompt(&text)?;
+                return Ok(Stop::NothingToSend);
+            }
+            let conversation = doc.conversation(&ConvertOptions {
+                model: Some(self.model.clone()),
+                base_dir: Some(self.base_dir()),
+            })?;
+            steps += 1;
+            progress(Progress::Sending { step: steps });
+            match self.send(conversation, cancel, &mut progress).await? {
+                Sent::Answer => return Ok(Stop::Answered),
+                Sent::Cancelled => return Ok(Stop::Cancelled),
+                Sent::Diverted(path) => return Ok(Stop::Diverted(path)),
+                Sent::Calls => {
+                    if self.once {
+                        return Ok(Stop::Once("send"));
+                    }
+                    if !self.autopilot {
+                        return Ok(Stop::Review);
+                    }
+                    if steps >= self.max_steps {
+                        return Ok(Stop::MaxSteps(steps));
+                    }
+                }
+            }
+        }
+    }
+
+    fn read(&self) -> Result<String, CycleError> {
+        file::read(&self.file).map_err(|e| self.io(e))
+    }
+
+    fn io(&self, source: std::io::Error) -> CycleError {
+        CycleError::Io {
+            path: self.file.display().to_string(),
+            source,
+        }
+    }
+
+    fn base_dir(&self) -> PathBuf {
+        match self.file.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// Applies `edit` to the document as it is now, and writes the result
+    /// if the file did not change meanwhile (else again, on the new text).
+    fn edit(&self, mut edit: impl FnMut(&str) -> Result<Option<String>, CycleError>) -> Result<(), CycleError> {
+        for _ in 0..RETRIES {
+            let text = self.read()?;
+            let Some(new) = edit(&text)? else {
+                return Ok(());
+            };
+            if file::replace(&self.file, &text, &new).map_err(|e| self.io(e))? {
+                return Ok(());
+            }
+        }
+        Err(CycleError::Busy(self.file.display().to_string()))
+    }
+
+    /// Phase 1: placeholders for `missing`. Returns how many were written
+    /// and how many of them wait for the person.
+    fn categorize(&self, text: &str, doc: &Document<'_>, missing: &[ToolCall]) -> Result<(usize, usize), CycleError> {
+        let placements: Vec<(String, Placement)> = missing.iter().map(|c| (c.id.clone(), self.placement(c))).collect();
+        let pending = placements
+            .iter()
+            .filter(|(_, p)| *p == Placement::Placeholder(Status::Pending))
+            .count();
+        let blocks: Vec<(String, String)> = placements
+            .iter()
+            .map(|(id, p)| (id.clone(), phases::placement_block(id, p)))
+            .collect();
+        let first = phases::insert_blocks(text, doc, &blocks);
+        let mut first = Some(first);
+        self.edit(|now| {
+            if let Some(new) = first.take().filter(|_| now == text) {
+                return Ok(Some(new));
+            }
+            // The person changed the document: placed again, on its text.
+            let doc = crate::parse(now);
+            let still: Vec<(String, String)> = blocks
+                .iter()
+                .filter(|(id, _)| doc.status_of(id) == Some(crate::CallStatus::Missing))
+                .cloned()
+                .collect();
+            Ok((!still.is_empty()).then(|| phases::insert_blocks(now, &doc, &still)))
+        })?;
+        Ok((placements.len(), pending))
+    }
+
+    /// Phase 1's decision for one call.
+    fn placement(&self, call: &ToolCall) -> Placement {
+        if call.aborted.is_some() {
+            return Placement::Placeholder(Status::Aborted);
+        }
+        // The person answers the model's questions in the document.
+        if call.name == "ask" {
+            return Placement::Placeholder(Status::Pending);
+        }
+        let Some(input) = call.input.clone() else {
+            return Placement::Refused(format!(
+                "the input of `{}` is not a JSON object; call it again with a JSON object",
+                call.name
+            ));
+        };
+        match self
+            .executor
+            .decide(&Call::new(&call.id, &call.name, input), &self.session)
+        {
+            Precheck::Approve => Placement::Placeholder(Status::Approved),
+            Precheck::Ask => Placement::Placeholder(Status::Pending),
+            Precheck::Deny(_) => Placement::Placeholder(Status::Denied),
+            Precheck::Refused(message) => Placement::Refused(message),
+        }
+    }
+
+    /// Phase 2: every result that needs no person, written in. Returns how
+    /// many.
+    async fn execute(
+        &self,
+        plan: &Plan,
+        cancel: &CancellationToken,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<usize, CycleError> {
+        let mut outcomes = Vec::new();
+        for c in &plan.user_provided {
+            outcomes.push(Outcome {
+                id: c.id.clone(),
+                status: None,
+                content: None,
+            });
+        }
+        for c in &plan.denied {
+            let why = match self.decide(c) {
+                Some(Precheck::Deny(reason)) => format!("The tool was denied by a policy ({reason})."),
+                _ => "The tool was denied by a policy.".to_string(),
+            };
+            outcomes.push(error_outcome(c, why));
+        }
+        for c in &plan.rejected {
+            outcomes.push(error_outcome(c, phases::rejection(c)));
+        }
+        for c in &plan.aborted {
+            outcomes.push(error_outcome(c, phases::abortion(c)));
+        }
+        if !plan.approved.is_empty() {
+            let calls: Vec<Call> = plan
+                .approved
+                .iter()
+                .map(|c| Call::new(&c.id, &c.name, c.input.clone().unwrap_or(Value::Null)))
+                .collect();
+            for c in &plan.approved {
+                progress(Progress::Running {
+                    id: &c.id,
+                    name: &c.name,
+                });
+            }
+            let results = self.executor.run_batch(calls, &self.session, cancel).await;
+            for (c, r) in plan.approved.iter().zip(results) {
+                progress(Progress::Ran {
+                    id: &c.id,
+                    name: &c.name,
+                    success: r.success,
+                });
+                outcomes.push(Outcome {
+                    id: c.id.clone(),
+                    status: (!r.success).then_some(Status::Error),
+                    content: Some(result_text(&r)),
+                });
+            }
+        }
+        self.edit(|now| Ok(Some(phases::apply(now, &outcomes)?)))?;
+        Ok(outcomes.len())
+    }
+
+    fn decide(&self, call: &ToolCall) -> Option<Precheck> {
+        let input = call.input.clone()?;
+        Some(
+            self.executor
+                .decide(&Call::new(&call.id, &call.name, input), &self.session),
+        )
+    }
+
+    /// Ends the document with a fresh `@You:` when its last message is a
+    /// reply.
+    fn end_with_prompt(&self, text: &str) -> Result<(), CycleError> {
+        let doc = crate::parse(text);
+        if doc.messages.last().is_some_and(|m| m.speaker == Speaker::You) {
+            return Ok(());
+        }
+        self.edit(|now| {
+            let doc = crate::parse(now);
+            if doc.messages.last().is_some_and(|m| m.speaker == Speaker::You) {
+                return Ok(None);
+            }
+            Ok(Some(format!("{now}{}", phases::reply_end(now))))
+        })
+    }
+
+    /// Phase 3: the request, and the reply streamed into the document.
+    async fn send(
+        &self,
+        conversation: crate::Conversation,
+        cancel: &CancellationToken,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<Sent, CycleError> {
+        let request = Request {
+            system: conversation.system,
+            messages: conversation.messages,
+            tools: wield_agent::tool_defs(&self.tools),
+            tool_choice: if self.tools.is_empty() {
+                ToolChoice::Auto
+            } else {
+                self.tool_choice.clone()
+            },
+            parallel_tool_calls: None,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            foreign_thinking: self.foreign_thinking,
+        };
+        // Written as it comes: a tick writes what arrived since the last
+        // write, so a reply that pauses is still on screen.
+        let writer = std::cell::RefCell::new(reply::ReplyWriter::new(&self.file));
+        let failed: std::cell::RefCell<Option<std::io::Error>> = std::cell::RefCell::new(None);
+        let reply = {
+            let stream = self.provider.stream(&request, cancel, |event| match event {
+                StreamEvent::TextDelta { text } => {
+                    progress(Progress::Text(text));
+                    writer.borrow_mut().text(text);
+                }
+                StreamEvent::ThinkingDelta { text } => progress(Progress::Thinking(text)),
+                _ => {}
+            });
+            tokio::pin!(stream);
+            let mut tick = tokio::time::interval(reply::TICK);
+            loop {
+                tokio::select! {
+                    reply = &mut stream => break reply,
+                    _ = tick.tick() => {
+                        let mut failed = failed.borrow_mut();
+                        if failed.is_none()
+                            && let Err(e) = writer.borrow_mut().flush_if_due()
+                        {
+                            *failed = Some(e);
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(e) = failed.into_inner() {
+            return Err(self.io(e));
+        }
+        let mut writer = writer.into_inner();
+        writer.end_text();
+        let mut reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                let message = e.to_string();
+                if writer.is_empty() {
+                    writer.retract().map_err(|e| self.io(e))?;
+                } else {
+                    writer.raw(&format!(
+                        "\n{}",
+                        write::abort_marker(&format!("the provider failed: {message}"))
+                    ));
+                    writer.raw(&phases::reply_end(&writer.whole()));
+                    writer.flush(true).map_err(|e| self.io(e))?;
+                }
+                return Err(CycleError::Provider(message));
+            }
+        };
+        wield_agent::registry_names(&mut reply, &self.tools);
+        if reply.stop == wield_llm::Stop::Cancelled {
+            writer.raw(&format!(
+                "\n{}",
+                write::abort_marker("Response interrupted by the user.")
+            ));
+            writer.raw(&phases::reply_end(&writer.whole()));
+            writer.flush(true).map_err(|e| self.io(e))?;
+            return Ok(Sent::Cancelled);
+        }
+        // The calls, with ids and names a document can hold.
+        let mut calls = Vec::new();
+        for (i, block) in reply.content.iter().enumerate() {
+            if let Block::ToolUse { id, name, input } = block {
+                let id = clean(id, &format!("call_{i}"));
+                let json = serde_json::to_string_pretty(input).unwrap_or_else(|_| "{}".into());
+                let sep = if writer.is_empty() { "" } else { "\n" };
+                writer.raw(&format!(
+                    "{sep}{}",
+                    write::tool_use_block(&clean(name, "unknown"), &id, &json)
+                ));
+                calls.push(id);
+            }
+        }
+        for block in &reply.content {
+            if let Block::Thinking(t) = block {
+                let mut t = t.clone();
+                t.text = safe::safe(&t.text).trim_end_matches('\n').to_string();
+                if let Some(b) = write::thinking_block(&t) {
+                    let sep = if writer.is_empty() { "" } else { "\n" };
+                    writer.raw(&format!("{sep}{b}"));
+                }
+            }
+        }
+        if calls.is_empty() {
+            writer.raw(&phases::reply_end(&writer.whole()));
+        }
+        writer.flush(true).map_err(|e| self.io(e))?;
+        if let Some(aside) = writer.diverted() {
+            return Ok(Sent::Diverted(aside.to_path_buf()));
+        }
+        // Calls whose arguments were not JSON get their error at once.
+        if !reply.bad_calls.is_empty() {
+            let bad: Vec<(String, String)> = reply
+                .bad_calls
+                .iter()
+                .map(|b| {
+                    let id = clean(&b.id, "");
+                    let block = phases::placement_block(&id, &Placement::Refused(b.message()));
+                    (id, block)
+                })
+                .collect();
+            self.edit(|now| Ok(Some(phases::insert_blocks(now, &crate::parse(now), &bad))))?;
+        }
+        Ok(if calls.is_empty() { Sent::Answer } else { Sent::Calls })
+    }
+}
+
+/// How a send ended.
+enum Sent {
+    Answer,
+    Calls,
+    Cancelled,
+    Diverted(PathBuf),
+}
+
+/// Whether the last message is the person's and says something.
+fn has_message(doc: &Document<'_>) -> bool {
+    doc.messages.last().is_some_and(|m| {
+        m.speaker == Speaker::You
+            && m.segments.iter().any(|s| match s {
+                Segment::Text(t) => !t.text.trim().is_empty(),
+                _ => true,
+            })
+    })
+}
+
+fn error_outcome(call: &ToolCall, message: String) -> Outcome {
+    Outcome {
+        id: call.id.clone(),
+        status: Some(Status::Error),
+        content: Some(message),
+    }
+}
+
+/// A result as the document holds it: the output, then the error.
+fn result_text(r: &ToolResult) -> String {
+    match (&r.error, r.output.is_empty()) {
+        (Some(e), true) => e.clone(),
+        (Some(e), false) => format!("{}\n{e}", r.output),
+        (None, _) => r.output.clone(),
+    }
+}
+
+/// An id or name as a header can hold it: letters, digits and `_-.:`,
+/// anything else as `_`.
+fn clean(s: &str, fallback: &str) -> String {
+    let c: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if c.is_empty() { fallback.to_string() } else { c }
+}
