@@ -112,7 +112,8 @@ pub enum Stop {
     Review,
     /// Nothing to send: the person's message is empty.
     NothingToSend,
-    /// `max_steps` replies with tools in this run.
+    /// `max_steps` replies with tools in this run (their calls ran; the
+    /// results were not sent).
     MaxSteps(u32),
     /// `--once`: one phase was done.
     Once(&'static str),
@@ -151,6 +152,8 @@ impl Cycle {
         mut progress: impl FnMut(Progress<'_>),
     ) -> Result<Stop, CycleError> {
         let mut steps = 0;
+        // Replies with tool calls in this run.
+        let mut with_calls = 0;
         loop {
             if cancel.is_cancelled() {
                 return Ok(Stop::Cancelled);
@@ -196,7 +199,10 @@ impl Cycle {
             if !plan.waiting.is_empty() {
                 return Ok(Stop::Waiting(plan.waiting));
             }
-            // Phase 3.
+            // Phase 3: the calls of the last allowed reply ran; no more.
+            if with_calls >= self.max_steps {
+                return Ok(Stop::MaxSteps(with_calls));
+            }
             if !has_message(&doc) {
                 self.end_with_prompt(&text)?;
                 return Ok(Stop::NothingToSend);
@@ -218,9 +224,7 @@ impl Cycle {
                     if !self.autopilot {
                         return Ok(Stop::Review);
                     }
-                    if steps >= self.max_steps {
-                        return Ok(Stop::MaxSteps(steps));
-                    }
+                    with_calls += 1;
                 }
             }
         }

@@ -450,3 +450,56 @@ fn a_flemma_document_with_parallel_calls_goes_through_the_cycle() {
     assert_eq!(requests[1]["messages"][0]["content"], "Be brief.");
     assert_eq!(tool_results(&requests[1]).len(), 2);
 }
+
+#[test]
+fn done_ends_the_autopilot_and_thinking_is_written_after_the_reply() {
+    let (env, provider) = project(vec![
+        Turn::Think("Let me weigh this.", "Here is my plan."),
+        Turn::Call("done", json!({ "summary": "All set.", "status": "success" })),
+        Turn::Text("unused"),
+    ]);
+    env.put("a.chat", "@You:\nPlan it.\n");
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        doc(&env)
+            .ends_with("@Assistant:\nHere is my plan.\n\n<thinking>\nLet me weigh this.\n</thinking>\n\n@You:\n\n"),
+        "{}",
+        doc(&env)
+    );
+    env.put("a.chat", &format!("{}Go on.\n", doc(&env)));
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("the model reports it is done: All set."), "{out}");
+    assert_eq!(provider.requests().len(), 2, "the autopilot stopped at done");
+    assert_eq!(status(&env)["tool_uses"][0]["status"], "done");
+}
+
+#[test]
+fn a_real_local_model_reads_a_file_for_a_document() {
+    let model = crate::local_model::start();
+    let env = Env::new();
+    env.put("notes.txt", "the answer is 42\n");
+    env.put(
+        ".wield/config.toml",
+        &format!(
+            "[providers.local]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\nmodel = \"smollm2-135m\"\n\
+             max_tokens = 60\ntemperature = 0.0\ntool_choice = \"required\"\n",
+            model.url
+        ),
+    );
+    // Only `read`, and one reply with tools: the cycle runs the call and
+    // stops before the model is asked again.
+    env.put(
+        "a.chat",
+        "```toml\ntools = [\"read\"]\nmax_steps = 1\n```\n@You:\nRead the file notes.txt\n",
+    );
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 3, "{out}");
+    let state = status(&env);
+    assert_eq!(state["tool_uses"][0]["name"], "read", "{}", doc(&env));
+    // Its call ran; the result was not sent (the one reply was used).
+    assert_eq!(state["tool_uses"][0]["status"], "done", "{}", doc(&env));
+    assert!(out.contains("stopped after 1 replies with tool calls"), "{out}");
+    assert_eq!(state["blocked"], false, "{}", doc(&env));
+}
