@@ -88,13 +88,7 @@ impl DocLock {
         // The lock file may be removed by its holder as it finishes: a
         // lock taken on a removed file is taken again on the new one.
         for _ in 0..10 {
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io_err)?;
+            let mut file = open_lock(&path).map_err(io_err)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(fs::TryLockError::WouldBlock) => {
@@ -127,6 +121,31 @@ impl Drop for DocLock {
     }
 }
 
+/// Opens the lock file, never through a symbolic link: another user who
+/// planted `.NAME.lock` as a link in a shared directory cannot make wield
+/// truncate the file it points to.
+#[cfg(unix)]
+fn open_lock(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_lock(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 #[cfg(unix)]
 fn same_file(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
@@ -155,6 +174,17 @@ mod tests {
         drop(held);
         assert!(!dir.path().join(".a.chat.lock").exists());
         DocLock::acquire(&doc).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_planted_as_a_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join(".a.chat.lock")).unwrap();
+        let err = DocLock::acquire(&dir.path().join("a.chat")).unwrap_err().to_string();
+        assert!(err.contains("cannot lock"), "{err}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]

@@ -30,7 +30,10 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
             file.display()
         )));
     }
-    let _lock = DocLock::acquire(file)?;
+    // A document reached through a link is written where it is: an
+    // atomic write to the link's path would replace the link.
+    let real = std::fs::canonicalize(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    let _lock = DocLock::acquire(&real)?;
     let text = std::fs::read_to_string(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
     let options = ChatOptions::of(&wield_chat::parse(&text))
         .map_err(|e| usage(format!("{}: frontmatter: {e}", file.display())))?;
@@ -92,7 +95,7 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
         .unwrap_or(agent.limits.max_steps);
     let executor = rt.inner.executor(Arc::new(approval::YesApprover)).map_err(exit_error)?;
     let cycle = Cycle {
-        file: file.to_path_buf(),
+        file: real.clone(),
         executor,
         session: rt.session(super::run_interactive::new_session_id(), true),
         provider,

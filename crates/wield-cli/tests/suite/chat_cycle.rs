@@ -503,3 +503,20 @@ fn a_real_local_model_reads_a_file_for_a_document() {
     assert!(out.contains("stopped after 1 replies with tool calls"), "{out}");
     assert_eq!(state["blocked"], false, "{}", doc(&env));
 }
+
+#[test]
+fn a_document_reached_through_a_link_is_written_where_it_is() {
+    let (env, _provider) = project(vec![Turn::Text("Hello.")]);
+    env.put("docs/real.chat", "@You:\nHi\n");
+    std::os::unix::fs::symlink(env.ws("docs/real.chat"), env.ws("a.chat")).unwrap();
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        std::fs::symlink_metadata(env.ws("a.chat"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let real = std::fs::read_to_string(env.ws("docs/real.chat")).unwrap();
+    assert!(real.ends_with("@Assistant:\nHello.\n\n@You:\n\n"), "{real}");
+}
