@@ -85,41 +85,49 @@ impl ChatOptions {
         };
         let mut o = Self::default();
         for (key, v) in object {
-            match key.as_str() {
-                "provider" => o.provider = Some(string(key, v)?),
-                "model" => o.model = Some(string(key, v)?),
-                "thinking" => o.thinking = Some(thinking(v)?),
-                "max_tokens" => o.max_tokens = Some(number(key, v)?),
-                "temperature" => {
-                    o.temperature = Some(v.as_f64().ok_or("`temperature` must be a number, like 0.2")?);
-                }
-                "tools" => o.tools_value(v)?,
-                "auto_approve" | "approve" => o.auto_approve.extend(edits(key, v)?),
-                "deny" => o.deny.extend(names(key, v)?),
-                "autopilot" => o.autopilot = Some(autopilot(v)?),
-                "max_steps" => o.max_steps = Some(number(key, v)?),
-                "sandbox" => o.sandbox_value(v)?,
-                "parameters" if !strict => {
-                    if let Some(p) = v.as_object() {
-                        let inner = Self::from_object(&Value::Object(p.clone()), false)?;
-                        o.thinking = inner.thinking.or(o.thinking);
-                        o.max_tokens = inner.max_tokens.or(o.max_tokens);
-                        o.temperature = inner.temperature.or(o.temperature);
-                    }
-                }
-                other if strict => {
-                    let hint = wield_core::names::closest(other, KEYS.iter().copied())
-                        .map(|k| format!(" (did you mean `{k}`?)"))
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "unknown frontmatter key `{other}`{hint}; the keys are {}",
-                        KEYS.join(", ")
-                    ));
-                }
-                _ => {}
-            }
+            o.set(key, v, strict)?;
         }
         Ok(o)
+    }
+
+    /// Sets `key` to `v`. `strict` refuses keys wield does not know (its
+    /// TOML form); Flemma's forms let them pass.
+    fn set(&mut self, key: &str, v: &Value, strict: bool) -> Result<(), String> {
+        match key {
+            "provider" => self.provider = Some(string(key, v)?),
+            "model" => self.model = Some(string(key, v)?),
+            "thinking" => self.thinking = Some(thinking(v)?),
+            "max_tokens" => self.max_tokens = Some(number(key, v)?),
+            "temperature" => {
+                self.temperature = Some(v.as_f64().ok_or("`temperature` must be a number, like 0.2")?);
+            }
+            "tools" => self.tools_value(v)?,
+            "auto_approve" | "approve" => self.auto_approve.extend(edits(key, v)?),
+            "deny" => self.deny.extend(names(key, v)?),
+            "autopilot" => self.autopilot = Some(autopilot(v)?),
+            "max_steps" => self.max_steps = Some(number(key, v)?),
+            "sandbox" => self.sandbox_value(v)?,
+            "parameters" if !strict => {
+                if let Some(p) = v.as_object() {
+                    for (key, v) in p {
+                        if matches!(key.as_str(), "thinking" | "max_tokens" | "temperature") {
+                            self.set(key, v, false)?;
+                        }
+                    }
+                }
+            }
+            other if strict => {
+                let hint = wield_core::names::closest(other, KEYS.iter().copied())
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "unknown frontmatter key `{other}`{hint}; the keys are {}",
+                    KEYS.join(", ")
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// `tools`: a list of edits, or Flemma's object of list operations
