@@ -28,3 +28,6 @@ pub use resolver::{Answers, LuaResolver, auto_approve_file, load_resolvers};
 pub use sandbox::{CONFIG_KEYS, DEFAULT_INSTRUCTIONS, DEFAULT_MEMORY, Limits, Sandbox};
 pub use source::AsyncSource;
 pub use tool::{GROUP, LuaService, LuaTool, Script};
+
+#[cfg(test)]
+mod tests;

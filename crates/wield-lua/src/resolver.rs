@@ -34,19 +34,30 @@ pub struct LuaResolver {
     description: String,
     answers: Answers,
     func: Function,
-    sandbox: Mutex<Sandbox>,
+    sandbox: Arc<Mutex<Sandbox>>,
 }
 
 impl LuaResolver {
     /// A resolver calling `func` (a function of `sandbox`).
     pub fn new(name: impl Into<String>, priority: i32, answers: Answers, func: Function, sandbox: Sandbox) -> Self {
+        Self::shared(name, priority, answers, func, Arc::new(Mutex::new(sandbox)))
+    }
+
+    /// A resolver calling `func` of a state other resolvers may share.
+    pub(crate) fn shared(
+        name: impl Into<String>,
+        priority: i32,
+        answers: Answers,
+        func: Function,
+        sandbox: Arc<Mutex<Sandbox>>,
+    ) -> Self {
         Self {
             name: name.into(),
             priority,
             description: String::new(),
             answers,
             func,
-            sandbox: Mutex::new(sandbox),
+            sandbox,
         }
     }
 

@@ -5,7 +5,7 @@
 //! budget that also ends a call at its deadline or on cancellation.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -97,7 +97,8 @@ pub(crate) struct Budget {
     /// Hook steps left.
     steps: AtomicU64,
     limit: AtomicU64,
-    exhausted: AtomicBool,
+    /// Why the hook stopped the script, once it did.
+    stopped: Mutex<Option<String>>,
     call: Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
 }
 
@@ -108,13 +109,13 @@ impl Budget {
         self.steps
             .store(instructions / u64::from(HOOK_STEP) + 1, Ordering::SeqCst);
         self.limit.store(instructions, Ordering::SeqCst);
-        self.exhausted.store(false, Ordering::SeqCst);
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = None;
         *self.call.lock().unwrap_or_else(PoisonError::into_inner) = Some((deadline, cancel));
     }
 
     fn tick(&self) -> Result<VmState, mlua::Error> {
         if let Some(why) = self.why_stop() {
-            self.exhausted.store(true, Ordering::SeqCst);
+            *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
             return Err(mlua::Error::RuntimeError(why));
         }
         Ok(VmState::Continue)
@@ -141,9 +142,10 @@ impl Budget {
         None
     }
 
-    /// Whether the hook stopped the script: `pcall` must not swallow that.
-    fn exhausted(&self) -> bool {
-        self.exhausted.load(Ordering::SeqCst)
+    /// Why the hook stopped the script, if it did: `pcall` must not
+    /// swallow that.
+    fn stopped(&self) -> Option<String> {
+        self.stopped.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -192,7 +194,10 @@ const PRELUDE: &str = r#"
 local raw_pcall, raw_xpcall, raw_load, exhausted, error, pack, unpack =
   pcall, xpcall, load, ...
 local function pass(r)
-  if not r[1] and exhausted() then error(r[2], 0) end
+  if not r[1] then
+    local why = exhausted()
+    if why then error(why, 0) end
+  end
   return unpack(r, 1, r.n)
 end
 pcall = function(f, ...) return pass(pack(raw_pcall(f, ...))) end
@@ -236,7 +241,7 @@ impl Sandbox {
             hook_budget.tick()
         })?;
         let check = Arc::clone(&budget);
-        let exhausted = lua.create_function(move |_, ()| Ok(check.exhausted()))?;
+        let exhausted = lua.create_function(move |_, ()| Ok(check.stopped()))?;
         let table: mlua::Table = globals.get("table")?;
         lua.load(PRELUDE)
             .set_name("=wield")
