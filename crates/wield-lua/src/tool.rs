@@ -173,6 +173,11 @@ impl Tool for LuaTool {
         &self.base
     }
 
+    /// `[NAME] timeout`, the call's time limit, as for every tool.
+    fn config_keys(&self) -> Vec<wield_core::ConfigKey> {
+        vec![wield_core::ConfigKey::new("timeout")]
+    }
+
     fn preview(&self, input: &Json, width: usize) -> String {
         let fallback = || wield_core::default_preview(&self.base.spec.name, input, width);
         let Some(f) = &self.preview else { return fallback() };
