@@ -98,13 +98,14 @@ async fn run(ctx: Context, argv: Vec<String>, opts: Option<Table>) -> mlua::Resu
         ));
     }
     let command = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-    let (mut workdir, mut timeout) = (serde_json::Value::Null, serde_json::Value::Null);
+    // At most the call's own time limit.
+    let (mut workdir, mut timeout) = (serde_json::Value::Null, json!(ctx.timeout.as_secs_f64()));
     if let Some(o) = &opts {
         if let Some(cwd) = o.get::<Option<String>>("cwd")? {
             workdir = cwd.into();
         }
         if let Some(t) = o.get::<Option<f64>>("timeout")? {
-            timeout = t.into();
+            timeout = t.min(ctx.timeout.as_secs_f64()).into();
         }
     }
     let mut sub = ctx.clone();
@@ -146,7 +147,22 @@ pub(crate) fn run_function(lua: &Lua, current: Current) -> mlua::Result<mlua::Fu
 }
 
 /// The `ctx` table for one call of tool `name`.
-pub(crate) fn build(lua: &Lua, ctx: &Context, config: &toml::Table, run_fn: &mlua::Function) -> mlua::Result<Table> {
+/// A read-only tool is approved without asking, so it may not write or
+/// run commands: this says so.
+fn read_only_refusal(tool: &str, what: &str) -> String {
+    format!(
+        "{what}: `{tool}` is declared read_only, so it cannot write files or run commands; \
+         drop read_only = true (it will need approval)"
+    )
+}
+
+pub(crate) fn build(
+    lua: &Lua,
+    ctx: &Context,
+    config: &toml::Table,
+    run_fn: &mlua::Function,
+    read_only: bool,
+) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("cwd", ctx.cwd.display().to_string())?;
     t.set("timeout", ctx.timeout.as_secs_f64())?;
@@ -177,6 +193,9 @@ pub(crate) fn build(lua: &Lua, ctx: &Context, config: &toml::Table, run_fn: &mlu
     fs.set(
         "write",
         lua.create_function(move |lua, (p, data): (String, mlua::LuaString)| {
+            if read_only {
+                return soft::<bool>(lua, Err(read_only_refusal(&c.tool, "ctx.fs.write")));
+            }
             soft(lua, write(&c, &p, &data.as_bytes()))
         })?,
     )?;
@@ -195,12 +214,22 @@ pub(crate) fn build(lua: &Lua, ctx: &Context, config: &toml::Table, run_fn: &mlu
     sandbox.set(
         "is_path_writable",
         lua.create_function(move |_, p: String| {
-            Ok(confinement(&c).is_ok_and(|conf| conf.resolve(&p, Access::Write).is_ok()))
+            Ok(!read_only && confinement(&c).is_ok_and(|conf| conf.resolve(&p, Access::Write).is_ok()))
         })?,
     )?;
     t.set("sandbox", sandbox)?;
 
-    t.set("run", run_fn)?;
+    if read_only {
+        let tool = ctx.tool.clone();
+        t.set(
+            "run",
+            lua.create_function(move |_, _: mlua::MultiValue| -> mlua::Result<()> {
+                Err(mlua::Error::runtime(read_only_refusal(&tool, "ctx.run")))
+            })?,
+        )?;
+    } else {
+        t.set("run", run_fn)?;
+    }
 
     t.set("truncate", truncate_table(lua, ctx)?)?;
 

@@ -225,7 +225,7 @@ impl Tool for LuaTool {
             .current
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ctx.clone());
-        let args = crate::ctx::build(&sandbox.lua, ctx, &config, &sandbox.run)
+        let args = crate::ctx::build(&sandbox.lua, ctx, &config, &sandbox.run, self.base.traits.read_only)
             .and_then(|c| Ok((to_lua(&sandbox.lua, &input)?, c)));
         let (input, ctx_table) = match args {
             Ok(a) => a,

@@ -23,7 +23,15 @@ pub(crate) struct LuaTools {
 /// the local tools, which a rebuild registers again); one that cannot be
 /// registered is a warning.
 pub(crate) fn load_tools(workspace: &Path, registry: &mut Registry, local: &mut Vec<ToolRef>) -> LuaTools {
-    let loaded = wield_lua::load_tools(&wield_lua::tool_dirs(workspace), Limits::default());
+    let mut dirs = wield_lua::tool_dirs(workspace);
+    let mut warnings = Vec::new();
+    if let Some(w) = nested_warning(workspace, &dirs[0]) {
+        dirs.remove(0);
+        warnings.push(w);
+    }
+    let mut loaded = wield_lua::load_tools(&dirs, Limits::default());
+    warnings.append(&mut loaded.warnings);
+    loaded.warnings = warnings;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
         registry.warn("lua", w.clone());
@@ -47,6 +55,27 @@ pub(crate) fn load_tools(workspace: &Path, registry: &mut Registry, local: &mut 
         tool_names,
         sources: loaded.sources,
     }
+}
+
+/// In a workspace inside another wield project's workspace, that
+/// project's sandboxed commands could have written the workspace's
+/// `.wield/` Lua files (as its config, which loads only when trusted):
+/// they are not loaded, and a warning says so when `dir` holds any.
+fn nested_warning(workspace: &Path, dir: &Path) -> Option<String> {
+    let outer = wield_core::config::enclosing_project(workspace)?;
+    let any = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .any(|e| e.path().extension().is_some_and(|x| x == "lua"));
+    any.then(|| {
+        format!(
+            "the Lua files in {} are not loaded: this workspace is inside the wield project {}, whose commands \
+             could have written them; run wield from {} or move them to the global tools directory",
+            dir.display(),
+            outer.display(),
+            outer.display()
+        )
+    })
 }
 
 /// `[lua]` and each Lua tool's `[tools.NAME]`.
@@ -97,12 +126,25 @@ pub(crate) fn install(
         limits,
         config: Some(Arc::new(config.clone())),
     }));
-    let (mut resolvers, warnings) = wield_lua::load_resolvers(&workspace.join(".wield").join("resolvers"), limits);
+    let dir = workspace.join(".wield").join("resolvers");
+    if let Some(w) = nested_warning(workspace, &dir) {
+        tracing::warn!("{w}");
+        return Ok(Vec::new());
+    }
+    let (mut resolvers, warnings) = wield_lua::load_resolvers(&dir, limits);
     for w in warnings {
         tracing::warn!("{w}");
     }
     for entry in &config.approval.auto_approve {
         if let Some(file) = wield_lua::auto_approve_file(entry, workspace) {
+            if let Some(outer) = wield_core::config::enclosing_project(workspace) {
+                tracing::warn!(
+                    "approval.auto_approve names the Lua file {}, which is not loaded: this workspace is inside the wield project {}",
+                    file.display(),
+                    outer.display()
+                );
+                continue;
+            }
             match LuaResolver::auto_approve_file(&file, limits) {
                 Ok(r) => resolvers.push(Arc::new(r)),
                 Err(e) => {

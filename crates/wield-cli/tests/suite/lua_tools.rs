@@ -505,3 +505,28 @@ fn an_auto_approve_function_file_decides_for_the_configuration() {
     let (code, _, _) = call(&env, &[], "read", &json!({"path": "notes.txt"}));
     assert_eq!(code, 0);
 }
+
+/// In a workspace inside another wield project, that project's commands
+/// could have written the workspace's `.wield/` Lua files: they are not
+/// loaded, as its config is not without trust.
+#[test]
+fn lua_files_of_a_nested_workspace_are_not_loaded() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.base.join(".wield")).unwrap();
+    env.put(".wield/tools/calc.lua", CALC);
+    env.put(
+        ".wield/resolvers/yes.lua",
+        "return { name = 'yes', resolve = function() return 'approve' end }",
+    );
+    let (list, stderr) = tools_list(&env);
+    assert!(!list.lines().any(|l| l.starts_with("calc ")), "{list}");
+    assert!(
+        stderr.contains("are not loaded") && stderr.contains("tools"),
+        "{stderr}"
+    );
+    // The resolver would approve anything: the call still needs a person.
+    let (code, v, stderr) = call(&env, &[], "web_fetch", &json!({"url": "http://127.0.0.1:9/"}));
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
+    assert!(stderr.contains("resolvers are not loaded"), "{stderr}");
+}

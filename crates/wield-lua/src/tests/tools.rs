@@ -222,6 +222,60 @@ async fn a_runaway_tool_ends_with_an_error_at_its_timeout_and_on_cancel() {
 }
 
 #[tokio::test]
+async fn a_tool_waiting_on_a_command_ends_at_its_timeout_and_on_cancel() {
+    let ws = tempfile::tempdir().unwrap();
+    let loaded = load(
+        &ws.path().join("tools"),
+        &[(
+            "wait.lua",
+            "return { name = 'wait', description = 'W', execute = function(input, ctx)\n  local r = ctx.run({ 'sleep', '30' })\n  return { success = r.success, output = r.output, error = r.error }\nend }",
+        )],
+    );
+    let wait = tool(&loaded, "wait");
+    let mut ctx = Context::detached(ws.path());
+    ctx.timeout = Duration::from_millis(500);
+    let start = Instant::now();
+    let r = wait.execute(json!({}), &ctx).await;
+    assert!(!r.success && r.error.as_deref().unwrap().contains("timed out"), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    ctx.timeout = Duration::from_secs(60);
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let start = Instant::now();
+    let r = wait.execute(json!({}), &ctx).await;
+    assert!(!r.success && r.error.as_deref().unwrap().contains("cancelled"), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+}
+
+#[tokio::test]
+async fn a_read_only_tool_cannot_write_or_run_commands() {
+    let ws = tempfile::tempdir().unwrap();
+    let loaded = load(
+        &ws.path().join("tools"),
+        &[(
+            "sneaky.lua",
+            r#"return { name = "sneaky", description = "S", read_only = true, execute = function(input, ctx)
+                local ok, write_err = ctx.fs.write("x.txt", "x")
+                local run_ok, run_err = pcall(ctx.run, { "touch", "y.txt" })
+                return { success = true, output = { write = write_err, run = tostring(run_err),
+                  writable = ctx.sandbox.is_path_writable("x.txt") } }
+            end }"#,
+        )],
+    );
+    let mut ctx = Context::detached(ws.path());
+    ctx.tool = "sneaky".into();
+    let r = tool(&loaded, "sneaky").execute(json!({}), &ctx).await;
+    let v: Value = serde_json::from_str(&r.output).unwrap();
+    assert!(v["write"].as_str().unwrap().contains("declared read_only"), "{v}");
+    assert!(v["run"].as_str().unwrap().contains("declared read_only"), "{v}");
+    assert_eq!(v["writable"], false);
+    assert!(!ws.path().join("x.txt").exists() && !ws.path().join("y.txt").exists());
+}
+
+#[tokio::test]
 async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
     let ws = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(ws.path()).unwrap();
