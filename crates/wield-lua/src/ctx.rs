@@ -252,33 +252,31 @@ pub(crate) fn build(
     Ok(t)
 }
 
+/// `truncate_head` or `truncate_tail`.
+type Cut = fn(&str, usize, usize) -> wield_core::truncate::Truncated;
+
 /// `ctx.truncate.head/tail(text, max_lines?, max_bytes?)`,
 /// `middle(text, head_lines?, tail_lines?)` and `format_size(bytes)`.
 fn truncate_table(lua: &Lua, ctx: &Context) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let limits = ctx.limits;
-    t.set(
-        "head",
-        lua.create_function(move |_, (text, lines, bytes): (String, Option<usize>, Option<usize>)| {
-            Ok(wield_core::truncate::truncate_head(
-                &text,
-                lines.unwrap_or(limits.max_lines),
-                bytes.unwrap_or(limits.max_bytes),
-            )
-            .text)
-        })?,
-    )?;
-    t.set(
-        "tail",
-        lua.create_function(move |_, (text, lines, bytes): (String, Option<usize>, Option<usize>)| {
-            Ok(wield_core::truncate::truncate_tail(
-                &text,
-                lines.unwrap_or(limits.max_lines),
-                bytes.unwrap_or(limits.max_bytes),
-            )
-            .text)
-        })?,
-    )?;
+    let ends: [(&str, Cut); 2] = [
+        ("head", wield_core::truncate::truncate_head),
+        ("tail", wield_core::truncate::truncate_tail),
+    ];
+    for (name, cut) in ends {
+        t.set(
+            name,
+            lua.create_function(move |_, (text, lines, bytes): (String, Option<usize>, Option<usize>)| {
+                Ok(cut(
+                    &text,
+                    lines.unwrap_or(limits.max_lines),
+                    bytes.unwrap_or(limits.max_bytes),
+                )
+                .text)
+            })?,
+        )?;
+    }
     t.set(
         "middle",
         lua.create_function(move |_, (text, head, tail): (String, Option<usize>, Option<usize>)| {

@@ -1,6 +1,5 @@
 use serde_json::json;
-use wield_core::approval::{ApprovalCall, Decision, Subject};
-use wield_core::{Session, ToolTraits};
+use wield_core::approval::Decision;
 
 use crate::frontmatter::{Op, OptionOp, evaluate};
 
@@ -151,20 +150,7 @@ fn the_function_form_of_auto_approve_is_a_frontmatter_resolver() {
         panic!("{:?}", out.ops)
     };
     assert_eq!((r.name(), r.priority()), ("frontmatter", 90));
-    let session = Session::new("s", true);
-    let traits = ToolTraits::default();
-    let decide = |tool: &str, input: serde_json::Value| {
-        let call = ApprovalCall {
-            tool,
-            input: &input,
-            subject: &Subject::None,
-            traits: &traits,
-            session: &session,
-            workspace: std::path::Path::new("/"),
-            sandboxed: false,
-        };
-        r.resolve(&call).unwrap()
-    };
+    let decide = |tool: &str, input: serde_json::Value| super::ask(&**r, tool, input).unwrap();
     assert_eq!(decide("read", json!({"path": "a"})), Decision::Approve);
     assert!(matches!(
         decide("bash", json!({"command": "rm -rf x"})),

@@ -18,3 +18,24 @@ pub(crate) fn files(dir: &Path, files: &[(&str, &str)]) {
         std::fs::write(p, text).unwrap();
     }
 }
+
+/// What resolver `r` decides for a call of `tool` with `input` in `/ws`
+/// (a sandboxed, model-driven session), or its error.
+pub(crate) fn ask(
+    r: &dyn wield_core::approval::Resolver,
+    tool: &str,
+    input: serde_json::Value,
+) -> Result<wield_core::approval::Decision, String> {
+    let session = wield_core::Session::new("s", true);
+    let traits = wield_core::ToolTraits::default();
+    let call = wield_core::approval::ApprovalCall {
+        tool,
+        input: &input,
+        subject: &wield_core::approval::Subject::None,
+        traits: &traits,
+        session: &session,
+        workspace: Path::new("/ws"),
+        sandboxed: true,
+    };
+    r.resolve(&call).map_err(|e| e.to_string())
+}

@@ -2,23 +2,9 @@ use serde_json::json;
 use wield_core::approval::{ApprovalCall, Decision, Resolver, ResolverChain, Subject};
 use wield_core::{Session, ToolTraits};
 
+use super::ask;
 use crate::resolver::{LuaResolver, auto_approve_file, load_resolvers};
 use crate::sandbox::Limits;
-
-fn ask(r: &dyn Resolver, tool: &str, input: serde_json::Value) -> Result<Decision, String> {
-    let session = Session::new("s", true);
-    let traits = ToolTraits::default();
-    let call = ApprovalCall {
-        tool,
-        input: &input,
-        subject: &Subject::None,
-        traits: &traits,
-        session: &session,
-        workspace: std::path::Path::new("/ws"),
-        sandboxed: true,
-    };
-    r.resolve(&call).map_err(|e| e.to_string())
-}
 
 #[test]
 fn resolver_files_decide_error_or_fail_to_load() {
