@@ -447,3 +447,29 @@ fn lua_files_of_a_nested_workspace_are_not_loaded() {
     assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
     assert!(stderr.contains("resolvers are not loaded"), "{stderr}");
 }
+
+/// `ctx:get_config()` is a copy of `[tools.NAME]`; `[NAME] timeout` is the
+/// tool's time limit, as for every tool.
+#[test]
+fn a_lua_tool_reads_its_own_settings() {
+    let env = Env::new();
+    env.put(
+        ".wield/tools/greet.lua",
+        r#"return { name = "greet", description = "Greet", read_only = true, execute = function(input, ctx)
+             local cfg = ctx:get_config()
+             cfg.greeting = "changed"
+             return { success = true, output = ctx:get_config().greeting .. " " .. ctx.timeout }
+           end }"#,
+    );
+    env.put(
+        ".wield/config.toml",
+        "[tools.greet]\ngreeting = \"hello\"\n[greet]\ntimeout = 7\n",
+    );
+    let (code, v, stderr) = call(&env, &[], "greet", &json!({}));
+    assert_eq!((code, v["output"].as_str()), (0, Some("hello 7.0")), "{v} {stderr}");
+    // An unknown key under a Lua tool's own table is still an error.
+    env.put(".wield/config.toml", "[greet]\ntimeuot = 7\n");
+    let (code, _, stderr) = call(&env, &[], "greet", &json!({}));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("greet.timeuot"), "{stderr}");
+}
