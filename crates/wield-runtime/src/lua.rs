@@ -97,10 +97,9 @@ pub(crate) fn add_sources(sources: Vec<wield_lua::AsyncSource>, registry: &mut R
 
 /// Say why a source's tools are missing.
 pub(crate) fn report_source_warning(w: &SourceWarning) {
-    if w.source.starts_with("lua:") {
-        tracing::warn!("Lua tool source {}: {}", &w.source[4..], w.message);
-    } else {
-        tracing::warn!("{}", w.message);
+    match w.source.strip_prefix("lua:") {
+        Some(file) => tracing::warn!("Lua tool source {file}: {}", w.message),
+        None => tracing::warn!("{}", w.message),
     }
 }
 
