@@ -8,9 +8,10 @@
 //! `dofile`, `loadfile`, bytecode `load`, `string.dump`; `require` only
 //! inside the tools directory), a memory limit and an instruction budget
 //! that also stops a call at its deadline or when it is cancelled. A tool
-//! reaches wield only through its `ctx` (see [`ctx`](self) docs in the
-//! README): files through the file tools' confinement, commands through the
-//! `bash` tool.
+//! reaches wield only through its `ctx` (the README's "Lua tools" lists
+//! it): files through the file tools' confinement, commands through the
+//! `bash` tool. The runtime loads all of it (`wield-runtime`'s `lua`
+//! module); `.chat` documents call [`frontmatter::evaluate`].
 
 mod convert;
 mod ctx;

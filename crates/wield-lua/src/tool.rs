@@ -120,7 +120,10 @@ impl LuaTool {
         wield_core::schema::InputValidator::new(&input_schema)
             .map_err(|m| LuaError::shape(&at, format!("`input_schema` is not a valid JSON schema: {m}")))?;
         let read_only = def.get::<Option<bool>>("read_only")?.unwrap_or(false);
-        let spec = ToolSpec::new(name, description, input_schema).strict(strict);
+        let mut spec = ToolSpec::new(name, description, input_schema).strict(strict);
+        if let Some(title) = def.get::<Option<String>>("title")? {
+            spec = spec.title(title);
+        }
         let traits = ToolTraits {
             read_only,
             groups: vec![GROUP.into()],

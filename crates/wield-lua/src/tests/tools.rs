@@ -72,7 +72,7 @@ async fn a_list_of_definitions_table_output_and_bad_files_are_warnings() {
             (
                 "many.lua",
                 r#"return {
-                  { name = "a", description = "A", execute = function() return { success = true, output = { n = 1, list = {1, 2} } } end },
+                  { name = "a", title = "The A tool", description = "A", execute = function() return { success = true, output = { n = 1, list = {1, 2} } } end },
                   { name = "b", description = "B", execute = function() return "plain" end },
                 }"#,
             ),
@@ -95,6 +95,7 @@ async fn a_list_of_definitions_table_output_and_bad_files_are_warnings() {
     assert!(w.contains("`execute` must be a function"), "{w}");
     assert!(w.contains("strict = true") && w.contains("tool `s`"), "{w}");
     let ctx = Context::detached(dir.path());
+    assert_eq!(tool(&loaded, "a").spec().title.as_deref(), Some("The A tool"));
     let r = tool(&loaded, "a").execute(json!({}), &ctx).await;
     assert_eq!(
         serde_json::from_str::<Value>(&r.output).unwrap(),
