@@ -3,7 +3,9 @@
 //! adds a tool, `done(err?)` says the source is finished (a second call is
 //! harmless); an error in `resolve` is `done(err)`. The registry's sources
 //! wait for `done` up to the timeout, so a source that never calls it is a
-//! warning, not a hang.
+//! warning, not a hang: at the timeout when `resolve` runs on (its budget
+//! ends it then), at once when it returns without calling `done` (nothing
+//! could call it later).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,6 +69,7 @@ impl AsyncSource {
                 }
             })
             .map_err(|e| message(&e))?;
+        let done_now = done.clone();
         let done_fn = lua
             .create_function(move |_, err: Value| {
                 let result = match err {
@@ -80,6 +83,14 @@ impl AsyncSource {
         sandbox.start(Some(deadline), None);
         self.resolve
             .call::<()>((register_fn, done_fn))
-            .map_err(|e| format!("resolve failed: {}", message(&e)))
+            .map_err(|e| format!("resolve failed: {}", message(&e)))?;
+        // Nothing can call `done` once `resolve` has returned (a script has
+        // no timers or callbacks): say so now rather than at the timeout.
+        // Ignored when `done` was called.
+        done_now.done(Err(
+            "resolve returned without calling done(), so its tools are left out; call done() when they are registered"
+                .to_owned(),
+        ));
+        Ok(())
     }
 }

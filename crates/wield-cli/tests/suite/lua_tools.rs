@@ -319,7 +319,11 @@ fn async_sources_register_fail_and_time_out_without_blocking() {
     );
     env.put(
         ".wield/tools/never.lua",
-        "return { timeout = 1, resolve = function(register, done) register('late', { description = 'L', execute = function() end }) end }",
+        "return { timeout = 30, resolve = function(register, done) register('late', { description = 'L', execute = function() end }) end }",
+    );
+    env.put(
+        ".wield/tools/stuck.lua",
+        "return { timeout = 1, resolve = function(register, done) while true do end end }",
     );
     env.put(
         ".wield/tools/errs.lua",
@@ -332,7 +336,14 @@ fn async_sources_register_fail_and_time_out_without_blocking() {
         assert!(list.contains(name), "{name}: {list}");
     }
     assert!(!list.lines().any(|l| l.starts_with("late ")), "{list}");
-    assert!(stderr.contains("never.lua") && stderr.contains("timed out"), "{stderr}");
+    // Returned without `done`: reported at once, not after its 30 s.
+    assert!(
+        stderr.contains("never.lua") && stderr.contains("without calling done()"),
+        "{stderr}"
+    );
+    // Stopped by its timeout or its instruction budget, whichever comes first.
+    let stuck = stderr.lines().find(|l| l.contains("stuck.lua")).unwrap_or_default();
+    assert!(stuck.contains("time") || stuck.contains("instructions"), "{stderr}");
     assert!(
         stderr.contains("errs.lua") && stderr.contains("errs.lua:2:") && stderr.contains("the catalogue is down"),
         "{stderr}"

@@ -275,6 +275,10 @@ async fn async_sources_register_fail_or_time_out_without_blocking() {
                 "return { resolve = function(register, done) error('no server here') end }",
             ),
             (
+                "stuck.lua",
+                "return { timeout = 0.3, resolve = function(register, done) while true do end end }",
+            ),
+            (
                 "says.lua",
                 "return { resolve = function(register, done) done('cannot list') end }",
             ),
@@ -298,14 +302,20 @@ async fn async_sources_register_fail_or_time_out_without_blocking() {
     let r = registry.get("gen_2").unwrap().tool.execute(json!({}), &ctx).await;
     assert_eq!(r.output, "I am 2");
     let w: Vec<String> = warnings.iter().map(|w| format!("{} {}", w.source, w.message)).collect();
-    assert_eq!(w.len(), 3, "{w:?}");
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.contains("stuck.lua") && (w.contains("time") || w.contains("instructions"))),
+        "{w:?}"
+    );
     assert!(
         w.iter()
             .any(|w| w.contains("broken.lua") && w.contains("no server here")),
         "{w:?}"
     );
     assert!(
-        w.iter().any(|w| w.contains("silent.lua") && w.contains("timed out")),
+        w.iter()
+            .any(|w| w.contains("silent.lua") && w.contains("without calling done()")),
         "{w:?}"
     );
     assert!(
