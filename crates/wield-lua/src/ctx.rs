@@ -34,14 +34,21 @@ fn confinement(ctx: &Context) -> Soft<Arc<Confinement>> {
     wield_tools::fs::confinement(ctx).map_err(|r| r.error.unwrap_or_default())
 }
 
-fn read(ctx: &Context, path: &str) -> Soft<String> {
+/// The file's bytes (Lua strings are bytes: any encoding reads).
+fn read(ctx: &Context, path: &str) -> Soft<Vec<u8>> {
     let conf = confinement(ctx)?;
     let file = conf.open_read(path).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    file.take(MAX_READ)
-        .read_to_string(&mut text)
+    let mut data = Vec::new();
+    file.take(MAX_READ + 1)
+        .read_to_end(&mut data)
         .map_err(|e| format!("{path}: {e}"))?;
-    Ok(text)
+    if data.len() as u64 > MAX_READ {
+        return Err(format!(
+            "{path} is larger than {}; ctx.fs.read reads files up to that size",
+            wield_tools::fs::human_size(MAX_READ)
+        ));
+    }
+    Ok(data)
 }
 
 fn write(ctx: &Context, path: &str, data: &[u8]) -> Soft<bool> {
@@ -187,7 +194,13 @@ pub(crate) fn build(
     let c = ctx.clone();
     fs.set(
         "read",
-        lua.create_function(move |lua, p: String| soft(lua, read(&c, &p)))?,
+        lua.create_function(move |lua, p: String| {
+            let data = read(&c, &p).map(|bytes| lua.create_string(bytes));
+            match data {
+                Ok(s) => soft(lua, Ok(s?)),
+                Err(e) => soft::<bool>(lua, Err(e)),
+            }
+        })?,
     )?;
     let c = ctx.clone();
     fs.set(

@@ -200,6 +200,7 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
                 local out = {}
                 out.wrote = ctx.fs.write("sub/new.txt", "hello world")
                 out.read = ctx.fs.read("sub/new.txt")
+                out.binlen = #ctx.fs.read("bin.dat")
                 local names = {}
                 for _, e in ipairs(ctx.fs.list("sub")) do names[#names + 1] = e.name .. ":" .. e.type end
                 out.list = names
@@ -219,6 +220,7 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
             end }"#,
         )],
     );
+    std::fs::write(ws.join("bin.dat"), [0xff, 0xfe, b'a']).unwrap();
     let probe = tool(&loaded, "probe");
     let mut ctx = Context::detached(&ws);
     ctx.config = Arc::new(toml::from_str("level = 3").unwrap());
@@ -227,6 +229,7 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
     let v: Value = serde_json::from_str(&r.output).unwrap();
     assert_eq!(v["wrote"], true);
     assert_eq!(v["read"], "hello world");
+    assert_eq!(v["binlen"], 3, "bytes that are not UTF-8 read too");
     assert_eq!(v["list"], json!(["new.txt:file"]));
     assert_eq!(v["resolved"], ws.join("sub/new.txt").display().to_string());
     assert_eq!(
