@@ -272,6 +272,9 @@ fn check_names(op: &OptionOp, known: &[String], warnings: &mut Vec<String>) {
         _ => return,
     };
     for name in names {
+        // `-name` / `+name` take a tool out of or add it to what presets
+        // expand to.
+        let name = name.strip_prefix(['-', '+']).unwrap_or(name);
         if name.starts_with('$') || name.starts_with("group:") {
             continue;
         }

@@ -92,7 +92,7 @@ fn misspelled_tool_names_get_did_you_mean_but_presets_groups_and_globs_do_not() 
     let out = evaluate(
         r#"
         wield.opt.tools:append("raed")
-        wield.opt.tools = {"$standard", "group:fs", "mcp__*", "bash:git *", "bsh:ls", "zzzzzz"}
+        wield.opt.tools = {"$standard", "-edit", "+read", "group:fs", "mcp__*", "bash:git *", "bsh:ls", "zzzzzz"}
         wield.opt.tools.auto_approve = wield.opt.tools.auto_approve - "wirte"
         "#,
         &known(),
