@@ -26,6 +26,8 @@ mod http_request;
 mod interactive;
 #[path = "../../wield-llm/tests/suite/support/local_model.rs"]
 mod local_model;
+#[path = "suite/lua_tools.rs"]
+mod lua_tools;
 #[path = "suite/mcp/mod.rs"]
 mod mcp;
 #[path = "suite/patch.rs"]

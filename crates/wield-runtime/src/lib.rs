@@ -18,6 +18,7 @@
 mod approvals;
 mod batch;
 mod error;
+mod lua;
 mod runtime;
 mod serve;
 mod shell_hooks;

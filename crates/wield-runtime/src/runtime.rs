@@ -115,6 +115,8 @@ pub(crate) struct Inner {
     /// replaced whole when a bridged server changes its tools.
     pub(crate) tools: SharedTools,
     audit: Option<PathBuf>,
+    /// The Lua approval resolvers (`.wield/resolvers/*.lua`, Lua files in
+    /// `approval.auto_approve`) and the front-end's.
     resolvers: Vec<Arc<dyn approval::Resolver>>,
 }
 
@@ -141,9 +143,13 @@ impl Runtime {
         local_tools.extend(wield_tools::workspace_tools(&workspace));
         let mut registry = crate::tool_set::first_registry(&local_tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
+        // Lua tools: each file's are registered with the local tools, or
+        // left out with a warning (a file that fails, a name taken).
+        let lua = crate::lua::load_tools(&workspace, &mut registry, &mut local_tools);
         let mut known = KeyTree::core();
         wield_tools::register_config_keys(&mut known);
         wield_mcp::register_config_keys(&mut known);
+        crate::lua::register_config_keys(&mut known, &lua.tool_names);
         for r in registry.list() {
             known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
         }
@@ -170,7 +176,8 @@ impl Runtime {
         if let Some(hand_over) = &options.on_mcp_clients {
             hand_over(mcp.exit());
         }
-        if !mcp.is_empty() {
+        let lua_sources = crate::lua::add_sources(lua.sources, &mut registry);
+        if !mcp.is_empty() || lua_sources {
             mcp.add_sources(&mut registry, |name| options.servers.starts(name));
             let stop = options.stop.clone().unwrap_or_default();
             // A stop does not wait for slow servers: their starts are
@@ -180,11 +187,14 @@ impl Runtime {
                 () = stop.cancelled() => return Err(Error::Interrupted),
             };
             for warning in warnings {
-                tracing::warn!("{}", warning.message);
+                crate::lua::report_source_warning(&warning);
             }
             crate::tool_set::warn_left_out(&mut registry, &mcp);
+            crate::lua::keep_source_tools(&registry, &mut local_tools);
         }
         services.insert(mcp);
+        let mut resolvers = crate::lua::install(&mut services, &config, &workspace).map_err(Error::usage)?;
+        resolvers.extend(options.resolvers);
         let policy = PolicyBuilder::from_config(&config, &options.policy)
             .map_err(Error::usage)?
             .build(&registry);
@@ -205,7 +215,7 @@ impl Runtime {
             services,
             tools,
             audit,
-            resolvers: options.resolvers,
+            resolvers,
         });
         let _ = batch_runtime.set(Arc::downgrade(&inner));
         Ok(Self { inner })
@@ -285,11 +295,12 @@ impl Runtime {
             None => None,
         };
         let tools = inner.tools.clone();
-        let resolvers = inner.resolvers.clone();
         let config = Arc::clone(&inner.config);
         let workspace = inner.workspace.clone();
         let sandboxed = self.sandboxed();
         let ask_paths = wield_tools::fs::ask_path_globs(&inner.config, &inner.workspace).map_err(Error::usage)?;
+        let resolvers = inner.resolvers.clone();
+        let approval_config = crate::lua::without_lua_entries(&inner.config.approval);
         Ok(Arc::new(
             move |approver: Arc<dyn Approver>, mut services: Services, events: EventSink| {
                 // The tool set as it is now; `load_tools` reads the policy
@@ -299,9 +310,9 @@ impl Runtime {
                 let policy = Arc::clone(&current.policy);
                 services.insert(Arc::clone(&policy));
                 let store = Arc::new(FileApprovalStore::new(&workspace));
-                let mut chain = approval::standard_chain(&config.approval, Vec::new());
-                for resolver in &resolvers {
-                    chain.add(Arc::clone(resolver));
+                let mut chain = approval::standard_chain(&approval_config, Vec::new());
+                for r in &resolvers {
+                    chain.add(Arc::clone(r));
                 }
                 chain.add(Arc::new(approval::RulesResolver::from_store(
                     Arc::clone(&store) as Arc<dyn approval::ApprovalStore>

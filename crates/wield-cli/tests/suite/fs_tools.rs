@@ -152,11 +152,50 @@ fn assert_every_tool_refuses(e: &Env, path: &str, expect: &str) {
     e.assert_outside_untouched();
 }
 
+/// Paths that climb out of the workspace with `..` (`sub/` exists).
+pub(crate) const DOTDOT_ESCAPES: &[&str] = &["../outside/secret.txt", "sub/../../outside", "../outside/new.txt"];
+
+/// Paths through the links [`outside_links`] makes, all leading outside.
+pub(crate) const LINK_ESCAPES: &[&str] = &[
+    "file-link",
+    "dir-link",
+    "dir-link/secret.txt",
+    "rel-dir-link/secret.txt",
+    "dangling",
+];
+
+/// Absolute paths outside every root, the prefix sibling among them.
+pub(crate) fn absolute_escapes(e: &Env) -> Vec<String> {
+    let evil = e.base.join("ws-evil");
+    [
+        e.base.join("outside/secret.txt"),
+        e.base.join("outside"),
+        evil.join("secret.txt"),
+        evil.clone(),
+        evil.join("new.txt"),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .chain(["../ws-evil/secret.txt".to_owned()])
+    .collect()
+}
+
+/// A path with a NUL byte that would lead outside if cut there.
+pub(crate) const NUL_ESCAPE: &str = "a.txt\u{0}../../outside/secret.txt";
+
+/// The links of [`LINK_ESCAPES`] in the workspace.
+pub(crate) fn outside_links(e: &Env) {
+    symlink(e.base.join("outside/secret.txt"), e.ws("file-link")).unwrap();
+    symlink(e.base.join("outside"), e.ws("dir-link")).unwrap();
+    symlink("../outside", e.ws("rel-dir-link")).unwrap();
+    symlink(e.base.join("outside/not-yet.txt"), e.ws("dangling")).unwrap();
+}
+
 #[test]
 fn dotdot_climbing_out_is_refused_by_every_tool() {
     let e = Env::new();
     e.put("sub/x.txt", "x");
-    for p in ["../outside/secret.txt", "sub/../../outside", "../outside/new.txt"] {
+    for p in DOTDOT_ESCAPES {
         assert_every_tool_refuses(&e, p, "outside");
     }
 }
@@ -164,9 +203,9 @@ fn dotdot_climbing_out_is_refused_by_every_tool() {
 #[test]
 fn absolute_paths_outside_every_root_are_refused_by_every_tool() {
     let e = Env::new();
-    let secret = e.base.join("outside/secret.txt");
-    assert_every_tool_refuses(&e, secret.to_str().unwrap(), "outside");
-    assert_every_tool_refuses(&e, e.base.join("outside").to_str().unwrap(), "outside");
+    for p in &absolute_escapes(&e)[..2] {
+        assert_every_tool_refuses(&e, p, "outside");
+    }
     let err = e.fails("read", json!({"path": "/etc/passwd"}));
     assert!(err.starts_with("path /etc/passwd is outside the read roots ("), "{err}");
     assert!(err.ends_with("): use a path inside them"), "{err}");
@@ -177,27 +216,16 @@ fn absolute_paths_outside_every_root_are_refused_by_every_tool() {
 #[test]
 fn cve_prefix_sibling_of_the_workspace_is_refused_by_every_tool() {
     let e = Env::new();
-    let evil = e.base.join("ws-evil");
-    assert_every_tool_refuses(&e, evil.join("secret.txt").to_str().unwrap(), "outside");
-    assert_every_tool_refuses(&e, evil.to_str().unwrap(), "outside");
-    assert_every_tool_refuses(&e, evil.join("new.txt").to_str().unwrap(), "outside");
-    assert_every_tool_refuses(&e, "../ws-evil/secret.txt", "outside");
+    for p in &absolute_escapes(&e)[2..] {
+        assert_every_tool_refuses(&e, p, "outside");
+    }
 }
 
 #[test]
 fn symlinks_leading_outside_are_refused_by_every_tool() {
     let e = Env::new();
-    symlink(e.base.join("outside/secret.txt"), e.ws("file-link")).unwrap();
-    symlink(e.base.join("outside"), e.ws("dir-link")).unwrap();
-    symlink("../outside", e.ws("rel-dir-link")).unwrap();
-    symlink(e.base.join("outside/not-yet.txt"), e.ws("dangling")).unwrap();
-    for p in [
-        "file-link",
-        "dir-link",
-        "dir-link/secret.txt",
-        "rel-dir-link/secret.txt",
-        "dangling",
-    ] {
+    outside_links(&e);
+    for p in LINK_ESCAPES {
         assert_every_tool_refuses(&e, p, "outside");
     }
 }
@@ -225,7 +253,7 @@ fn cve_creating_through_a_symlinked_parent_or_dangling_link_is_refused() {
 fn nul_bytes_are_refused_by_every_tool() {
     let e = Env::new();
     e.put("a.txt", "a");
-    assert_every_tool_refuses(&e, "a.txt\u{0}../../outside/secret.txt", "NUL byte");
+    assert_every_tool_refuses(&e, NUL_ESCAPE, "NUL byte");
 }
 
 #[test]

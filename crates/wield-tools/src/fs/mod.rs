@@ -209,7 +209,7 @@ pub(crate) fn resolve_for_call(
 /// The confinement a call works in: the installed service, or (for a tool
 /// used without services, as in a bare library embedding) a default one over
 /// the context's workspace.
-pub(crate) fn confinement(ctx: &Context) -> Result<Arc<Confinement>, ToolResult> {
+pub fn confinement(ctx: &Context) -> Result<Arc<Confinement>, ToolResult> {
     if let Some(c) = ctx.service::<Confinement>() {
         return Ok(c);
     }
@@ -301,7 +301,7 @@ pub(crate) fn listed(path: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `2.3KB`, `512B`, `1.5MB`.
-pub(crate) fn human_size(bytes: u64) -> String {
+pub fn human_size(bytes: u64) -> String {
     const KB: f64 = 1024.0;
     let b = bytes as f64;
     if b < KB {

@@ -1,0 +1,301 @@
+//! [`LuaTool`]: a tool defined by a Lua table in Flemma's shape (`name`,
+//! `description`, `input_schema`, `format_preview(input, width)`,
+//! `execute(input, ctx)` returning `{ success, output | error }`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mlua::{Function, Table, Value};
+use serde_json::json;
+use wield_core::{Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits, one_line};
+
+use crate::convert::{to_json, to_lua};
+use crate::error::{LuaError, message};
+use crate::sandbox::{Limits, Sandbox};
+
+/// One Lua state (a file's) and the lock that lets one call run in it at
+/// a time, so each call has its own instruction budget and deadline.
+pub struct Script {
+    pub(crate) sandbox: Sandbox,
+    gate: tokio::sync::Mutex<()>,
+    /// Where the script came from, for messages.
+    pub(crate) origin: String,
+}
+
+impl Script {
+    pub fn new(sandbox: Sandbox, origin: impl Into<String>) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox,
+            gate: tokio::sync::Mutex::new(()),
+            origin: origin.into(),
+        })
+    }
+}
+
+/// The limits and `[tools.NAME]` tables a Lua tool reads at call time
+/// (installed as a service by the runtime; the defaults without it).
+#[derive(Clone, Debug, Default)]
+pub struct LuaService {
+    pub limits: Limits,
+    /// The configuration (for `ctx:get_config()`, `[tools.NAME]`).
+    pub config: Option<Arc<wield_core::Config>>,
+}
+
+/// A tool written in Lua.
+pub struct LuaTool {
+    base: ToolBase,
+    script: Arc<Script>,
+    execute: Function,
+    preview: Option<Function>,
+}
+
+/// The group every Lua tool is in (`group:lua` in tool lists).
+pub const GROUP: &str = "lua";
+
+impl LuaTool {
+    /// A tool from definition `def` (a table), evaluated in `script`.
+    /// `where_` names the file for messages.
+    pub fn from_table(script: &Arc<Script>, def: &Table, where_: &str) -> Result<Self, LuaError> {
+        let lua = &script.sandbox.lua;
+        let name: String = match def.get::<Value>("name")? {
+            Value::String(s) if !s.to_str()?.trim().is_empty() => s.to_str()?.trim().to_owned(),
+            _ => {
+                return Err(LuaError::shape(
+                    where_,
+                    "a tool definition needs `name`, a non-empty string",
+                ));
+            }
+        };
+        let at = format!("{where_}: tool `{name}`");
+        let description = match def.get::<Value>("description")? {
+            Value::String(s) => s.to_str()?.to_owned(),
+            Value::Nil => return Err(LuaError::shape(&at, "`description` is missing; say what the tool does")),
+            other => {
+                return Err(LuaError::shape(
+                    &at,
+                    format!("`description` must be a string, not a {}", other.type_name()),
+                ));
+            }
+        };
+        let input_schema = match def.get::<Value>("input_schema")? {
+            Value::Nil => json!({"type": "object", "properties": {}}),
+            v @ Value::Table(_) => {
+                let mut schema =
+                    to_json(lua, v).map_err(|e| LuaError::shape(&at, format!("`input_schema`: {}", message(&e))))?;
+                normalize_schema(&mut schema);
+                schema
+            }
+            other => {
+                return Err(LuaError::shape(
+                    &at,
+                    format!("`input_schema` must be a table, not a {}", other.type_name()),
+                ));
+            }
+        };
+        let execute = match def.get::<Value>("execute")? {
+            Value::Function(f) => f,
+            _ => {
+                return Err(LuaError::shape(
+                    &at,
+                    "`execute` must be a function(input, ctx) returning { success = ..., output = ... }",
+                ));
+            }
+        };
+        let preview = match def.get::<Value>("format_preview")? {
+            Value::Function(f) => Some(f),
+            Value::Nil => None,
+            _ => {
+                return Err(LuaError::shape(
+                    &at,
+                    "`format_preview` must be a function(input, width)",
+                ));
+            }
+        };
+        let strict = def.get::<Option<bool>>("strict")?.unwrap_or(false);
+        if strict {
+            wield_core::schema::check_strict(&input_schema)
+                .map_err(|m| LuaError::shape(&at, format!("strict = true, but the schema breaks strict mode: {m}")))?;
+        }
+        wield_core::schema::InputValidator::new(&input_schema)
+            .map_err(|m| LuaError::shape(&at, format!("`input_schema` is not a valid JSON schema: {m}")))?;
+        let read_only = def.get::<Option<bool>>("read_only")?.unwrap_or(false);
+        let mut spec = ToolSpec::new(name, description, input_schema).strict(strict);
+        if let Some(title) = def.get::<Option<String>>("title")? {
+            spec = spec.title(title);
+        }
+        let traits = ToolTraits {
+            read_only,
+            groups: vec![GROUP.into()],
+            capabilities: vec![HANDLES_TIMEOUT.into()],
+            ..ToolTraits::default()
+        };
+        Ok(Self {
+            base: ToolBase::new(spec, traits),
+            script: Arc::clone(script),
+            execute,
+            preview,
+        })
+    }
+
+    fn service(ctx: &Context) -> LuaService {
+        ctx.service::<LuaService>().map(|s| (*s).clone()).unwrap_or_default()
+    }
+}
+
+/// Lua has one kind of table: an empty `properties = {}` or `required =
+/// {}` comes out as whatever JSON form the converter picked. Put them in
+/// the form JSON Schema wants.
+fn normalize_schema(schema: &mut serde_json::Value) {
+    let serde_json::Value::Object(map) = schema else { return };
+    for (key, v) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                if v.as_array().is_some_and(Vec::is_empty) {
+                    *v = json!({});
+                }
+                if let serde_json::Value::Object(props) = v {
+                    props.values_mut().for_each(normalize_schema);
+                }
+            }
+            "required" | "enum" if v.as_object().is_some_and(serde_json::Map::is_empty) => *v = json!([]),
+            "items" | "additionalProperties" | "not" => normalize_schema(v),
+            "anyOf" | "oneOf" | "allOf" => {
+                if let serde_json::Value::Array(items) = v {
+                    items.iter_mut().for_each(normalize_schema);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for LuaTool {
+    fn base(&self) -> &ToolBase {
+        &self.base
+    }
+
+    /// `[NAME] timeout`, the call's time limit, as for every tool.
+    fn config_keys(&self) -> Vec<wield_core::ConfigKey> {
+        vec![wield_core::ConfigKey::new("timeout")]
+    }
+
+    fn preview(&self, input: &Json, width: usize) -> String {
+        let fallback = || wield_core::default_preview(&self.base.spec.name, input, width);
+        let Some(f) = &self.preview else { return fallback() };
+        // Not while a call runs in this state: its budget is the call's.
+        let Ok(_one) = self.script.gate.try_lock() else {
+            return fallback();
+        };
+        let sandbox = &self.script.sandbox;
+        sandbox.start(Some(Instant::now() + Duration::from_secs(1)), None);
+        let shown = to_lua(&sandbox.lua, input).and_then(|i| f.call::<Option<String>>((i, width)));
+        match shown {
+            Ok(Some(text)) => one_line(&text, width),
+            Ok(None) => fallback(),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: format_preview of `{}` failed: {}",
+                    self.script.origin,
+                    self.base.spec.name,
+                    message(&e)
+                );
+                fallback()
+            }
+        }
+    }
+
+    async fn execute(&self, input: Json, ctx: &Context) -> ToolResult {
+        let name = &self.base.spec.name;
+        let svc = Self::service(ctx);
+        let _one = self.script.gate.lock().await;
+        let sandbox = &self.script.sandbox;
+        if let Err(e) = sandbox.lua.set_memory_limit(svc.limits.memory) {
+            return ToolResult::error(format!("{name}: cannot set the Lua memory limit: {e}"));
+        }
+        let deadline = Instant::now() + ctx.timeout;
+        sandbox
+            .budget
+            .start(svc.limits.instructions, Some(deadline), Some(ctx.cancel.clone()));
+        let config = svc
+            .config
+            .as_ref()
+            .map(|c| c.table_at(&format!("tools.{name}")))
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| (*ctx.config).clone());
+        *sandbox
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ctx.clone());
+        let args = crate::ctx::build(&sandbox.lua, ctx, &config, &sandbox.run, self.base.traits.read_only)
+            .and_then(|c| Ok((to_lua(&sandbox.lua, &input)?, c)));
+        let (input, ctx_table) = match args {
+            Ok(a) => a,
+            Err(e) => return ToolResult::error(format!("{name}: cannot prepare the call: {}", message(&e))),
+        };
+        let call = self.execute.call_async::<Value>((input, ctx_table));
+        let outcome = tokio::select! {
+            r = call => r,
+            () = ctx.cancel.cancelled() => return ToolResult::error(format!("{name}: cancelled")),
+            () = tokio::time::sleep_until(deadline.into()) => {
+                return ToolResult::error(format!(
+                    "{name}: timed out after {}",
+                    wield_core::human_duration(ctx.timeout)
+                ));
+            }
+        };
+        *sandbox
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        let result = match outcome {
+            Ok(v) => v,
+            Err(e) => return ToolResult::error(format!("{name}: the Lua tool failed: {}", message(&e))),
+        };
+        into_result(&sandbox.lua, name, result)
+    }
+}
+
+type Json = serde_json::Value;
+
+/// What `execute` returned as a result: `{ success, output | error }`
+/// (`output` may be a table: it becomes JSON), or a plain string.
+fn into_result(lua: &mlua::Lua, name: &str, v: Value) -> ToolResult {
+    let t = match v {
+        Value::Table(t) => t,
+        Value::String(s) => return ToolResult::ok(s.to_string_lossy()),
+        other => {
+            return ToolResult::error(format!(
+                "{name}: execute returned a {}; it must return {{ success = true, output = ... }} or \
+                 {{ success = false, error = \"...\" }}",
+                other.type_name()
+            ));
+        }
+    };
+    let text = |key: &str| -> Option<String> {
+        match t.get::<Value>(key).ok()? {
+            Value::Nil => None,
+            Value::String(s) => Some(s.to_string_lossy()),
+            Value::Table(inner) => Some(
+                to_json(lua, Value::Table(inner))
+                    .map(|j| j.to_string())
+                    .unwrap_or_else(|e| format!("<{key} cannot be shown as JSON: {}>", message(&e))),
+            ),
+            other => Some(crate::sandbox::display(&other)),
+        }
+    };
+    let success = !matches!(t.get::<Value>("success"), Ok(Value::Boolean(false) | Value::Nil))
+        || (t.get::<Value>("success").is_ok_and(|v| v.is_nil()) && text("error").is_none());
+    let output = text("output").unwrap_or_default();
+    if success {
+        ToolResult::ok(output)
+    } else {
+        let err = text("error").unwrap_or_else(|| format!("{name} failed without saying why"));
+        if output.is_empty() {
+            ToolResult::error(err)
+        } else {
+            ToolResult::failed_with_output(output, err)
+        }
+    }
+}
