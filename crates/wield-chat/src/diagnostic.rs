@@ -25,8 +25,6 @@ pub enum DiagnosticKind {
     UnclosedFrontmatter,
     /// Frontmatter in a language wield cannot read.
     UnsupportedFrontmatter,
-    /// `lua` frontmatter: it needs Lua, which wield does not run yet.
-    FrontmatterNeedsLua,
     /// Frontmatter that is not valid TOML or JSON, or not a table/object.
     InvalidFrontmatter,
     /// A tool use whose fence is not a JSON object.

@@ -5,14 +5,31 @@
 //! wield's own form is TOML with the keys at the top. Flemma's JSON form
 //! puts them under `"flemma"` (or `"wield"`), each a value or Flemma's
 //! list operations (`{"$append": "grep"}`); its other keys are template
-//! variables, which wield does not use.
+//! variables, which wield does not use. Flemma's Lua form runs in
+//! wield's Lua sandbox with `wield.opt` (or `flemma.opt`) as the options
+//! it writes to.
+
+use std::sync::Arc;
 
 use serde_json::Value;
+use wield_core::approval::Resolver;
+use wield_lua::frontmatter::Op;
 
 use crate::syntax::Document;
 
+/// The function form of `auto_approve` (Lua frontmatter): a resolver at
+/// the frontmatter's priority.
+#[derive(Clone)]
+pub struct ApproveFn(pub Arc<dyn Resolver>);
+
+impl std::fmt::Debug for ApproveFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ApproveFn").field(&self.0.name()).finish()
+    }
+}
+
 /// The settings a frontmatter gives a document.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ChatOptions {
     pub provider: Option<String>,
     pub model: Option<String>,
@@ -34,6 +51,11 @@ pub struct ChatOptions {
     pub sandbox_on: bool,
     /// `sandbox.network = false`: commands reach no network.
     pub no_network: bool,
+    /// Lua frontmatter's `auto_approve = function(tool, input, ctx) … end`:
+    /// it answers instead of the `auto_approve` list.
+    pub approve_fn: Option<ApproveFn>,
+    /// What the Lua frontmatter's author should know (did-you-mean).
+    pub warnings: Vec<String>,
 }
 
 /// Keys wield's TOML frontmatter knows.
@@ -73,8 +95,9 @@ impl ChatOptions {
                     None => Ok(Self::default()),
                 }
             }
+            "lua" => Self::from_lua(front.code()),
             other => Err(format!(
-                "```{other} frontmatter cannot be read: write it as ```toml (or Flemma's ```json)"
+                "```{other} frontmatter cannot be read: write it as ```toml, ```json or ```lua"
             )),
         }
     }
@@ -128,6 +151,47 @@ impl ChatOptions {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Lua frontmatter, run in the sandbox: its `wield.opt` operations in
+    /// order.
+    fn from_lua(code: &str) -> Result<Self, String> {
+        let outcome =
+            wield_lua::frontmatter::evaluate(code, &[]).map_err(|e| format!("the Lua frontmatter failed: {e}"))?;
+        let mut o = Self {
+            warnings: outcome.warnings,
+            ..Self::default()
+        };
+        for op in outcome.ops {
+            // Flemma keeps these under `tools`.
+            let key = match op.key.as_str() {
+                "tools.auto_approve" | "tools.approve" | "approve" => "auto_approve",
+                "tools.autopilot" => "autopilot",
+                "tools.deny" => "deny",
+                "tools.max_steps" => "max_steps",
+                other => other,
+            };
+            let list = match key {
+                "tools" => Some(&mut o.tools),
+                "auto_approve" => Some(&mut o.auto_approve),
+                "deny" => Some(&mut o.deny),
+                _ => None,
+            };
+            match (list, op.op) {
+                (_, Op::SetFunction(f)) => o.approve_fn = Some(ApproveFn(f)),
+                (Some(list), Op::Set(v)) => *list = names(key, &v)?,
+                (Some(list), Op::Append(items) | Op::Prepend(items)) => {
+                    // Adding to the tool list adds a tool; to `deny`, a rule.
+                    let plus = if key == "tools" { "+" } else { "" };
+                    list.extend(items.into_iter().map(|n| format!("{plus}{n}")));
+                }
+                (Some(list), Op::Remove(items)) if key == "deny" => list.retain(|n| !items.contains(n)),
+                (Some(list), Op::Remove(items)) => list.extend(items.into_iter().map(|n| format!("-{n}"))),
+                (None, Op::Set(v)) => o.set(key, &v, true)?,
+                (None, _) => return Err(format!("`opt.{key}` is not a list")),
+            }
+        }
+        Ok(o)
     }
 
     /// `tools`: a list of edits, or Flemma's object of list operations
@@ -312,6 +376,26 @@ mod tests {
         assert_eq!(o.auto_approve, ["-write"]);
         assert_eq!(o.autopilot, Some(false));
         assert_eq!(o.provider.as_deref(), Some("openai"));
+    }
+
+    #[test]
+    fn lua_operations_become_edits_in_order() {
+        let o = opts(
+            "```lua\nflemma.opt.tools.auto_approve = { \"$standard\" }\nflemma.opt.tools.auto_approve:remove(\"write\")\nwield.opt.tools = wield.opt.tools + \"bash\" - \"grep\"\nwield.opt.provider = \"local\"\nwield.opt.tools.autopilot = false\n```\n@You:\nhi\n",
+        )
+        .unwrap();
+        assert_eq!(o.auto_approve, ["$standard", "-write"]);
+        assert_eq!(o.tools, ["+bash", "-grep"]);
+        assert_eq!(o.provider.as_deref(), Some("local"));
+        assert_eq!(o.autopilot, Some(false));
+        let o =
+            opts("```lua\nwield.opt.tools.auto_approve = function(tool) return tool == \"bash\" end\n```\n@You:\nhi\n")
+                .unwrap();
+        assert!(o.approve_fn.is_some());
+        let err = opts("```lua\nos.execute(\"true\")\n```\n@You:\nhi\n").unwrap_err();
+        assert!(err.contains("the Lua frontmatter failed"), "{err}");
+        let err = opts("```lua\nwield.opt.nonsense = 1\n```\n@You:\nhi\n").unwrap_err();
+        assert!(err.contains("unknown frontmatter key `nonsense`"), "{err}");
     }
 
     #[test]

@@ -121,15 +121,9 @@ fn check_frontmatter(language: &str, code: &str, diagnostics: &mut Vec<Diagnosti
             Ok(_) => Some("the JSON frontmatter must be an object (`{ … }`)".to_string()),
             Err(e) => Some(format!("the JSON frontmatter is not valid: {e}")),
         },
-        "lua" => {
-            diagnostics.push(Diagnostic::error(
-                K::FrontmatterNeedsLua,
-                1,
-                "this frontmatter is Lua, which wield does not run yet; it is kept as written, but the document \
-                 cannot be sent until it is rewritten as ```toml or ```json",
-            ));
-            return;
-        }
+        // Lua is checked when it runs (`ChatOptions::of`): reading a
+        // document never runs code.
+        "lua" => return,
         other => {
             diagnostics.push(Diagnostic::error(
                 K::UnsupportedFrontmatter,

@@ -57,10 +57,7 @@ fn messages_say_what_to_do() {
 fn frontmatter_languages() {
     assert_eq!(
         found(&doc("lua_frontmatter")),
-        vec![
-            (K::FrontmatterNeedsLua, 1, Severity::Error),
-            (K::TextBeforeFirstMessage, 5, Severity::Warning)
-        ]
+        vec![(K::TextBeforeFirstMessage, 5, Severity::Warning)]
     );
     let src = doc("lua_frontmatter");
     let lua = parse(&src);

@@ -38,8 +38,11 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
     let options = ChatOptions::of(&wield_chat::parse(&text))
         .map_err(|e| usage(format!("{}: frontmatter: {e}", file.display())))?;
 
-    let allow = Arc::new(Late::new("frontmatter", 90));
-    let tighten = Arc::new(Late::new("frontmatter-deny", 101));
+    // Lua's `auto_approve = function … end` answers instead of the list: its
+    // approvals at 90, its denials and "ask" above the configuration.
+    let function = options.approve_fn.as_ref().map(|f| Arc::clone(&f.0));
+    let allow = Arc::new(Late::new("frontmatter", 90, function.clone(), false));
+    let tighten = Arc::new(Late::new("frontmatter-deny", 101, function.clone(), true));
     let rt = Runtime::load_adjusted(global, None, Servers::All, wield_agent::tools::agent_tools(), |o| {
         o.set.extend(options.sandbox_settings());
         o.config_keys.extend_from_slice(CONFIG_KEYS);
@@ -323,20 +326,27 @@ fn check_names(rt: &Runtime, options: &ChatOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A resolver whose rules are known only once the configuration is
-/// loaded (the presets the frontmatter's patterns may name).
+/// The frontmatter's resolver at one priority: its rules, known only once
+/// the configuration is loaded (the presets its patterns may name), then
+/// its Lua function, whose answers it takes only in one direction: the
+/// approvals at 90, the denials and "ask" above the configuration (a
+/// document can always tighten).
 struct Late {
     name: &'static str,
     priority: i32,
     rules: OnceLock<ConfigResolver>,
+    function: Option<Arc<dyn Resolver>>,
+    tighten: bool,
 }
 
 impl Late {
-    fn new(name: &'static str, priority: i32) -> Self {
+    fn new(name: &'static str, priority: i32, function: Option<Arc<dyn Resolver>>, tighten: bool) -> Self {
         Self {
             name,
             priority,
             rules: OnceLock::new(),
+            function,
+            tighten,
         }
     }
 
@@ -355,6 +365,19 @@ impl Resolver for Late {
     }
 
     fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
-        self.rules.get().map_or(Ok(Decision::Pass), |r| r.resolve(call))
+        if let Some(rules) = self.rules.get() {
+            let decision = rules.resolve(call)?;
+            if decision != Decision::Pass {
+                return Ok(decision);
+            }
+        }
+        let Some(function) = &self.function else {
+            return Ok(Decision::Pass);
+        };
+        Ok(match function.resolve(call)? {
+            d @ (Decision::Deny(_) | Decision::RequireApproval) if self.tighten => d,
+            Decision::Approve if !self.tighten => Decision::Approve,
+            _ => Decision::Pass,
+        })
     }
 }

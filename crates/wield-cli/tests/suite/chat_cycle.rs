@@ -520,3 +520,39 @@ fn a_document_reached_through_a_link_is_written_where_it_is() {
     let real = std::fs::read_to_string(env.ws("docs/real.chat")).unwrap();
     assert!(real.ends_with("@Assistant:\nHello.\n\n@You:\n\n"), "{real}");
 }
+
+#[test]
+fn lua_frontmatter_edits_the_approval_lists_and_may_answer_with_a_function() {
+    let (env, provider) = project(vec![
+        Turn::Call("write", json!({ "path": "out.txt", "content": "hi" })),
+        Turn::Call("write", json!({ "path": "out.txt", "content": "hi" })),
+        Turn::Text("Not written."),
+    ]);
+    // Flemma's own example: `write` asks although `$standard` approves it.
+    env.put(
+        "a.chat",
+        "```lua\nflemma.opt.tools.auto_approve = { \"$standard\" }\nflemma.opt.tools.auto_approve:remove(\"write\")\n```\n@You:\nWrite out.txt\n",
+    );
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(status(&env)["pending"], json!(["call_0"]), "{out}");
+    assert!(!env.ws("out.txt").exists());
+
+    // The function form denies.
+    env.put(
+        "b.chat",
+        "```lua\nwield.opt.tools.auto_approve = function(tool, input)\n  if tool == \"write\" then return \"deny\" end\nend\n```\n@You:\nWrite out.txt\n",
+    );
+    let (code, out) = chat(&env, &["b.chat"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!env.ws("out.txt").exists());
+    let results = tool_results(&provider.requests()[2]);
+    assert!(results[0].1.contains("denied by a policy"), "{results:?}");
+
+    // Code the sandbox refuses is an error naming the frontmatter.
+    env.put("c.chat", "```lua\nos.execute(\"touch pwned\")\n```\n@You:\nhi\n");
+    let (code, out) = chat(&env, &["c.chat"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("c.chat: frontmatter: the Lua frontmatter failed"), "{out}");
+    assert!(!env.ws("pwned").exists());
+}
