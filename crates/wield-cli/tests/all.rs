@@ -10,6 +10,8 @@ mod agent_tools;
 mod batch;
 #[path = "suite/chat.rs"]
 mod chat;
+#[path = "suite/command_tools.rs"]
+mod command_tools;
 #[path = "suite/common/mod.rs"]
 mod common;
 #[path = "suite/complete.rs"]

@@ -14,7 +14,7 @@ use wield_core::{
 
 use super::definition::CommandDef;
 use super::template::MissingField;
-use crate::shell::run::{Ran, run};
+use crate::shell::run::{Limit, Ran, run};
 use crate::shell::settings::shell_quote;
 
 /// The capability of a tool whose every call asks a person (see
@@ -157,7 +157,9 @@ impl Tool for CommandTool {
             let wrapped = svc.wrap(argv.iter().map(OsString::from).collect());
             // `_sandbox` lives until the command's processes are gone.
             let ran = match wrapped {
-                Ok((wrapped, _sandbox)) => run(&svc, wrapped, svc.workspace(), left, ctx).await,
+                Ok((wrapped, _sandbox)) => {
+                    run(&svc, wrapped, svc.workspace(), Limit { left, stated: timeout }, ctx).await
+                }
                 Err(e) => Err(e),
             };
             let ran = match ran {

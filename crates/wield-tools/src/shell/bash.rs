@@ -8,7 +8,7 @@ use wield_core::{
 };
 
 use super::git_watch::{report, snapshot};
-use super::run::run;
+use super::run::{Limit, run};
 use super::{Prepared, command_preview, prepare};
 
 pub struct BashTool {
@@ -107,7 +107,7 @@ impl Tool for BashTool {
         let workspace = svc.workspace().to_path_buf();
         let watch = settings.git_watch;
         let git_before = snapshot(watch, workspace.clone()).await;
-        let result = run(&svc, argv, &workdir, timeout, ctx).await;
+        let result = run(&svc, argv, &workdir, Limit::whole(timeout), ctx).await;
         let git_after = snapshot(watch, workspace.clone()).await;
         let git_changes = git_before.changes(&git_after, &workspace);
         let ran = match result {

@@ -33,12 +33,30 @@ pub(crate) struct Ran {
     workdir: String,
 }
 
+/// How long a command may run, and the limit its status line names when it
+/// runs out (the whole call's, for a command that got what an earlier one
+/// left of it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limit {
+    pub left: Duration,
+    pub stated: Duration,
+}
+
+impl Limit {
+    pub(crate) fn whole(timeout: Duration) -> Self {
+        Self {
+            left: timeout,
+            stated: timeout,
+        }
+    }
+}
+
 /// Run `argv` (already wrapped in the sandbox) in `workdir`.
 pub(crate) async fn run(
     svc: &ShellService,
     argv: Vec<OsString>,
     workdir: &Path,
-    timeout: Duration,
+    limit: Limit,
     ctx: &Context,
 ) -> Result<Ran, String> {
     let settings = &svc.settings;
@@ -51,7 +69,7 @@ pub(crate) async fn run(
         .leader_reaps(svc.leader_reaps())
         .cwd(workdir)
         .env(svc.env())
-        .timeout(Some(timeout))
+        .timeout(Some(limit.left))
         .grace(settings.grace)
         .cancel(ctx.cancel.clone())
         .capture(CaptureLimit::head(cap));
@@ -78,7 +96,7 @@ pub(crate) async fn run(
     } else {
         text = full;
     }
-    let status = status_line(&out, timeout);
+    let status = status_line(&out, limit.stated);
     let ok = out.exit.success() && !out.timed_out && !out.cancelled;
     let plan = svc.plan().ok().flatten();
     let hints = match plan {
