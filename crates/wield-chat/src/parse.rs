@@ -458,9 +458,16 @@ impl<'a> Segments<'a, '_, '_> {
 
     fn tool_result(&mut self, header: Line<'a>, id: &'a str, rest: &str) {
         self.at += 1;
-        let (mut status, mut meta) = match lines::status_suffix(rest) {
-            Some(tokens) => read_status(tokens),
-            None => {
+        let lone = lone_status(rest);
+        let suffix = if lone.is_some() {
+            None
+        } else {
+            lines::status_suffix(rest)
+        };
+        let (mut status, mut meta) = match (lone, suffix) {
+            (Some(status), _) => (Some(status), Vec::new()),
+            (None, Some(tokens)) => read_status(tokens),
+            (None, None) => {
                 if !lines::is_blank(rest) {
                     self.diagnostics.push(Diagnostic::warning(
                         K::IgnoredHeaderText,
@@ -559,6 +566,16 @@ impl<'a> Segments<'a, '_, '_> {
             lines: LineRange::new(opener.number, last),
         })));
     }
+}
+
+/// The status of a suffix that is one status word alone (`(error)`,
+/// `(status=pending)`): the common case, read without building tokens.
+fn lone_status(rest: &str) -> Option<Status> {
+    let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+    if inner.is_empty() || inner.contains(char::is_whitespace) {
+        return None;
+    }
+    Status::parse(inner.strip_prefix("status=").unwrap_or(inner))
 }
 
 /// The status among `tokens` (`status=X` wins over a bare word) and the
