@@ -3,7 +3,7 @@
 //! block is content), then one pass over each message reads its segments.
 //! Both are linear in the text.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
@@ -620,7 +620,6 @@ impl Hasher for IdHasher {
 }
 
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// The ids of the document's tool uses and results with their header
 /// lines, in document order, gathered while the messages are read (so
@@ -635,32 +634,32 @@ impl Ids<'_> {
     /// Duplicate tool-use ids, duplicate results, and results that answer
     /// no tool use.
     fn check(&self, diagnostics: &mut Vec<Diagnostic>) {
-        let mut uses: IdMap<&str, usize> = IdMap::with_capacity_and_hasher(self.uses.len(), Default::default());
+        // Each use's line, and whether a result answered it yet.
+        let mut uses: IdMap<&str, (usize, bool)> = IdMap::with_capacity_and_hasher(self.uses.len(), Default::default());
         for &(id, line) in &self.uses {
-            if let Some(first) = uses.get(id) {
+            if let Some((first, _)) = uses.get(id) {
                 diagnostics.push(Diagnostic::error(
                     K::DuplicateToolUseId,
                     line,
                     format!("the tool use id `{id}` is already used on line {first}; ids must be unique"),
                 ));
             } else {
-                uses.insert(id, line);
+                uses.insert(id, (line, false));
             }
         }
-        let mut answered: IdSet<&str> = IdSet::with_capacity_and_hasher(self.results.len(), Default::default());
         for &(id, line) in &self.results {
-            if !uses.contains_key(id) {
-                diagnostics.push(Diagnostic::error(
+            match uses.get_mut(id) {
+                None => diagnostics.push(Diagnostic::error(
                     K::UnmatchedToolResult,
                     line,
                     format!("the tool result `{id}` answers no tool use; fix its id or remove it"),
-                ));
-            } else if !answered.insert(id) {
-                diagnostics.push(Diagnostic::error(
+                )),
+                Some((_, true)) => diagnostics.push(Diagnostic::error(
                     K::DuplicateToolResult,
                     line,
                     format!("the tool use `{id}` already has a result above; keep only one"),
-                ));
+                )),
+                Some((_, answered)) => *answered = true,
             }
         }
     }
