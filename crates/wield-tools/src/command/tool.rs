@@ -14,7 +14,9 @@ use wield_core::{
 
 use super::definition::CommandDef;
 use super::template::MissingField;
+use crate::shell::git_watch::{report, snapshot};
 use crate::shell::run::{Limit, Ran, run};
+use crate::shell::settings::ShellService;
 use crate::shell::settings::shell_quote;
 
 /// The capability of a tool whose every call asks a person (see
@@ -128,6 +130,20 @@ impl Tool for CommandTool {
             ));
         }
         let svc = crate::shell::service(ctx);
+        // What the commands set in the repositories under the workspace
+        // that git runs later is reported, as for `bash` (see `git_watch`).
+        let workspace = svc.workspace().to_path_buf();
+        let watch = svc.settings.git_watch;
+        let git_before = snapshot(watch, workspace.clone()).await;
+        let result = self.run_all(&argvs, &svc, ctx).await;
+        let git_after = snapshot(watch, workspace.clone()).await;
+        report(result, &git_before.changes(&git_after, &workspace), &git_after, ctx)
+    }
+}
+
+impl CommandTool {
+    /// Run the commands in order until one fails.
+    async fn run_all(&self, argvs: &[Vec<String>], svc: &ShellService, ctx: &Context) -> ToolResult {
         // The tool's own timeout bounds all its commands together.
         let timeout = self.def.timeout.unwrap_or(svc.settings.timeout);
         let deadline = Instant::now() + timeout;
@@ -158,7 +174,7 @@ impl Tool for CommandTool {
             // `_sandbox` lives until the command's processes are gone.
             let ran = match wrapped {
                 Ok((wrapped, _sandbox)) => {
-                    run(&svc, wrapped, svc.workspace(), Limit { left, stated: timeout }, ctx).await
+                    run(svc, wrapped, svc.workspace(), Limit { left, stated: timeout }, ctx).await
                 }
                 Err(e) => Err(e),
             };
@@ -194,7 +210,32 @@ impl Tool for CommandTool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    #[tokio::test]
+    async fn git_settings_the_commands_make_are_reported_as_bash_s_are() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let table: toml::Table = toml::from_str(
+            r#"
+            name = "plant"
+            description = "Set a git option in a nested repository"
+            cmds = [["mkdir", "-p", "src/r/.git"], ["sh", "-c", "printf '[core]\n\tfsmonitor = x\n' > src/r/.git/config"]]
+            "#,
+        )
+        .unwrap();
+        let tool = CommandTool::new(CommandDef::from_table(&table, "test").unwrap());
+        let ctx = Context::detached(dir.path());
+        let r = tool.execute(json!({}), &ctx).await;
+        assert!(r.success, "{r:?}");
+        assert_eq!(
+            r.metadata["git_changes"][0],
+            "src/r/.git: core.fsmonitor = \"x\" (git runs this)"
+        );
+        assert!(r.output.contains("[git] src/r/.git"), "{}", r.output);
+    }
 
     #[test]
     fn argvs_are_shown_quoted_where_a_shell_would_split_them() {
