@@ -333,6 +333,10 @@ fn a_command_tool_is_listed_and_runs_through_wield_call() {
             .any(|l| l.starts_with("greet ") && l.contains("Greet someone by name")),
         "{list}"
     );
+    // Command tools run commands: the coding profile has them, as it has bash.
+    let (code, list, stderr) = wield(&ws, &["--profile", "coding", "tools", "list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(list.lines().any(|l| l.starts_with("greet ")), "{list}");
     let (code, show, _) = wield(&ws, &["tools", "show", "greet"]);
     assert_eq!(code, 0);
     assert!(show.contains("source: command"), "{show}");

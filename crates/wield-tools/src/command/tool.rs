@@ -40,7 +40,9 @@ impl CommandTool {
             ToolTraits {
                 parallel: def.parallel,
                 sandboxable: true,
-                groups: vec!["custom".into()],
+                // They run commands: in `group:runtime` (and so in the
+                // `coding` profile) beside bash, and in `group:custom`.
+                groups: vec!["runtime".into(), "custom".into()],
                 capabilities,
                 ..ToolTraits::default()
             },
@@ -235,6 +237,33 @@ mod tests {
             "src/r/.git: core.fsmonitor = \"x\" (git runs this)"
         );
         assert!(r.output.contains("[git] src/r/.git"), "{}", r.output);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_stops_its_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let table: toml::Table = toml::from_str(
+            r#"
+            name = "slow"
+            description = "Sleep, then write"
+            cmds = [["sleep", "20"], ["touch", "after"]]
+            "#,
+        )
+        .unwrap();
+        let tool = CommandTool::new(CommandDef::from_table(&table, "test").unwrap());
+        let ctx = Context::detached(dir.path());
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let r = tool.execute(json!({}), &ctx).await;
+        assert!(!r.success, "{r:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(r.metadata["cancelled"], true, "{r:?}");
+        assert_eq!(r.metadata["failed_command"], 1, "{r:?}");
+        assert!(!dir.path().join("after").exists());
     }
 
     #[test]
