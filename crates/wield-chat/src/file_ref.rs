@@ -9,19 +9,26 @@ use crate::syntax::FileRef;
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '"', '\'', '>'];
 
 /// The references in one line of text. A reference runs from its `@` to
-/// the end of its word, so each word is looked at once: linear in the line.
+/// the end of its word; only the `@`s are looked for, and each word is
+/// passed over once: linear in the line.
 pub(crate) fn find(text: &str, line: usize, out: &mut Vec<FileRef>) {
-    for word in text.split_whitespace() {
-        let Some(token) = word.match_indices('@').find_map(|(at, _)| {
-            let rest = &word[at + 1..];
-            ["./", "../", "~/", "//"]
-                .iter()
-                .any(|s| rest.starts_with(s))
-                .then_some(rest)
-        }) else {
+    let mut from = 0;
+    // Where the word of the last `@` looked at ends, so that a word full
+    // of `@`s is measured once.
+    let mut word_end = 0;
+    while let Some(at) = text[from..].find('@').map(|i| from + i) {
+        if at >= word_end {
+            let rest = &text[at..];
+            word_end = at + rest.find(char::is_whitespace).unwrap_or(rest.len());
+        }
+        let word = &text[at + 1..word_end];
+        if !["./", "../", "~/", "//"].iter().any(|s| word.starts_with(s)) {
+            from = at + 1;
             continue;
-        };
-        let token = token.trim_end_matches(TRAILING);
+        }
+        // The first reference of a word takes the rest of it.
+        from = at + 1 + word.len();
+        let token = word.trim_end_matches(TRAILING);
         let (path, mime) = match token.split_once(";type=") {
             Some((path, mime)) if !mime.is_empty() => (path, Some(mime.to_string())),
             Some((path, _)) => (path, None),

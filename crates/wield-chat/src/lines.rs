@@ -23,26 +23,55 @@ pub(crate) fn span<'a>(source: &'a str, lines: &[Line<'a>]) -> &'a str {
     }
 }
 
-pub(crate) fn split(text: &str) -> Vec<Line<'_>> {
-    // Counted first so that the vector is allocated once.
-    let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
-    let mut offset = 0;
-    out.extend(text.split_inclusive('\n').enumerate().map(|(i, raw)| {
+/// The lines of `source` from byte `offset` on, the first numbered
+/// `number`: read as they are needed, so that a large document is never
+/// held as one vector of lines.
+#[derive(Clone, Debug)]
+pub(crate) struct LineIter<'a> {
+    source: &'a str,
+    offset: usize,
+    number: usize,
+}
+
+impl<'a> LineIter<'a> {
+    pub(crate) fn new(source: &'a str, offset: usize, number: usize) -> Self {
+        Self { source, offset, number }
+    }
+}
+
+impl<'a> Iterator for LineIter<'a> {
+    type Item = Line<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Line<'a>> {
+        let rest = &self.source[self.offset..];
+        if rest.is_empty() {
+            return None;
+        }
+        let len = rest.find('\n').map_or(rest.len(), |n| n + 1);
+        let raw = &rest[..len];
         let line = Line {
             raw,
             text: strip_ending(raw),
-            number: i + 1,
-            offset,
+            number: self.number,
+            offset: self.offset,
         };
-        offset += raw.len();
-        line
-    }));
-    out
+        self.offset += len;
+        self.number += 1;
+        Some(line)
+    }
 }
 
 pub(crate) fn strip_ending(raw: &str) -> &str {
     let t = raw.strip_suffix('\n').unwrap_or(raw);
     t.strip_suffix('\r').unwrap_or(t)
+}
+
+/// Whether `text` starts with `byte`: checked before matching a longer
+/// prefix, so that most lines are passed over without comparing strings.
+#[inline]
+fn starts_with_byte(text: &str, byte: u8) -> bool {
+    text.as_bytes().first() == Some(&byte)
 }
 
 pub(crate) fn is_blank(text: &str) -> bool {
@@ -107,6 +136,9 @@ pub(crate) fn inline_role(text: &str) -> Option<(&'static str, usize)> {
 
 /// `` **Tool Use:** `NAME` (`ID`) ``: the name and the id.
 pub(crate) fn tool_use_header(text: &str) -> Option<(&str, &str)> {
+    if !starts_with_byte(text, b'*') {
+        return None;
+    }
     let rest = text.strip_prefix("**Tool Use:**")?.trim_start();
     let rest = rest.strip_prefix('`')?;
     let end = rest.find('`')?;
@@ -119,6 +151,9 @@ pub(crate) fn tool_use_header(text: &str) -> Option<(&str, &str)> {
 
 /// `` **Tool Result:** `ID` `` and what follows the id.
 pub(crate) fn tool_result_header(text: &str) -> Option<(&str, &str)> {
+    if !starts_with_byte(text, b'*') {
+        return None;
+    }
     let rest = text.strip_prefix("**Tool Result:**")?.trim_start();
     let rest = rest.strip_prefix('`')?;
     let end = rest.find('`')?;
@@ -177,6 +212,9 @@ pub(crate) enum ThinkingTag<'a> {
 }
 
 pub(crate) fn thinking_open(text: &str) -> Option<ThinkingTag<'_>> {
+    if !starts_with_byte(text, b'<') {
+        return None;
+    }
     if text == "<thinking>" {
         return Some(ThinkingTag::Plain);
     }
@@ -216,6 +254,9 @@ pub(crate) fn thinking_close(text: &str) -> bool {
 /// `<!-- wield:aborted: MESSAGE -->` or `flemma:aborted`: the namespace and
 /// the message.
 pub(crate) fn abort_marker(text: &str) -> Option<(&str, &str)> {
+    if !starts_with_byte(text, b'<') {
+        return None;
+    }
     let inner = text.strip_prefix("<!--")?.strip_suffix("-->")?.trim_start();
     for namespace in ["wield", "flemma"] {
         if let Some(message) = inner.strip_prefix(namespace).and_then(|r| r.strip_prefix(":aborted:")) {

@@ -3,14 +3,14 @@
 //! block is content), then one pass over each message reads its segments.
 //! Both are linear in the text.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind as K};
 use crate::file_ref;
-use crate::lines::{self, Line, ThinkingTag};
+use crate::lines::{self, Line, LineIter, ThinkingTag};
 use crate::syntax::{
     Aborted, Document, Fence, Frontmatter, LineRange, Message, Segment, Speaker, Status, Str, Text, ThinkingBlock,
     ThinkingKind, ToolResult, ToolUse,
@@ -19,29 +19,42 @@ use crate::syntax::{
 /// Reads a document. Problems become [`Document::diagnostics`]; the text is
 /// kept whole, so [`Document::write`] gives it back unchanged.
 pub fn parse(text: &str) -> Document<'_> {
-    let all = lines::split(text);
     let mut diagnostics = Vec::new();
-    let (frontmatter, body_start) = frontmatter(text, &all, &mut diagnostics);
-    let body = &all[body_start..];
+    let (frontmatter, body) = frontmatter(text, &mut diagnostics);
 
-    let first_marker = body.iter().position(|l| marker_of(l).is_some());
-    let preamble_lines = &body[..first_marker.unwrap_or(body.len())];
-    let preamble = lines::span(text, preamble_lines).into();
-    if let Some(l) = preamble_lines.iter().find(|l| !lines::is_blank(l.text)) {
+    let mut first_marker = None;
+    let mut first_text = None;
+    for l in body.clone() {
+        if marker_of(&l).is_some() {
+            first_marker = Some(l);
+            break;
+        }
+        if first_text.is_none() && !lines::is_blank(l.text) {
+            first_text = Some(l.number);
+        }
+    }
+    let preamble_end = first_marker.map_or(text.len(), |l| l.offset);
+    let preamble = text[body_offset(&body, text)..preamble_end].into();
+    if let Some(number) = first_text {
         diagnostics.push(Diagnostic::warning(
             K::TextBeforeFirstMessage,
-            l.number,
+            number,
             "text before the first role line (`@You:`, `@Assistant:`, `@System:`) is never sent; move it into a message",
         ));
     }
 
     let mut messages = Vec::new();
+    let mut ids = Ids::default();
     if let Some(first) = first_marker {
-        for range in split_messages(&body[first..], &mut diagnostics) {
-            messages.push(message(text, &body[first..][range], &mut diagnostics));
-        }
+        split_messages(
+            LineIter::new(text, first.offset, first.number),
+            &mut diagnostics,
+            |lines, d| {
+                messages.push(message(text, lines, d, &mut ids));
+            },
+        );
     }
-    check_ids(&messages, &mut diagnostics);
+    ids.check(&mut diagnostics);
     diagnostics.sort_by_key(|d| d.line);
     Document {
         frontmatter,
@@ -49,6 +62,11 @@ pub fn parse(text: &str) -> Document<'_> {
         messages,
         diagnostics,
     }
+}
+
+/// Where the lines of `body` start in `text`.
+fn body_offset(body: &LineIter<'_>, text: &str) -> usize {
+    body.clone().next().map_or(text.len(), |l| l.offset)
 }
 
 /// A role line: the speaker and, for the legacy inline form, the length of
@@ -63,42 +81,38 @@ fn marker_of<'a>(line: &Line<'a>) -> Option<(&'a str, Option<usize>)> {
     lines::inline_role(line.text).map(|(name, prefix)| (name, Some(prefix)))
 }
 
-fn frontmatter<'a>(
-    source: &'a str,
-    all: &[Line<'a>],
-    diagnostics: &mut Vec<Diagnostic>,
-) -> (Option<Frontmatter<'a>>, usize) {
-    let Some(first) = all.first() else {
-        return (None, 0);
+fn frontmatter<'a>(source: &'a str, diagnostics: &mut Vec<Diagnostic>) -> (Option<Frontmatter<'a>>, LineIter<'a>) {
+    let all = LineIter::new(source, 0, 1);
+    let mut rest = all.clone();
+    let Some(first) = rest.next() else {
+        return (None, all);
     };
     let Some(language) = first.text.strip_prefix("```") else {
-        return (None, 0);
+        return (None, all);
     };
     let language = language.trim_end();
     if language.is_empty() || !language.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return (None, 0);
+        return (None, all);
     }
-    let Some(close) = all
-        .iter()
-        .skip(1)
-        .position(|l| l.text.strip_prefix("```").is_some_and(lines::is_blank))
+    let Some(close) = rest
+        .clone()
+        .find(|l| l.text.strip_prefix("```").is_some_and(lines::is_blank))
     else {
         diagnostics.push(Diagnostic::warning(
             K::UnclosedFrontmatter,
             1,
             format!("the ```{language} frontmatter opened on line 1 is never closed; add a line ``` after it"),
         ));
-        return (None, 0);
+        return (None, all);
     };
-    let close = close + 1;
     let fence = Fence {
         opener: first.raw.into(),
         ticks: 3,
         language: language.into(),
         info: "".into(),
-        content: lines::span(source, &all[1..close]).into(),
-        closer: Some(all[close].raw.into()),
-        lines: LineRange::new(1, close + 1),
+        content: source[first.raw.len()..close.offset].into(),
+        closer: Some(close.raw.into()),
+        lines: LineRange::new(1, close.number),
     };
     check_frontmatter(language, &fence.content, diagnostics);
     (
@@ -106,7 +120,7 @@ fn frontmatter<'a>(
             language: language.into(),
             fence,
         }),
-        close + 1,
+        LineIter::new(source, close.offset + close.raw.len(), close.number + 1),
     )
 }
 
@@ -138,43 +152,63 @@ fn check_frontmatter(language: &str, code: &str, diagnostics: &mut Vec<Diagnosti
     }
 }
 
-/// The line ranges (indexes into `body`) of the messages. `body` starts
-/// with a role line.
-fn split_messages(body: &[Line<'_>], diagnostics: &mut Vec<Diagnostic>) -> Vec<std::ops::Range<usize>> {
-    let mut ranges = Vec::new();
-    let mut start = 0;
+/// Splits `body` (which starts with a role line) into messages, tracking
+/// fences so that a role line inside a fenced block is content, and hands
+/// each message's lines to `each`. One buffer of lines serves every
+/// message: it stays small (and in cache) however large the document is.
+fn split_messages<'a>(
+    body: LineIter<'a>,
+    diagnostics: &mut Vec<Diagnostic>,
+    mut each: impl FnMut(&[Line<'a>], &mut Vec<Diagnostic>),
+) {
+    // The diagnostic of a fence left open goes before those of the
+    // messages, as when the messages were split first.
+    let before_messages = diagnostics.len();
+    let mut buffer: Vec<Line<'a>> = Vec::new();
     let mut open: Option<(usize, usize)> = None;
-    for (i, line) in body.iter().enumerate() {
+    for line in body {
         if let Some((ticks, _)) = open {
             if lines::fence_close(line.text, ticks) {
                 open = None;
             }
+            buffer.push(line);
             continue;
         }
-        if i > 0 && marker_of(line).is_some() {
-            ranges.push(start..i);
-            start = i;
+        if !buffer.is_empty() && marker_of(&line).is_some() {
+            each(&buffer, diagnostics);
+            buffer.clear();
+            buffer.push(line);
             continue;
         }
         if let Some(ticks) = lines::fence_open(line.text) {
             open = Some((ticks, line.number));
         }
+        buffer.push(line);
+    }
+    if !buffer.is_empty() {
+        each(&buffer, diagnostics);
     }
     if let Some((_, opened)) = open {
-        diagnostics.push(Diagnostic::error(
-            K::UnclosedFence,
-            opened,
-            format!(
-                "the fence opened on line {opened} is never closed, so everything after it (role lines included) \
-                 is inside it; close it with a line of backticks as long as its opener"
+        diagnostics.insert(
+            before_messages,
+            Diagnostic::error(
+                K::UnclosedFence,
+                opened,
+                format!(
+                    "the fence opened on line {opened} is never closed, so everything after it (role lines included) \
+                     is inside it; close it with a line of backticks as long as its opener"
+                ),
             ),
-        ));
+        );
     }
-    ranges.push(start..body.len());
-    ranges
 }
 
-fn message<'a>(source: &'a str, lines: &[Line<'a>], diagnostics: &mut Vec<Diagnostic>) -> Message<'a> {
+fn message<'a>(
+    source: &'a str,
+    lines: &[Line<'a>],
+    diagnostics: &mut Vec<Diagnostic>,
+    ids: &mut Ids<'a>,
+) -> Message<'a> {
     let first = lines[0];
     let last = lines[lines.len() - 1].number;
     let (name, inline) = marker_of(&first).unwrap_or_default();
@@ -218,6 +252,7 @@ fn message<'a>(source: &'a str, lines: &[Line<'a>], diagnostics: &mut Vec<Diagno
         out: Vec::new(),
         text: None,
         diagnostics,
+        ids,
     }
     .run();
     Message {
@@ -239,6 +274,7 @@ struct Segments<'a, 'r, 'd> {
     /// The index where the current text run started.
     text: Option<usize>,
     diagnostics: &'d mut Vec<Diagnostic>,
+    ids: &'d mut Ids<'a>,
 }
 
 impl<'a> Segments<'a, '_, '_> {
@@ -403,6 +439,7 @@ impl<'a> Segments<'a, '_, '_> {
             Some(_) => {}
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
+        self.ids.uses.push((id, header.number));
         self.out.push(Segment::ToolUse(Box::new(ToolUse {
             name: name.into(),
             id: id.into(),
@@ -415,9 +452,16 @@ impl<'a> Segments<'a, '_, '_> {
 
     fn tool_result(&mut self, header: Line<'a>, id: &'a str, rest: &str) {
         self.at += 1;
-        let (mut status, mut meta) = match lines::status_suffix(rest) {
-            Some(tokens) => read_status(tokens),
-            None => {
+        let lone = lone_status(rest);
+        let suffix = if lone.is_some() {
+            None
+        } else {
+            lines::status_suffix(rest)
+        };
+        let (mut status, mut meta) = match (lone, suffix) {
+            (Some(status), _) => (Some(status), Vec::new()),
+            (None, Some(tokens)) => read_status(tokens),
+            (None, None) => {
                 if !lines::is_blank(rest) {
                     self.diagnostics.push(Diagnostic::warning(
                         K::IgnoredHeaderText,
@@ -457,6 +501,7 @@ impl<'a> Segments<'a, '_, '_> {
             Some(_) => {}
         }
         let end = fence.as_ref().map_or(header.number, |f| f.lines.end);
+        self.ids.results.push((id, header.number));
         self.out.push(Segment::ToolResult(Box::new(ToolResult {
             id: id.into(),
             status,
@@ -517,6 +562,16 @@ impl<'a> Segments<'a, '_, '_> {
     }
 }
 
+/// The status of a suffix that is one status word alone (`(error)`,
+/// `(status=pending)`): the common case, read without building tokens.
+fn lone_status(rest: &str) -> Option<Status> {
+    let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+    if inner.is_empty() || inner.contains(char::is_whitespace) {
+        return None;
+    }
+    Status::parse(inner.strip_prefix("status=").unwrap_or(inner))
+}
+
 /// The status among `tokens` (`status=X` wins over a bare word) and the
 /// other tokens, as written.
 pub(crate) fn read_status(tokens: Vec<String>) -> (Option<Status>, Vec<String>) {
@@ -559,49 +614,46 @@ impl Hasher for IdHasher {
 }
 
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
-/// Duplicate tool-use ids, duplicate results, and results that answer no
-/// tool use.
-fn check_ids(messages: &[Message], diagnostics: &mut Vec<Diagnostic>) {
-    let mut uses: IdMap<&str, usize> = IdMap::default();
-    for m in messages {
-        for s in &m.segments {
-            if let Segment::ToolUse(u) = s {
-                if let Some(first) = uses.get(u.id.as_ref()) {
-                    diagnostics.push(Diagnostic::error(
-                        K::DuplicateToolUseId,
-                        u.lines.start,
-                        format!(
-                            "the tool use id `{}` is already used on line {first}; ids must be unique",
-                            u.id
-                        ),
-                    ));
-                } else {
-                    uses.insert(&u.id, u.lines.start);
-                }
+/// The ids of the document's tool uses and results with their header
+/// lines, in document order, gathered while the messages are read (so
+/// that checking them never walks the whole tree again).
+#[derive(Default)]
+struct Ids<'a> {
+    uses: Vec<(&'a str, usize)>,
+    results: Vec<(&'a str, usize)>,
+}
+
+impl Ids<'_> {
+    /// Duplicate tool-use ids, duplicate results, and results that answer
+    /// no tool use.
+    fn check(&self, diagnostics: &mut Vec<Diagnostic>) {
+        // Each use's line, and whether a result answered it yet.
+        let mut uses: IdMap<&str, (usize, bool)> = IdMap::with_capacity_and_hasher(self.uses.len(), Default::default());
+        for &(id, line) in &self.uses {
+            if let Some((first, _)) = uses.get(id) {
+                diagnostics.push(Diagnostic::error(
+                    K::DuplicateToolUseId,
+                    line,
+                    format!("the tool use id `{id}` is already used on line {first}; ids must be unique"),
+                ));
+            } else {
+                uses.insert(id, (line, false));
             }
         }
-    }
-    let mut answered: IdSet<&str> = IdSet::default();
-    for m in messages {
-        for s in &m.segments {
-            let Segment::ToolResult(r) = s else { continue };
-            if !uses.contains_key(r.id.as_ref()) {
-                diagnostics.push(Diagnostic::error(
+        for &(id, line) in &self.results {
+            match uses.get_mut(id) {
+                None => diagnostics.push(Diagnostic::error(
                     K::UnmatchedToolResult,
-                    r.lines.start,
-                    format!(
-                        "the tool result `{}` answers no tool use; fix its id or remove it",
-                        r.id
-                    ),
-                ));
-            } else if !answered.insert(&r.id) {
-                diagnostics.push(Diagnostic::error(
+                    line,
+                    format!("the tool result `{id}` answers no tool use; fix its id or remove it"),
+                )),
+                Some((_, true)) => diagnostics.push(Diagnostic::error(
                     K::DuplicateToolResult,
-                    r.lines.start,
-                    format!("the tool use `{}` already has a result above; keep only one", r.id),
-                ));
+                    line,
+                    format!("the tool use `{id}` already has a result above; keep only one"),
+                )),
+                Some((_, answered)) => *answered = true,
             }
         }
     }

@@ -9,7 +9,10 @@ impl<'a> Document<'a> {
     /// The document as text. For a parsed document this is the text it was
     /// parsed from.
     pub fn write(&self) -> String {
-        let mut out = String::with_capacity(self.len_hint());
+        // Grown as it is written rather than sized by a first walk over
+        // the tree: for a large document, that walk (over memory long out
+        // of cache) cost more than the few doublings of the buffer.
+        let mut out = String::new();
         if let Some(f) = &self.frontmatter {
             f.fence.write_to(&mut out);
         }
@@ -21,26 +24,6 @@ impl<'a> Document<'a> {
             }
         }
         out
-    }
-
-    /// The length of [`Document::write`]'s text, so it is built in one
-    /// allocation.
-    fn len_hint(&self) -> usize {
-        let fence = |f: &Fence<'_>| f.opener.len() + f.content.len() + f.closer.as_ref().map_or(0, |c| c.len());
-        let segment = |s: &Segment<'_>| match s {
-            Segment::Text(t) => t.text.len(),
-            Segment::ToolUse(u) => u.header.len() + u.gap.len() + u.fence.as_ref().map_or(0, fence),
-            Segment::ToolResult(r) => r.header.len() + r.gap.len() + r.fence.as_ref().map_or(0, fence),
-            Segment::Thinking(t) => t.opener.len() + t.content.len() + t.closer.as_ref().map_or(0, |c| c.len()),
-            Segment::Aborted(a) => a.line_text.len(),
-        };
-        self.frontmatter.as_ref().map_or(0, |f| fence(&f.fence))
-            + self.preamble.len()
-            + self
-                .messages
-                .iter()
-                .map(|m| m.marker.len() + m.segments.iter().map(segment).sum::<usize>())
-                .sum::<usize>()
     }
 
     /// The document with its legacy forms rewritten in the current form

@@ -12,6 +12,8 @@ mod batch;
 mod chat;
 #[path = "suite/chat_cycle.rs"]
 mod chat_cycle;
+#[path = "suite/command_tools.rs"]
+mod command_tools;
 #[path = "suite/common/mod.rs"]
 mod common;
 #[path = "suite/complete.rs"]

@@ -14,6 +14,33 @@ pub fn api_name(name: &str) -> String {
     out
 }
 
+/// The longest name a user-defined tool may have: what providers accept.
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// Whether `name` may name a tool a user defines (a command tool, a Lua
+/// tool): 1 to 64 ASCII letters, digits, `_` or `-`, starting with a letter,
+/// so that it is its own API name and every provider accepts it; not
+/// `mcp__…`, which names bridged tools. The error says what to change.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    let shape = !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !shape {
+        return Err(format!(
+            "the tool name `{name}` must be 1 to {MAX_TOOL_NAME} ASCII letters, digits, `_` or `-`, starting with a letter"
+        ));
+    }
+    if name.to_ascii_lowercase().starts_with("mcp__") {
+        return Err(format!(
+            "the tool name `{name}` starts with `mcp__`, which names the tools of bridged MCP servers; choose another"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `pattern` (only `*` is special, anchored at both ends) matches
 /// `text`. Tool-name matching is case-insensitive; argument matching is not.
 pub fn glob_match(pattern: &str, text: &str, case_insensitive: bool) -> bool {
@@ -77,6 +104,28 @@ pub fn closest_n<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_tool_names() {
+        for ok in ["run_tests", "a", "Fmt-check2"] {
+            assert_eq!(check_tool_name(ok), Ok(()), "{ok}");
+        }
+        let long = "a".repeat(MAX_TOOL_NAME + 1);
+        for bad in [
+            "",
+            "2x",
+            "_x",
+            "run tests",
+            "a.b",
+            "a:b",
+            "é",
+            long.as_str(),
+            "mcp__s__t",
+            "MCP__x",
+        ] {
+            assert!(check_tool_name(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn api_names() {

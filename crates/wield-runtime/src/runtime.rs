@@ -124,7 +124,7 @@ impl Runtime {
     /// Loads the configuration layers of `workspace` (built-in defaults,
     /// the user's file, the project's `.wield/config.toml`, the options'
     /// file, environment and settings), registers the built-in tools, the
-    /// front-end's and the bridged MCP servers' (those `options.servers`
+    /// front-end's, the user's command tools and the bridged MCP servers' (those `options.servers`
     /// names start now, each within its timeout; one that fails is a
     /// warning), and decides the policy.
     pub async fn load(workspace: impl AsRef<Path>, options: RuntimeOptions) -> Result<Self, Error> {
@@ -166,6 +166,17 @@ impl Runtime {
             loader = loader.overrides("--set", overrides);
         }
         let config = loader.load(&known).map_err(Error::usage)?;
+        // The user's command tools, from the configuration and tool files.
+        let command_tools = wield_tools::command::tools(
+            &config,
+            &workspace,
+            registry
+                .list()
+                .map(|r| (r.tool.spec().name.as_str(), r.source.as_str())),
+        )
+        .map_err(Error::usage)?;
+        crate::tool_set::register_commands(&mut registry, &command_tools)
+            .map_err(|e| Error::usage(format!("registering the command tools: {e}")))?;
 
         let mut services = Services::new();
         wield_tools::install_services(&mut services, &config, &workspace).map_err(Error::usage)?;
@@ -207,6 +218,7 @@ impl Runtime {
             Arc::clone(&config),
             options.policy,
             local_tools,
+            command_tools,
         );
         let audit = options.audit.or_else(|| config.audit.file.clone());
         let inner = Arc::new(Inner {
@@ -328,6 +340,12 @@ impl Runtime {
                         below,
                     )));
                 }
+                // `requires_approval = true` asks above every approve rule.
+                let below = chain.clone();
+                chain.add(Arc::new(wield_tools::command::AlwaysAskResolver::new(
+                    Arc::clone(&registry),
+                    below,
+                )));
                 let mut builder = ExecutorBuilder::new(Arc::clone(&registry), Arc::clone(&config), &workspace)
                     .approver(approver)
                     .services(services)

@@ -54,6 +54,8 @@ struct Shared {
     options: PolicyOptions,
     /// The front-end's own tools, registered with the built-in ones.
     extra: Vec<ToolRef>,
+    /// The user's command tools (source `command`).
+    commands: Vec<ToolRef>,
     /// One rebuild at a time, so the last one stored saw every change.
     rebuilding: Mutex<()>,
 }
@@ -65,12 +67,19 @@ impl WeakSharedTools {
 }
 
 impl SharedTools {
-    pub(crate) fn new(first: ToolSet, config: Arc<Config>, options: PolicyOptions, extra: Vec<ToolRef>) -> Self {
+    pub(crate) fn new(
+        first: ToolSet,
+        config: Arc<Config>,
+        options: PolicyOptions,
+        extra: Vec<ToolRef>,
+        commands: Vec<ToolRef>,
+    ) -> Self {
         Self(Arc::new(Shared {
             current: RwLock::new(Arc::new(first)),
             config,
             options,
             extra,
+            commands,
             rebuilding: Mutex::new(()),
         }))
     }
@@ -92,6 +101,8 @@ impl SharedTools {
         registry
             .register_many(local_tools(&self.0.extra))
             .map_err(|e| format!("registering the built-in tools: {e}"))?;
+        register_commands(&mut registry, &self.0.commands)
+            .map_err(|e| format!("registering the command tools: {e}"))?;
         for (source, tool) in mcp.tools() {
             if let Err(e) = registry.register_from(tool, &source) {
                 registry.warn(source, e.to_string());
@@ -120,6 +131,14 @@ pub(crate) fn first_registry(extra: &[ToolRef]) -> Result<Registry, wield_core::
     let mut registry = Registry::new();
     registry.register_many(local_tools(extra))?;
     Ok(registry)
+}
+
+/// Register the user's command tools, under the source `command`.
+pub(crate) fn register_commands(registry: &mut Registry, tools: &[ToolRef]) -> Result<(), wield_core::RegistryError> {
+    for tool in tools {
+        registry.register_from(Arc::clone(tool), wield_tools::command::SOURCE)?;
+    }
+    Ok(())
 }
 
 /// Record, with the sources' other warnings, why tools of a bridged

@@ -8,6 +8,8 @@
 //! - [`calculator`]: an expression evaluator, the pipeline's smallest proof;
 //! - [`fs`]: read, write, edit, ls, mkdir, glob, grep on a confined workspace;
 //! - [`shell`]: bash and background processes;
+//! - [`command`]: tools a user defines as a list of commands, run like
+//!   bash's without a shell;
 //! - [`web`]: web_fetch and web_search behind an SSRF guard;
 //! - [`patch`]: multi-file patches applied completely or not at all;
 //! - [`load_tools`]: loads deferred tools' schemas for the rest of a session;
@@ -20,6 +22,7 @@ use std::path::Path;
 use wield_core::{Config, KeyTree, Services, ToolRef};
 
 pub mod calculator;
+pub mod command;
 pub mod fs;
 pub mod load_tools;
 pub mod memory;
@@ -58,10 +61,12 @@ pub fn workspace_tools(workspace: &Path) -> Vec<ToolRef> {
 }
 
 /// Register the config keys the built-in tools read outside their own
-/// `[tool]` tables (`sandbox.*`, `process.*`, `read_before.*`).
+/// `[tool]` tables (`sandbox.*`, `process.*`, `read_before.*`,
+/// `tools.command`).
 pub fn register_config_keys(known: &mut KeyTree) {
     known.register(shell::CONFIG_KEYS);
     known.register(fs::CONFIG_KEYS);
+    known.register(command::CONFIG_KEYS);
 }
 
 /// Install the services the built-in tools need (file confinement, command

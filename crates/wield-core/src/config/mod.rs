@@ -334,6 +334,10 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Where each layer came from, lowest first.
     pub origins: Vec<String>,
+    /// Each loaded layer's own table with where it came from, lowest first:
+    /// for settings that add up across layers (lists of definitions, which
+    /// the merge would otherwise replace) and whose errors name their file.
+    pub layers: Vec<(String, toml::Table)>,
 }
 
 impl Config {
@@ -347,6 +351,7 @@ impl Config {
             audit: section(&table, "audit")?,
             table,
             origins: Vec::new(),
+            layers: Vec::new(),
         })
     }
 
@@ -376,19 +381,32 @@ impl Config {
             })
     }
 
+    /// The value at a dotted path in each layer that sets it, with the
+    /// layer's origin, lowest first (see [`layers`](Self::layers)).
+    pub fn layered_values(&self, path: &str) -> Vec<(&str, &toml::Value)> {
+        self.layers
+            .iter()
+            .filter_map(|(origin, table)| value_in(table, path).map(|v| (origin.as_str(), v)))
+            .collect()
+    }
+
     /// A single value by dotted path.
     pub fn value(&self, path: &str) -> Option<&toml::Value> {
-        let mut parts = path.split('.').peekable();
-        let mut node = &self.table;
-        while let Some(part) = parts.next() {
-            let v = node.get(part)?;
-            if parts.peek().is_none() {
-                return Some(v);
-            }
-            node = v.as_table()?;
-        }
-        None
+        value_in(&self.table, path)
     }
+}
+
+fn value_in<'a>(table: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let mut parts = path.split('.').peekable();
+    let mut node = table;
+    while let Some(part) = parts.next() {
+        let v = node.get(part)?;
+        if parts.peek().is_none() {
+            return Some(v);
+        }
+        node = v.as_table()?;
+    }
+    None
 }
 
 fn section<T: for<'de> Deserialize<'de> + Default>(table: &toml::Table, name: &str) -> Result<T, ConfigError> {
@@ -462,6 +480,7 @@ impl ConfigLoader {
     pub fn load(&self, known: &KeyTree) -> Result<Config, ConfigError> {
         let mut merged = toml::Table::new();
         let mut origins = vec!["defaults".to_owned()];
+        let mut layers = Vec::new();
         for (path, required) in &self.files {
             let text = match std::fs::read_to_string(path) {
                 Ok(t) => t,
@@ -492,22 +511,26 @@ impl ConfigLoader {
                 message: e.to_string(),
             })?;
             known.check(&table, &origin)?;
+            layers.push((origin.clone(), table.clone()));
             merge(&mut merged, table);
             origins.push(origin);
         }
         let env_table = env_layer(&self.env)?;
         if !env_table.is_empty() {
             known.check(&env_table, "the environment")?;
+            layers.push(("the environment".to_owned(), env_table.clone()));
             merge(&mut merged, env_table);
             origins.push("environment".into());
         }
         for (origin, table) in &self.overrides {
             known.check(table, origin)?;
+            layers.push((origin.clone(), table.clone()));
             merge(&mut merged, table.clone());
             origins.push(origin.clone());
         }
         let mut config = Config::from_table(merged)?;
         config.origins = origins;
+        config.layers = layers;
         Ok(config)
     }
 }
@@ -621,6 +644,23 @@ mod tests {
         let mut known = KeyTree::core();
         known.register(&["other.setting"]);
         known.check(&t, "x").unwrap();
+    }
+
+    #[test]
+    fn each_layer_keeps_its_own_lists_with_its_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+        std::fs::write(&a, "[[tools.command]]\nname = \"one\"\n").unwrap();
+        std::fs::write(&b, "[[tools.command]]\nname = \"two\"\n").unwrap();
+        let mut known = KeyTree::core();
+        known.register(&["tools.command"]);
+        let config = ConfigLoader::new().file(&a).file(&b).load(&known).unwrap();
+        // The merge keeps the higher list only; the layers keep both.
+        let merged = config.value("tools.command").and_then(toml::Value::as_array).unwrap();
+        assert_eq!(merged.len(), 1);
+        let layered = config.layered_values("tools.command");
+        let origins: Vec<&str> = layered.iter().map(|(o, _)| *o).collect();
+        assert_eq!(origins, [a.display().to_string(), b.display().to_string()]);
     }
 
     #[test]

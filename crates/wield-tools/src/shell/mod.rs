@@ -37,8 +37,9 @@ pub(crate) mod git_watch;
 mod output;
 mod processes;
 mod protected_globs;
+pub(crate) mod run;
 mod session_hooks;
-mod settings;
+pub(crate) mod settings;
 
 pub use bash::BashTool;
 pub use processes::{

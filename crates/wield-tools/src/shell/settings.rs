@@ -431,6 +431,13 @@ impl ShellService {
         };
         let mut argv: Vec<OsString> = self.settings.shell.iter().map(OsString::from).collect();
         argv.push(command.into());
+        self.wrap(argv)
+    }
+
+    /// An argv as it runs: wrapped in the sandbox (or, unconfined, kept so
+    /// that no process of it outlives it); with the guard of what the
+    /// sandbox needs while its processes live.
+    pub(crate) fn wrap(&self, argv: Vec<OsString>) -> Result<(Vec<OsString>, RunGuard), String> {
         match self.plan()? {
             // Unconfined, but kept: no process of the command outlives it.
             None => Ok((
