@@ -556,3 +556,48 @@ fn lua_frontmatter_edits_the_approval_lists_and_may_answer_with_a_function() {
     assert!(out.contains("c.chat: frontmatter: the Lua frontmatter failed"), "{out}");
     assert!(!env.ws("pwned").exists());
 }
+
+#[test]
+fn the_frontmatter_sets_the_model_its_parameters_and_the_tools_offered() {
+    let (env, provider) = project(vec![Turn::Text("Hi."), Turn::Text("Hi again.")]);
+    env.put(
+        "a.chat",
+        "```toml\nprovider = \"fake\"\nmodel = \"other-model\"\nmax_tokens = 77\ntemperature = 0.25\ntools = [\"read\", \"write\", \"bash\"]\n```\n@You:\nHi\n",
+    );
+    let (code, out) = chat(&env, &["a.chat"]);
+    assert_eq!(code, 0, "{out}");
+    let request = &provider.requests()[0];
+    assert_eq!(request["model"], "other-model");
+    assert_eq!(request["temperature"], 0.25);
+    assert!(request.to_string().contains("77"), "{request}");
+    let offered = |r: &Value| -> Vec<String> {
+        let mut names: Vec<String> = r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(offered(request), ["bash", "read", "write"]);
+
+    // `-name` takes one away from the usual set; `--model` wins.
+    env.put("b.chat", "```toml\ntools = [\"-bash\", \"-write\"]\n```\n@You:\nHi\n");
+    let (code, out) = chat(&env, &["b.chat", "--model", "cli-model"]);
+    assert_eq!(code, 0, "{out}");
+    let request = &provider.requests()[1];
+    assert_eq!(request["model"], "cli-model");
+    let names = offered(request);
+    assert!(
+        names.contains(&"read".to_string()) && !names.contains(&"bash".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"write".to_string()), "{names:?}");
+
+    // A document cannot turn the sandbox off.
+    env.put("c.chat", "```toml\nsandbox = false\n```\n@You:\nHi\n");
+    let (code, out) = chat(&env, &["c.chat"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("cannot turn the sandbox off"), "{out}");
+}
