@@ -124,27 +124,10 @@ unset WIELD_INCLUDE_TOOLS WIELD_EXCLUDE_TOOLS WIELD_PROFILE WIELD_AUDIT OPENAI_A
   OPENAI_BASE_URL ANTHROPIC_API_KEY GEMINI_API_KEY 2>/dev/null || true
 mkdir -p "$CODEX_HOME"
 
-# One provider per run, so each log holds that run alone; its port goes into the
-# agents' configuration.
-provider_pid=""
-stop_provider() { [ -z "$provider_pid" ] || { kill "$provider_pid" 2>/dev/null || true; wait "$provider_pid" 2>/dev/null || true; }; provider_pid=""; }
-trap stop_provider EXIT
-start_provider() { # LOG
-  python3 "$PROVIDER" --log "$1" > "$1.port" &
-  provider_pid=$!
-  for _ in $(seq 100); do [ -s "$1.port" ] && break; sleep 0.05; done
-  port=$(cat "$1.port")
-  [ -n "$port" ] || { echo "the bench provider did not start" >&2; exit 1; }
-  cat > "$XDG_CONFIG_HOME/wield/config.toml" <<EOF
-default_provider = "bench"
-
-[providers.bench]
-kind = "openai-responses"
-base_url = "http://127.0.0.1:$port/v1"
-model = "bench-model"
-api_key_env = "BENCH_API_KEY"
-max_retries = 0
-EOF
+# One provider per run; its port goes into the agents' configuration.
+source bench/bench_provider.sh
+start_agents_provider() { # LOG
+  start_provider "$1"
   cat > "$CODEX_HOME/config.toml" <<EOF
 model = "bench-model"
 model_provider = "bench"
@@ -174,7 +157,7 @@ EOF
 run_one() { # AGENT NAME: one run in a fresh workspace; prints nothing, leaves its files in runs/NAME.*
   local agent=$1 out=$BENCH_DIR/runs/$2 ws=$BENCH_DIR/runs/$2.ws status=0 start
   cp -a "$BENCH_DIR/template" "$ws"
-  start_provider "$out.log"
+  start_agents_provider "$out.log"
   start=$EPOCHREALTIME
   if [ "$agent" = wield ]; then
     (cd "$ws" && timeout 300 /usr/bin/time -f '%M' -o "$out.time" \

@@ -41,12 +41,12 @@ pub(crate) fn write(path: &Path, text: &str, durable: bool) -> io::Result<()> {
 }
 
 /// Writes `new` over `path` if it still holds `old`; `Ok(false)` when it
-/// changed since.
-pub(crate) fn replace(path: &Path, old: &str, new: &str) -> io::Result<bool> {
+/// changed since. `durable` as for [`write`].
+pub(crate) fn replace(path: &Path, old: &str, new: &str, durable: bool) -> io::Result<bool> {
     if read(path)? != old {
         return Ok(false);
     }
-    write(path, new, true)?;
+    write(path, new, durable)?;
     Ok(true)
 }
 
@@ -194,9 +194,9 @@ mod tests {
         let doc = dir.path().join("a.chat");
         fs::write(&doc, "one").unwrap();
         fs::set_permissions(&doc, fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(!replace(&doc, "other", "two").unwrap());
+        assert!(!replace(&doc, "other", "two", true).unwrap());
         assert_eq!(read(&doc).unwrap(), "one");
-        assert!(replace(&doc, "one", "two").unwrap());
+        assert!(replace(&doc, "one", "two", false).unwrap());
         assert_eq!(read(&doc).unwrap(), "two");
         assert_eq!(fs::metadata(&doc).unwrap().permissions().mode() & 0o777, 0o600);
     }

@@ -162,7 +162,7 @@ impl Cycle {
             let doc = crate::parse(&text);
             let (rewritten, legacy) = doc.rewrite_legacy();
             if legacy > 0 {
-                file::replace(&self.file, &text, &rewritten).map_err(|e| self.io(e))?;
+                file::replace(&self.file, &text, &rewritten, true).map_err(|e| self.io(e))?;
                 continue;
             }
             // Phase 1.
@@ -250,13 +250,19 @@ impl Cycle {
 
     /// Applies `edit` to the document as it is now, and writes the result
     /// if the file did not change meanwhile (else again, on the new text).
-    fn edit(&self, mut edit: impl FnMut(&str) -> Result<Option<String>, CycleError>) -> Result<(), CycleError> {
+    /// `durable` syncs it to disk: for what cannot be made again (results),
+    /// not for placeholders.
+    fn edit(
+        &self,
+        durable: bool,
+        mut edit: impl FnMut(&str) -> Result<Option<String>, CycleError>,
+    ) -> Result<(), CycleError> {
         for _ in 0..RETRIES {
             let text = self.read()?;
             let Some(new) = edit(&text)? else {
                 return Ok(());
             };
-            if file::replace(&self.file, &text, &new).map_err(|e| self.io(e))? {
+            if file::replace(&self.file, &text, &new, durable).map_err(|e| self.io(e))? {
                 return Ok(());
             }
         }
@@ -277,7 +283,7 @@ impl Cycle {
             .collect();
         let first = phases::insert_blocks(text, doc, &blocks);
         let mut first = Some(first);
-        self.edit(|now| {
+        self.edit(false, |now| {
             if let Some(new) = first.take().filter(|_| now == text) {
                 return Ok(Some(new));
             }
@@ -374,7 +380,7 @@ impl Cycle {
                 });
             }
         }
-        self.edit(|now| Ok(Some(phases::apply(now, &outcomes)?)))?;
+        self.edit(true, |now| Ok(Some(phases::apply(now, &outcomes)?)))?;
         Ok(outcomes.len())
     }
 
@@ -393,7 +399,7 @@ impl Cycle {
         if doc.messages.last().is_some_and(|m| m.speaker == Speaker::You) {
             return Ok(());
         }
-        self.edit(|now| {
+        self.edit(false, |now| {
             let doc = crate::parse(now);
             if doc.messages.last().is_some_and(|m| m.speaker == Speaker::You) {
                 return Ok(None);
@@ -526,7 +532,9 @@ impl Cycle {
                     (id, block)
                 })
                 .collect();
-            self.edit(|now| Ok(Some(phases::insert_blocks(now, &crate::parse(now), &bad))))?;
+            self.edit(true, |now| {
+                Ok(Some(phases::insert_blocks(now, &crate::parse(now), &bad)))
+            })?;
         }
         Ok(if calls.is_empty() { Sent::Answer } else { Sent::Calls })
     }
