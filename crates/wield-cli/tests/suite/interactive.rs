@@ -265,8 +265,9 @@ fn the_model_asks_and_the_person_chooses_an_option() {
     env.put(".wield/config.toml", &model.config());
     let t = Tmux::start(&env, &[]);
     t.type_line("Paint it");
-    let screen = t.wait_for("Which colour?");
-    assert!(screen.contains("red — warm"), "{screen}");
+    // The options, not the call's preview line (which names the question too).
+    let screen = t.wait_for("red — warm");
+    assert!(screen.contains("Which colour?"), "{screen}");
     t.keys(&["Down", "Enter"]);
     t.wait_for("Blue it is.");
     t.type_line("/exit");
