@@ -2,6 +2,7 @@
 //! what is sent: text inline, images and PDFs as content blocks. A file
 //! that cannot be read stops the send, naming the reference and its line.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -21,18 +22,26 @@ pub(crate) fn attach(r: &FileRef, base: &Path) -> Result<Block, ChatError> {
         line: r.line,
         why,
     };
-    let meta = std::fs::metadata(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let real = std::fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    // The kernel's files are not documents (and `/proc/self/environ` would
+    // send the process's secrets).
+    if ["/proc", "/sys", "/dev"].iter().any(|p| real.starts_with(p)) {
+        return Err(fail(format!("{} is a system file, not one to send", real.display())));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     if !meta.is_file() {
         return Err(fail(format!("{} is not a file", path.display())));
     }
-    if meta.len() > MAX_ATTACHMENT {
+    let mut bytes = Vec::new();
+    std::fs::File::open(&real)
+        .and_then(|f| f.take(MAX_ATTACHMENT + 1).read_to_end(&mut bytes))
+        .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    if bytes.len() as u64 > MAX_ATTACHMENT {
         return Err(fail(format!(
-            "{} has {} bytes, more than the {MAX_ATTACHMENT} an attachment may have",
-            path.display(),
-            meta.len()
+            "{} has more than the {MAX_ATTACHMENT} bytes an attachment may have",
+            path.display()
         )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     let mime = r.mime.clone().unwrap_or_else(|| guess(&path).to_string());
     let data = || base64::engine::general_purpose::STANDARD.encode(&bytes);
     if mime.starts_with("image/") {

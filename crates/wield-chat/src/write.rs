@@ -64,7 +64,7 @@ impl<'a> Document<'a> {
     pub fn with_status(&self, id: &str, status: Option<Status>) -> Result<String, ChatError> {
         let mut doc = self.clone();
         let r = doc.result_mut(id)?;
-        let header = result_header(&r.id, status, &r.meta);
+        let header = result_header(&r.id, status, &other_meta(&r.meta));
         r.header = format!("{header}{}", ending_of(&r.header)).into();
         Ok(doc.write())
     }
@@ -86,7 +86,7 @@ impl<'a> Document<'a> {
             match &o.content {
                 Some(content) => r.replace(o.status, content),
                 None => {
-                    let header = result_header(&r.id, o.status, &r.meta);
+                    let header = result_header(&r.id, o.status, &other_meta(&r.meta));
                     r.header = format!("{header}{}", ending_of(&r.header)).into();
                 }
             }
@@ -155,6 +155,15 @@ fn write_segment(s: &Segment, out: &mut String) {
         }
         Segment::Aborted(a) => out.push_str(&a.line_text),
     }
+}
+
+/// A header's extra tokens without any that reads as a status (a second
+/// status word, `status=…`): a rewritten status is the only one.
+fn other_meta(meta: &[String]) -> Vec<String> {
+    meta.iter()
+        .filter(|t| Status::parse(t).is_none() && !t.starts_with("status="))
+        .cloned()
+        .collect()
 }
 
 /// The line ending of `line` (of its first line): `\r\n` or `\n`.
@@ -262,9 +271,20 @@ pub fn thinking_block(thinking: &wield_llm::Thinking) -> Option<String> {
             )
         }
     };
-    match (&thinking.signature, &thinking.redacted_data) {
+    // What goes between quotes or on lines of its own must be what
+    // providers send there (base64): anything else could end the tag.
+    let opaque = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-' | b'.'))
+    };
+    let signature = thinking.signature.as_deref().filter(|s| opaque(s));
+    let redacted = thinking.redacted_data.as_deref().filter(|s| opaque(s));
+    match (signature, redacted) {
         (Some(signature), _) if !tag.is_empty() => Some(signed(signature)),
-        (None, Some(data)) if kind == "openai-responses" => {
+        // Wrapped in base64 here, whatever it holds.
+        (None, _) if kind == "openai-responses" && thinking.redacted_data.is_some() => {
+            let data = thinking.redacted_data.as_deref().unwrap_or_default();
             let item = serde_json::json!({
                 "type": "reasoning",
                 "id": thinking.item_id,

@@ -16,6 +16,30 @@ pub(crate) fn read(path: &Path) -> io::Result<String> {
 /// same permissions, renamed over it. `durable` also syncs it to disk (the
 /// last write of a step; the pieces of a streaming reply are not).
 pub(crate) fn write(path: &Path, text: &str, durable: bool) -> io::Result<()> {
+    let tmp = prepare(path, text, durable)?;
+    commit(&tmp, path)
+}
+
+/// Writes `new` over `path` if it still holds `old`; `Ok(false)` when it
+/// changed since. `durable` as for [`write`]. The file is compared again
+/// once the new text is ready, just before it replaces it, so a person's
+/// save can only be lost in the moment between that reading and the
+/// rename.
+pub(crate) fn replace(path: &Path, old: &str, new: &str, durable: bool) -> io::Result<bool> {
+    if read(path)? != old {
+        return Ok(false);
+    }
+    let tmp = prepare(path, new, durable)?;
+    if read(path)? != old {
+        let _ = fs::remove_file(&tmp);
+        return Ok(false);
+    }
+    commit(&tmp, path)?;
+    Ok(true)
+}
+
+/// A new file beside `path` holding `text`, with `path`'s permissions.
+fn prepare(path: &Path, text: &str, durable: bool) -> io::Result<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -32,22 +56,22 @@ pub(crate) fn write(path: &Path, text: &str, durable: bool) -> io::Result<()> {
         if durable {
             f.sync_all()?;
         }
-        fs::rename(&tmp, path)
+        Ok(())
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
 }
 
-/// Writes `new` over `path` if it still holds `old`; `Ok(false)` when it
-/// changed since. `durable` as for [`write`].
-pub(crate) fn replace(path: &Path, old: &str, new: &str, durable: bool) -> io::Result<bool> {
-    if read(path)? != old {
-        return Ok(false);
-    }
-    write(path, new, durable)?;
-    Ok(true)
+/// `tmp` renamed over `path`.
+fn commit(tmp: &Path, path: &Path) -> io::Result<()> {
+    fs::rename(tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(tmp);
+    })
 }
 
 /// One cycle per document: a lock file beside it (`.NAME.lock`), held with

@@ -136,6 +136,10 @@ pub enum CycleError {
     /// The provider failed; the reply so far is in the document, marked.
     #[error("the provider failed: {0}")]
     Provider(String),
+    /// A phase's writes did not read back as it meant (a tool-use id no
+    /// result header can name): stopped instead of going round.
+    #[error("{0}")]
+    Stuck(String),
     /// The document kept changing while wield tried to write it.
     #[error("{0} kept changing while wield wrote it; nothing was lost: run the cycle again")]
     Busy(String),
@@ -154,12 +158,29 @@ impl Cycle {
         let mut steps = 0;
         // Replies with tool calls in this run.
         let mut with_calls = 0;
+        // Times round the loop: bounded, whatever a document holds.
+        let mut rounds = 0usize;
         loop {
             if cancel.is_cancelled() {
                 return Ok(Stop::Cancelled);
             }
             let text = self.read()?;
             let doc = crate::parse(&text);
+            // A document whose calls cannot be paired with their results
+            // (a duplicate id, an unclosed block, a result for no call) is
+            // not acted on at all until the person fixes it.
+            let blocking = doc.blocking();
+            if !blocking.is_empty() {
+                return Err(CycleError::Document(ChatError::Blocked {
+                    diagnostics: blocking.into_iter().cloned().collect(),
+                }));
+            }
+            rounds += 1;
+            if rounds > 8 + 4 * self.max_steps as usize {
+                return Err(CycleError::Stuck(
+                    "the cycle went round without getting anywhere; look at the last tool blocks it wrote".into(),
+                ));
+            }
             let (rewritten, legacy) = doc.rewrite_legacy();
             if legacy > 0 {
                 file::replace(&self.file, &text, &rewritten, true).map_err(|e| self.io(e))?;
@@ -200,7 +221,7 @@ impl Cycle {
                 return Ok(Stop::Waiting(plan.waiting));
             }
             // Phase 3: the calls of the last allowed reply ran; no more.
-            if with_calls >= self.max_steps {
+            if with_calls > 0 && with_calls >= self.max_steps {
                 return Ok(Stop::MaxSteps(with_calls));
             }
             if !has_message(&doc) {
@@ -257,7 +278,7 @@ impl Cycle {
         durable: bool,
         mut edit: impl FnMut(&str) -> Result<Option<String>, CycleError>,
     ) -> Result<(), CycleError> {
-        for _ in 0..RETRIES {
+        for attempt in 0..RETRIES {
             let text = self.read()?;
             let Some(new) = edit(&text)? else {
                 return Ok(());
@@ -265,6 +286,8 @@ impl Cycle {
             if file::replace(&self.file, &text, &new, durable).map_err(|e| self.io(e))? {
                 return Ok(());
             }
+            // Someone is saving it: give them a moment.
+            std::thread::sleep(std::time::Duration::from_millis(10 * (attempt as u64 + 1)));
         }
         Err(CycleError::Busy(self.file.display().to_string()))
     }
@@ -296,6 +319,17 @@ impl Cycle {
                 .collect();
             Ok((!still.is_empty()).then(|| phases::insert_blocks(now, &doc, &still)))
         })?;
+        // Each call now has a block that reads back as its own.
+        let now = crate::parse(&self.read()?).tool_calls();
+        if let Some(c) = now
+            .iter()
+            .find(|c| c.status == crate::CallStatus::Missing && placements.iter().any(|(id, _)| *id == c.id))
+        {
+            return Err(CycleError::Stuck(format!(
+                "line {}: the result block written for `{}` does not read back as its result (an id may not hold                  backticks or parentheses); give the tool use another id",
+                c.line, c.id
+            )));
+        }
         Ok((placements.len(), pending))
     }
 
@@ -380,7 +414,26 @@ impl Cycle {
                 });
             }
         }
-        self.edit(true, |now| Ok(Some(phases::apply(now, &outcomes)?)))?;
+        match self.edit(true, |now| Ok(Some(phases::apply(now, &outcomes)?))) {
+            Err(CycleError::Busy(_)) => {
+                // The calls ran: their results are kept beside the document.
+                let aside = reply::aside_path(&self.file, "results");
+                let text: String = outcomes
+                    .iter()
+                    .map(|o| {
+                        let block = write::tool_result_block(&o.id, o.status, "", o.content.as_deref().unwrap_or(""));
+                        format!("{block}\n")
+                    })
+                    .collect();
+                file::write(&aside, &text, true).map_err(|e| self.io(e))?;
+                return Err(CycleError::Busy(format!(
+                    "{} (the results of the calls that ran are in {})",
+                    self.file.display(),
+                    aside.display()
+                )));
+            }
+            r => r?,
+        }
         Ok(outcomes.len())
     }
 
@@ -467,9 +520,9 @@ impl Cycle {
             Ok(r) => r,
             Err(e) => {
                 let message = e.to_string();
-                if writer.is_empty() {
-                    writer.retract().map_err(|e| self.io(e))?;
-                } else {
+                // Nothing was written when nothing came: the document is as
+                // it was.
+                if !writer.is_empty() {
                     writer.raw(&format!(
                         "\n{}",
                         write::abort_marker(&format!("the provider failed: {message}"))
@@ -491,10 +544,25 @@ impl Cycle {
             return Ok(Sent::Cancelled);
         }
         // The calls, with ids and names a document can hold.
+        // Ids unique in the document: a call must never pair with another
+        // call's result (an old one, or an approved one).
+        let mut taken: std::collections::HashSet<String> = crate::parse(&self.read()?)
+            .tool_calls()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        let mut ids: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
         let mut calls = Vec::new();
         for (i, block) in reply.content.iter().enumerate() {
-            if let Block::ToolUse { id, name, input } = block {
-                let id = clean(id, &format!("call_{i}"));
+            if let Block::ToolUse { id: given, name, input } = block {
+                let mut id = clean(given, &format!("call_{i}"));
+                let mut n = 1;
+                while taken.contains(&id) {
+                    n += 1;
+                    id = format!("{}_{n}", clean(given, &format!("call_{i}")));
+                }
+                taken.insert(id.clone());
+                ids.insert(given.as_str(), id.clone());
                 let json = serde_json::to_string_pretty(input).unwrap_or_else(|_| "{}".into());
                 let sep = if writer.is_empty() { "" } else { "\n" };
                 writer.raw(&format!(
@@ -507,7 +575,7 @@ impl Cycle {
         for block in &reply.content {
             if let Block::Thinking(t) = block {
                 let mut t = t.clone();
-                t.text = safe::safe(&t.text).trim_end_matches('\n').to_string();
+                t.text = safe::safe_thinking(&t.text).trim_end_matches('\n').to_string();
                 if let Some(b) = write::thinking_block(&t) {
                     let sep = if writer.is_empty() { "" } else { "\n" };
                     writer.raw(&format!("{sep}{b}"));
@@ -526,10 +594,10 @@ impl Cycle {
             let bad: Vec<(String, String)> = reply
                 .bad_calls
                 .iter()
-                .map(|b| {
-                    let id = clean(&b.id, "");
+                .filter_map(|b| {
+                    let id = ids.get(b.id.as_str())?.clone();
                     let block = phases::placement_block(&id, &Placement::Refused(b.message()));
-                    (id, block)
+                    Some((id, block))
                 })
                 .collect();
             self.edit(true, |now| {

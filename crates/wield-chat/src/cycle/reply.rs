@@ -95,47 +95,47 @@ impl<'p> ReplyWriter<'p> {
             return Ok(());
         }
         let started = Instant::now();
-        let current = file::read(self.path)?;
-        if self.written.is_empty() {
-            self.pending.insert_str(0, &reply_header(&current));
-        } else if !current.ends_with(&self.written) {
-            // The person changed the reply: the rest goes beside it.
-            let aside = aside_path(self.path);
-            self.diverted = Some(aside.clone());
-            file::write(&aside, self.whole().trim_start_matches('\n'), true)?;
-            return Ok(());
+        for _ in 0..10 {
+            let current = file::read(self.path)?;
+            let header = if self.written.is_empty() {
+                reply_header(&current)
+            } else if current.ends_with(&self.written) {
+                String::new()
+            } else {
+                // The person changed the reply: the rest goes beside it.
+                let aside = aside_path(self.path, "reply");
+                self.diverted = Some(aside.clone());
+                file::write(&aside, self.whole().trim_start_matches('\n'), true)?;
+                return Ok(());
+            };
+            let mut new = String::with_capacity(current.len() + header.len() + self.pending.len());
+            new.push_str(&current);
+            new.push_str(&header);
+            new.push_str(&self.pending);
+            if file::replace(self.path, &current, &new, durable)? {
+                self.written.push_str(&header);
+                self.written.push_str(&self.pending);
+                self.pending.clear();
+                break;
+            }
         }
-        let mut new = String::with_capacity(current.len() + self.pending.len());
-        new.push_str(&current);
-        new.push_str(&self.pending);
-        file::write(self.path, &new, durable)?;
-        self.written.push_str(&self.pending);
-        self.pending.clear();
         // A large document is written less often.
         self.interval = MIN_INTERVAL.max(started.elapsed() * 10);
         Ok(())
     }
-
-    /// Takes back what was written, when nothing of the reply came (a
-    /// failed request): the document is as it was, if the person has not
-    /// changed it since.
-    pub(crate) fn retract(&mut self) -> io::Result<()> {
-        if self.diverted.is_some() || self.written.is_empty() {
-            return Ok(());
-        }
-        let current = file::read(self.path)?;
-        if let Some(before) = current.strip_suffix(&self.written) {
-            file::write(self.path, before, true)?;
-        }
-        self.written.clear();
-        self.pending.clear();
-        Ok(())
-    }
 }
 
-/// `FILE.reply`, beside the document.
-pub fn aside_path(path: &Path) -> PathBuf {
+/// `FILE.WHAT` beside the document (`FILE.reply`), or `FILE.WHAT.N` when
+/// that exists already: an earlier one is never overwritten.
+pub fn aside_path(path: &Path, what: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".reply");
-    path.with_file_name(name)
+    name.push(format!(".{what}"));
+    let first = path.with_file_name(&name);
+    let mut candidate = first.clone();
+    let mut n = 1;
+    while std::fs::symlink_metadata(&candidate).is_ok() {
+        candidate = PathBuf::from(format!("{}.{n}", first.display()));
+        n += 1;
+    }
+    candidate
 }

@@ -37,7 +37,7 @@ fn statuses_and_results_are_rewritten_in_place() {
     let text = parse(&before).with_status("t_pending", Some(Status::Approved)).unwrap();
     let text = parse(&text).with_status("t_meta", Some(Status::Denied)).unwrap();
     assert!(text.contains("**Tool Result:** `t_pending` (approved)\n"));
-    assert!(text.contains("**Tool Result:** `t_meta` (denied pending sandbox=false note=\"two words\")\n"));
+    assert!(text.contains("**Tool Result:** `t_meta` (denied sandbox=false note=\"two words\")\n"));
     assert_eq!(text.lines().count(), before.lines().count());
     let text = parse(&text)
         .with_result("t_approved", None, "all: build\n\t```cc```")
