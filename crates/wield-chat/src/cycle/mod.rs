@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use wield_core::{Call, Executor, Precheck, Registered, Session, ToolResult};
 use wield_llm::{Block, Provider, Request, StreamEvent, ToolChoice};
 
-pub use file::{DocLock, LockError};
+pub use file::{DocLock, LockError, replace};
 pub(crate) use phases::Outcome;
 use phases::{Placement, Plan};
 pub use reply::aside_path;
@@ -160,6 +160,8 @@ impl Cycle {
         let mut with_calls = 0;
         // Times round the loop: bounded, whatever a document holds.
         let mut rounds = 0usize;
+        // The calls phase 1 wrote blocks for last time round.
+        let mut placed: Vec<String> = Vec::new();
         loop {
             if cancel.is_cancelled() {
                 return Ok(Stop::Cancelled);
@@ -188,14 +190,18 @@ impl Cycle {
             }
             // Phase 1.
             let plan = Plan::of(&doc);
+            unplaced(&plan.missing, &placed)?;
             if !plan.missing.is_empty() {
-                let (placed, pending) = self.categorize(&text, &doc, &plan.missing)?;
-                progress(Progress::Categorized { placed, pending });
+                let (count, pending) = self.categorize(&text, &doc, &plan.missing)?;
+                progress(Progress::Categorized { placed: count, pending });
+                placed = plan.missing.iter().map(|c| c.id.clone()).collect();
                 if self.once {
+                    unplaced(&Plan::of(&crate::parse(&self.read()?)).missing, &placed)?;
                     return Ok(Stop::Once("categorize"));
                 }
                 continue;
             }
+            placed.clear();
             // Phase 2.
             if plan.actionable() {
                 let results = self.execute(&plan, cancel, &mut progress).await?;
@@ -234,7 +240,8 @@ impl Cycle {
             })?;
             steps += 1;
             progress(Progress::Sending { step: steps });
-            match self.send(conversation, cancel, &mut progress).await? {
+            let taken = doc.tool_calls().into_iter().map(|c| c.id).collect();
+            match self.send(conversation, taken, cancel, &mut progress).await? {
                 Sent::Answer => return Ok(Stop::Answered),
                 Sent::Cancelled => return Ok(Stop::Cancelled),
                 Sent::Diverted(path) => return Ok(Stop::Diverted(path)),
@@ -319,17 +326,6 @@ impl Cycle {
                 .collect();
             Ok((!still.is_empty()).then(|| phases::insert_blocks(now, &doc, &still)))
         })?;
-        // Each call now has a block that reads back as its own.
-        let now = crate::parse(&self.read()?).tool_calls();
-        if let Some(c) = now
-            .iter()
-            .find(|c| c.status == crate::CallStatus::Missing && placements.iter().any(|(id, _)| *id == c.id))
-        {
-            return Err(CycleError::Stuck(format!(
-                "line {}: the result block written for `{}` does not read back as its result (an id may not hold                  backticks or parentheses); give the tool use another id",
-                c.line, c.id
-            )));
-        }
         Ok((placements.len(), pending))
     }
 
@@ -342,16 +338,13 @@ impl Cycle {
         if call.name == "ask" {
             return Placement::Placeholder(Status::Pending);
         }
-        let Some(input) = call.input.clone() else {
+        let Some(verdict) = self.decide(call) else {
             return Placement::Refused(format!(
                 "the input of `{}` is not a JSON object; call it again with a JSON object",
                 call.name
             ));
         };
-        match self
-            .executor
-            .decide(&Call::new(&call.id, &call.name, input), &self.session)
-        {
+        match verdict {
             Precheck::Approve => Placement::Placeholder(Status::Approved),
             Precheck::Ask => Placement::Placeholder(Status::Pending),
             Precheck::Deny(_) => Placement::Placeholder(Status::Denied),
@@ -462,9 +455,11 @@ impl Cycle {
     }
 
     /// Phase 3: the request, and the reply streamed into the document.
+    /// `taken` are the document's tool-use ids.
     async fn send(
         &self,
         conversation: crate::Conversation,
+        mut taken: std::collections::HashSet<String>,
         cancel: &CancellationToken,
         progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<Sent, CycleError> {
@@ -546,11 +541,6 @@ impl Cycle {
         // The calls, with ids and names a document can hold.
         // Ids unique in the document: a call must never pair with another
         // call's result (an old one, or an approved one).
-        let mut taken: std::collections::HashSet<String> = crate::parse(&self.read()?)
-            .tool_calls()
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
         let mut ids: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
         let mut calls = Vec::new();
         for (i, block) in reply.content.iter().enumerate() {
@@ -614,6 +604,19 @@ enum Sent {
     Calls,
     Cancelled,
     Diverted(PathBuf),
+}
+
+/// A call phase 1 wrote a block for that still has none: the block does
+/// not read back as its result, and writing it again would not help.
+fn unplaced(missing: &[ToolCall], placed: &[String]) -> Result<(), CycleError> {
+    match missing.iter().find(|c| placed.contains(&c.id)) {
+        Some(c) => Err(CycleError::Stuck(format!(
+            "line {}: the result block written for `{}` does not read back as its result (an id may not hold \
+             backticks or parentheses); give the tool use another id",
+            c.line, c.id
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Whether the last message is the person's and says something.
