@@ -25,7 +25,7 @@ pub(crate) fn write(path: &Path, text: &str, durable: bool) -> io::Result<()> {
 /// once the new text is ready, just before it replaces it, so a person's
 /// save can only be lost in the moment between that reading and the
 /// rename.
-pub(crate) fn replace(path: &Path, old: &str, new: &str, durable: bool) -> io::Result<bool> {
+pub fn replace(path: &Path, old: &str, new: &str, durable: bool) -> io::Result<bool> {
     if read(path)? != old {
         return Ok(false);
     }

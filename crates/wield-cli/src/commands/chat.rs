@@ -145,14 +145,16 @@ fn read(file: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))
 }
 
-/// Writes `new` over `file` if it still holds `old`.
+/// Writes `new` over `file` if it still holds `old` (the cycle's own
+/// compare-and-swap: atomic, the file's permissions kept).
 fn replace(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
-    if read(file)? != old {
+    let written = wield_chat::cycle::replace(file, old, new, true)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+    if !written {
         anyhow::bail!(
             "{} changed while wield read it; nothing was written: run the command again",
             file.display()
         );
     }
-    wield_runtime::write_atomic(file, new.as_bytes())
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))
+    Ok(())
 }
