@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
-use wield_core::{ConfigKey, Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{ConfigKey, Context, Tool, ToolBase, ToolResult, ToolSpec};
 
 use super::html;
 use super::http::{self, Request};
@@ -53,14 +53,7 @@ impl WebFetchTool {
                     }),
                 )
                 .title("Fetch a web page"),
-                ToolTraits {
-                    // Not read-only: it reaches the network, so it stays
-                    // out of `$standard` and needs approval by default.
-                    open_world: true,
-                    groups: vec!["web".into()],
-                    capabilities: vec![HANDLES_TIMEOUT.into()],
-                    ..ToolTraits::default()
-                },
+                settings::traits(),
             ),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use wield_core::ConfigKey;
+use wield_core::{ConfigKey, HANDLES_TIMEOUT, ToolTraits};
 
 use super::guard::Allow;
 use super::http::Limits;
@@ -15,6 +15,18 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The keys both tools read from their own tables (`timeout` is read by
 /// the executor).
+/// The traits of both web tools. Not read-only: they reach the network
+/// (a fetched URL, a query leaving the machine), so they stay out of
+/// `$standard` and need approval by default.
+pub(crate) fn traits() -> ToolTraits {
+    ToolTraits {
+        open_world: true,
+        groups: vec!["web".into()],
+        capabilities: vec![HANDLES_TIMEOUT.into()],
+        ..ToolTraits::default()
+    }
+}
+
 pub(crate) fn common_keys() -> Vec<ConfigKey> {
     ["allow", "max_bytes", "timeout"]
         .into_iter()

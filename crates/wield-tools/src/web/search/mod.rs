@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
-use wield_core::{ConfigKey, Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
+use wield_core::{ConfigKey, Context, Tool, ToolBase, ToolResult, ToolSpec};
 
 use super::http::{self, Request};
 use super::settings;
@@ -173,14 +173,7 @@ impl WebSearchTool {
                     }),
                 )
                 .title("Search the web"),
-                ToolTraits {
-                    // The query leaves the machine: not read-only, so not
-                    // approved by `$standard`.
-                    open_world: true,
-                    groups: vec!["web".into()],
-                    capabilities: vec![HANDLES_TIMEOUT.into()],
-                    ..ToolTraits::default()
-                },
+                settings::traits(),
             ),
         }
     }
