@@ -19,8 +19,11 @@
 //!   what to do.
 //! - **Limits**: after `max_steps` steps the tools are withheld and the model
 //!   is told to answer in text, one last turn; `token_budget` counts the input and
-//!   output tokens of every request and stops hard; `timeout` is wall time;
-//!   cancelling stops at once, every call still answered.
+//!   output tokens of every request and stops hard; `timeout` is wall time,
+//!   running calls included; cancelling stops at once, every call still
+//!   answered. The steps, tokens and deadline are one pool shared with the
+//!   subagents the run's `task` calls start: what they use, the run no
+//!   longer has, and they stop where the run would.
 //! - **Compaction**: when a request would pass `compact_at` of the context
 //!   window (or the provider says it did, once per step), the model writes
 //!   a hand-off summary and the history becomes the most recent user
@@ -28,6 +31,7 @@
 //! - **Audit**: each model turn is written to the executor's audit log
 //!   beside the calls it caused (provider, model, usage, stop, call ids).
 
+mod budget;
 mod compact;
 mod guard;
 mod prune;
@@ -180,6 +184,8 @@ pub struct Agent {
     reported_tokens: usize,
     /// Running calls' output, from the executor's events.
     output: mpsc::UnboundedReceiver<(String, String)>,
+    /// The parent run's limits, for a subagent: drawn from with its own.
+    within: Option<budget::Budget>,
 }
 
 /// The text the last turn is told when the steps run out.
@@ -221,7 +227,16 @@ impl Agent {
             names: (String::new(), String::new()),
             reported_tokens: 0,
             output,
+            within: None,
         }
+    }
+
+    /// A subagent of the run whose limits are `budget`: its steps, tokens
+    /// and time come out of that run's.
+    #[must_use]
+    pub(crate) fn within(mut self, budget: budget::Budget) -> Self {
+        self.within = Some(budget);
+        self
     }
 
     /// The deferred tools: listed by name in the system prompt, offered
@@ -300,12 +315,42 @@ impl Agent {
             wall: Duration::ZERO,
             done: None,
         };
-        let deadline = self.limits.timeout.map(|t| started + t);
+        let budget = self
+            .within
+            .clone()
+            .unwrap_or_else(|| budget::Budget::new(&self.limits, started));
+        // The `task` calls of this run draw from its budget.
+        budget::publish(&self.session, &budget);
+        let deadline = budget.deadline(self.limits.timeout, started);
         loop {
+            // Checked before each request, so a subagent started when the
+            // run's time or tokens are gone stops without one.
+            if let Some(stop) = interrupted(cancel, deadline) {
+                outcome.stop = stop;
+                break;
+            }
+            let own_tokens = self
+                .limits
+                .token_budget
+                .is_some_and(|b| outcome.usage.total_input() + outcome.usage.output >= b);
+            if budget.tokens_spent() || own_tokens {
+                outcome.stop = StopReason::TokenBudget;
+                break;
+            }
             outcome.steps += 1;
             let step = outcome.steps;
-            // After `max_steps` steps with tools, one last turn without.
-            let last = step > self.limits.max_steps;
+            // After `max_steps` steps with tools, or when the run's steps
+            // are used up, one last turn without.
+            let own_last = step > self.limits.max_steps;
+            let last = own_last || !budget.take_step();
+            if last && !own_last && step == 1 {
+                // A subagent started after the run's steps were used up has
+                // done nothing to report: it makes no request, or each
+                // `task` call of a step would buy one past the limit.
+                outcome.steps = 0;
+                outcome.stop = StopReason::MaxSteps;
+                break;
+            }
             if last {
                 match self.messages.last_mut() {
                     Some(m) if m.role == Role::User => m.content.push(Block::Text { text: LAST_TURN.into() }),
@@ -315,13 +360,7 @@ impl Agent {
             self.pruner.prune(&mut self.messages, step);
             on_event(AgentEvent::StepStarted { step });
             let step_cancel = cancel.child_token();
-            let timer = deadline.map(|d| {
-                let token = step_cancel.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep_until(d.into()).await;
-                    token.cancel();
-                })
-            });
+            let timer = deadline.map(|d| cut_at(d, &step_cancel));
             // Compacted first when the request would pass `compact_at`;
             // when the provider says it was too long anyway, once more.
             let mut overflowed = false;
@@ -330,6 +369,7 @@ impl Agent {
                     match self.compact(&step_cancel).await {
                         Ok(Some(c)) => {
                             outcome.usage.add(c.usage);
+                            budget.spend(c.usage);
                             on_event(AgentEvent::Compacted {
                                 before_tokens: c.before_tokens,
                                 after_tokens: c.after_tokens,
@@ -356,6 +396,7 @@ impl Agent {
             }
             let mut reply = reply?;
             outcome.usage.add(reply.usage);
+            budget.spend(reply.usage);
             self.reported_tokens =
                 usize::try_from(reply.usage.total_input() + reply.usage.output).unwrap_or(usize::MAX);
             let offered = self.offered();
@@ -375,14 +416,7 @@ impl Agent {
                     content: reply.content.clone(),
                 });
             }
-            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
-            let stop = if cancel.is_cancelled() {
-                Some(StopReason::Cancelled)
-            } else if timed_out {
-                Some(StopReason::Timeout)
-            } else {
-                None
-            };
+            let stop = interrupted(cancel, deadline);
             if calls.is_empty() || stop.is_some() || last {
                 self.answer_unrun(&calls, stop);
                 on_event(AgentEvent::StepFinished {
@@ -416,6 +450,18 @@ impl Agent {
                     answered.push(None);
                 }
             }
+            // The deadline cuts the calls too. A subagent's are cut at it;
+            // the run's own a moment later, since a subagent stops at the
+            // deadline by itself and its answer should reach its result
+            // before the `task` call still waiting for it is cut.
+            let timer = deadline.map(|d| {
+                let grace = if self.within.is_some() {
+                    Duration::ZERO
+                } else {
+                    CUT_GRACE
+                };
+                cut_at(d.checked_add(grace).unwrap_or(d), &step_cancel)
+            });
             let batch_started = Instant::now();
             while self.output.try_recv().is_ok() {}
             let ran = {
@@ -428,6 +474,11 @@ impl Agent {
                     }
                 }
             };
+            if let Some(t) = timer {
+                t.abort();
+            }
+            // Calls the deadline cut say so, not that someone cancelled them.
+            let time_up = deadline.is_some_and(|d| Instant::now() >= d) && !cancel.is_cancelled();
             // What the last output flush sent as the calls ended.
             while let Ok((id, delta)) = self.output.try_recv() {
                 on_event(AgentEvent::ToolOutput { id: &id, delta: &delta });
@@ -440,9 +491,12 @@ impl Agent {
                 .map(|pre| match pre {
                     Some(error) => (error, true),
                     None => {
-                        let result = ran
+                        let mut result = ran
                             .next()
                             .unwrap_or_else(|| ToolResult::error("internal error: no result"));
+                        if time_up && result.metadata.contains_key("cancelled") {
+                            result = ToolResult::error(TIME_UP).with_meta("cancelled", true);
+                        }
                         let refused = result.metadata.contains_key("refused");
                         (result, refused)
                     }
@@ -492,22 +546,6 @@ impl Agent {
                 outcome.stop = StopReason::Done;
                 break;
             }
-            if cancel.is_cancelled() {
-                outcome.stop = StopReason::Cancelled;
-                break;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                outcome.stop = StopReason::Timeout;
-                break;
-            }
-            if self
-                .limits
-                .token_budget
-                .is_some_and(|b| outcome.usage.total_input() + outcome.usage.output >= b)
-            {
-                outcome.stop = StopReason::TokenBudget;
-                break;
-            }
         }
         outcome.wall = started.elapsed();
         Ok(outcome)
@@ -551,6 +589,36 @@ impl Agent {
             role: Role::User,
             content,
         });
+    }
+}
+
+/// How long after the deadline the run's own calls are cut (a subagent's
+/// are cut at it).
+const CUT_GRACE: Duration = Duration::from_secs(2);
+
+/// The result of a call the run's deadline cut.
+const TIME_UP: &str = "stopped: the run's time limit was reached while it ran";
+
+/// Cancels `token` at `when`.
+fn cut_at(when: Instant, token: &CancellationToken) -> tokio::task::JoinHandle<()> {
+    let token = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(when.into()).await;
+        token.cancel();
+    })
+}
+
+/// Why a run must stop now, if it must: its deadline passed, or it was
+/// cancelled. The deadline is asked first: a subagent's cancellation comes
+/// from its parent's step, which its parent's timer cancels just after the
+/// same deadline, and the subagent should say it ran out of time.
+fn interrupted(cancel: &CancellationToken, deadline: Option<Instant>) -> Option<StopReason> {
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        Some(StopReason::Timeout)
+    } else if cancel.is_cancelled() {
+        Some(StopReason::Cancelled)
+    } else {
+        None
     }
 }
 

@@ -1,9 +1,11 @@
 //! `task {description, prompt, agent?}`: a subagent with its own
 //! conversation, system prompt and step budget, under the parent's policy
 //! and approval rules. It has no `task` or `ask` of its own (depth 1), runs
-//! at the same time as the other `task` calls of a step, and its usage
-//! counts in the parent's (the result's `subagent_usage` metadata, which
-//! the loop adds to the run's usage and token budget).
+//! at the same time as the other `task` calls of a step, and draws from the
+//! run's limits: its steps with tools, its tokens and its time come out of
+//! the parent run's, and cancelling the run cancels it. Its usage is shown
+//! in the parent's (the result's `subagent_usage` metadata, which the loop
+//! adds to the run's usage).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -51,10 +53,11 @@ pub struct Task {
     subagents: OnceLock<Arc<dyn Subagents>>,
 }
 
-const DESCRIPTION: &str = "Hand a self-contained piece of work to a subagent: it gets its own conversation and \
-                           steps, uses the same tools under the same rules (but cannot start tasks or ask the \
-                           person), and returns its final answer. Several task calls in one step run at the same \
-                           time. Give it everything it needs in `prompt`; it does not see this conversation.";
+const DESCRIPTION: &str = "Hand a self-contained piece of work to a subagent: it gets its own conversation, uses \
+                           the same tools under the same rules (a configured subagent may have fewer; none can start \
+                           tasks or ask the person), and returns its final answer. Its steps, tokens and time come \
+                           out of this run's limits. Several task calls in one step run at the same time. Give it \
+                           everything it needs in `prompt`; it does not see this conversation.";
 
 fn base(description: String) -> ToolBase {
     ToolBase::new(
@@ -123,6 +126,19 @@ fn tool_use(calls: &BTreeMap<String, u32>) -> String {
         .join(", ")
 }
 
+/// The line saying which limit stopped a subagent: `[stopped by the step
+/// limit after 3 steps]`.
+fn stopped_by(limit: &str, steps: u32) -> String {
+    if steps == 0 {
+        format!("[stopped by {limit} before its first step]")
+    } else {
+        format!(
+            "[stopped by {limit} after {steps} step{}]",
+            if steps == 1 { "" } else { "s" }
+        )
+    }
+}
+
 fn usage_metadata(result: &mut ToolResult, usage: Usage) {
     if let Ok(v) = serde_json::to_value(usage) {
         result.metadata.insert(SUBAGENT_USAGE.into(), v);
@@ -146,6 +162,11 @@ impl Tool for Task {
         let child = match subagents.make(input.agent.as_deref()) {
             Ok(a) => a,
             Err(e) => return ToolResult::error(e),
+        };
+        // The calling run's limits are the subagent's too.
+        let child = match crate::budget::of(&ctx.session) {
+            Some(budget) => child.within(budget),
+            None => child,
         };
         // The loop's future holds the stream's callback, which is not
         // `Send`: the subagent runs on a thread of its own, in this runtime.
@@ -174,11 +195,19 @@ impl Tool for Task {
                 let answer = o.answer.trim_end();
                 let mut result = match o.stop {
                     StopReason::Done => ToolResult::ok(format!("{answer}\n\n{summary}")),
-                    StopReason::MaxSteps | StopReason::TokenBudget => ToolResult::ok(format!(
-                        "{answer}\n\n[budget exhausted after {} steps]\n{summary}",
-                        o.steps
+                    StopReason::MaxSteps => ToolResult::ok(format!(
+                        "{answer}\n\n{}\n{summary}",
+                        stopped_by("the step limit", o.steps)
                     )),
-                    StopReason::Timeout | StopReason::Cancelled => {
+                    StopReason::TokenBudget => ToolResult::ok(format!(
+                        "{answer}\n\n{}\n{summary}",
+                        stopped_by("the run's token budget", o.steps)
+                    )),
+                    StopReason::Timeout => ToolResult::error(format!(
+                        "{answer}\n\n{}\n{summary}",
+                        stopped_by("the run's time limit", o.steps)
+                    )),
+                    StopReason::Cancelled => {
                         ToolResult::error(format!("{answer}\n\n[interrupted: {}]\n{summary}", o.stop.as_str()))
                     }
                 };

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wield_core::approval::{ApprovalAnswer, ApprovalRequest, Approver};
 use wield_core::events::EventSink;
+use wield_core::policy::ToolPolicy;
 use wield_core::{Call, Context, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use crate::runtime::{Inner, Runtime};
@@ -135,7 +136,15 @@ impl Tool for Batch {
         let Some(inner) = self.runtime.get().and_then(Weak::upgrade) else {
             return ToolResult::error("batch is not available here: call the tools directly");
         };
-        let factory = match (Runtime { inner }).executor_factory() {
+        // Its calls are checked by the policy this call was checked by: a
+        // subagent's batch runs only what the subagent itself may call, not
+        // everything the runtime's own policy allows.
+        let runtime = Runtime { inner };
+        let runtime = match ctx.service::<ToolPolicy>() {
+            Some(policy) => runtime.checked_by(policy),
+            None => runtime,
+        };
+        let factory = match runtime.executor_factory() {
             Ok(f) => f,
             Err(e) => return ToolResult::error(format!("batch cannot run: {e}")),
         };

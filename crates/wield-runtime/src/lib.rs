@@ -22,6 +22,7 @@ mod lua;
 mod runtime;
 mod serve;
 mod shell_hooks;
+mod subagent;
 mod tool_set;
 
 pub use approvals::{ApprovalsError, FileApprovalStore, check_pattern, update_file, write_atomic};

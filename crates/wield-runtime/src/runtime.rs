@@ -254,6 +254,22 @@ impl Runtime {
         &self.inner.tools
     }
 
+    /// This runtime with `tools` instead of its own tool set: the same
+    /// configuration, services, hooks, audit log and approval resolvers.
+    pub(crate) fn with_tools(&self, tools: SharedTools) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                workspace: inner.workspace.clone(),
+                config: Arc::clone(&inner.config),
+                services: inner.services.clone(),
+                tools,
+                audit: inner.audit.clone(),
+                resolvers: inner.resolvers.clone(),
+            }),
+        }
+    }
+
     /// The bridged MCP servers.
     pub fn mcp(&self) -> Option<Arc<McpClients>> {
         self.inner.services.get::<McpClients>()

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
-use wield_core::policy::{PolicyBuilder, PolicyOptions, Status, ToolPolicy};
+use wield_core::policy::{Layer, PolicyBuilder, PolicyError, PolicyOptions, RuleList, Stage, Status, ToolPolicy};
 use wield_core::{Config, Registered, Registry, ToolRef};
 use wield_mcp::{McpClients, ServerState};
 
@@ -58,6 +58,10 @@ struct Shared {
     commands: Vec<ToolRef>,
     /// One rebuild at a time, so the last one stored saw every change.
     rebuilding: Mutex<()>,
+    /// Set for a tool set derived from another (a subagent's, a batch's):
+    /// its policy was narrowed from a parent's at one moment, so rebuilding
+    /// it from the configuration alone would widen it again.
+    derived: bool,
 }
 
 impl WeakSharedTools {
@@ -81,6 +85,61 @@ impl SharedTools {
             extra,
             commands,
             rebuilding: Mutex::new(()),
+            derived: false,
+        }))
+    }
+
+    /// This tool set with `policy` deciding over the same registry: for the
+    /// executor of a call that must be checked as its caller's calls are (a
+    /// batch started by a subagent).
+    pub(crate) fn with_policy(&self, policy: Arc<ToolPolicy>) -> Self {
+        let registry = Arc::clone(&self.current().registry);
+        self.derive(ToolSet { registry, policy }, self.0.options.clone())
+    }
+
+    /// The tool set of a subagent started from a run on this one: the
+    /// policy `--agent AGENT` would decide (the general one's, for `None`),
+    /// where also every tool this set does not let its run call is out, and
+    /// the `withheld` ones. A subagent can never call a tool its parent
+    /// cannot: the parent's layers, its agent's and the configuration's all
+    /// apply, and an agent's list naming an opt-in tool the parent hides
+    /// does not bring it back.
+    pub(crate) fn narrowed(&self, agent: Option<&str>, withheld: &[&str]) -> Result<Self, PolicyError> {
+        let current = self.current();
+        let mut options = self.0.options.clone();
+        if let Some(agent) = agent {
+            options.agent = Some(agent.to_owned());
+        }
+        let parent_out: Vec<&str> = current
+            .policy
+            .decisions()
+            .iter()
+            .filter(|d| d.status == Status::Out)
+            .map(|d| d.name.as_str())
+            .collect();
+        let layer = Layer::new(Stage::Agent)
+            .named("subagent")
+            .disabled(RuleList::parse("the parent run's policy", &parent_out)?)
+            .disabled(RuleList::parse("not for subagents", withheld)?);
+        let policy = PolicyBuilder::from_config(&self.0.config, &options)?
+            .layer(layer)
+            .build(&current.registry);
+        let set = ToolSet {
+            registry: Arc::clone(&current.registry),
+            policy: Arc::new(policy),
+        };
+        Ok(self.derive(set, options))
+    }
+
+    fn derive(&self, set: ToolSet, options: PolicyOptions) -> Self {
+        Self(Arc::new(Shared {
+            current: RwLock::new(Arc::new(set)),
+            config: Arc::clone(&self.0.config),
+            options,
+            extra: self.0.extra.clone(),
+            commands: self.0.commands.clone(),
+            rebuilding: Mutex::new(()),
+            derived: true,
         }))
     }
 
@@ -94,7 +153,12 @@ impl SharedTools {
 
     /// A new tool set from the local tools and the bridged servers' tools
     /// as they are now (a server that is down is a warning, as at start).
+    /// A derived tool set (a subagent's) refuses: only its parent's is
+    /// rebuilt.
     pub fn rebuild(&self, mcp: &McpClients) -> Result<(), String> {
+        if self.0.derived {
+            return Err("a subagent's or a batch's tool set is not rebuilt: rebuild the runtime's own".into());
+        }
         let _one = self.0.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
         let mut registry = Registry::new();
         mcp.describe_sources(&mut registry);

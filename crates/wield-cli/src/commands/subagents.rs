@@ -1,5 +1,6 @@
-//! The subagents `task` starts in `wield run`: the parent's runtime, policy
-//! and approver; the named agent's provider, model, prompt and steps.
+//! The subagents `task` starts in `wield run`: the parent's runtime and
+//! approver, its policy narrowed by the named agent's tool layer; the named
+//! agent's provider, model, prompt and steps.
 
 use std::sync::Arc;
 
@@ -50,23 +51,26 @@ impl Subagents for CliSubagents {
             .or_else(|| (provider_name == self.parent.name).then(|| self.parent.model.clone()));
         let (provider_settings, provider) =
             choose(&self.rt, Some(&provider_name), model.as_deref()).map_err(|e| format!("{e:#}"))?;
-        let executor = self
-            .rt
+        // Its tools and the executor that checks its calls come from one
+        // narrowed tool set, as `--agent` gives a run its own.
+        let rt = Runtime {
+            global: self.rt.global.clone(),
+            inner: self
+                .rt
+                .inner
+                .for_subagent(name, &NOT_FOR_SUBAGENTS)
+                .map_err(|e| e.to_string())?,
+        };
+        let executor = rt
             .inner
             .executor(Arc::clone(&self.approver))
             .map_err(|e| e.to_string())?;
         let k = self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let session = self.rt.session(format!("{}-task-{k}", self.session_id), true);
-        let tools = self
-            .rt
-            .visible()
-            .into_iter()
-            .filter(|r| !NOT_FOR_SUBAGENTS.contains(&r.tool.spec().name.as_str()))
-            .collect();
+        let session = rt.session(format!("{}-task-{k}", self.session_id), true);
         Ok(build_agent(
-            &self.rt,
+            &rt,
             session,
-            tools,
+            rt.visible(),
             &settings,
             &provider_settings,
             provider,

@@ -14,7 +14,7 @@ use crate::common::Env;
 use crate::scripted_provider::{Scripted, Turn};
 
 /// A provider answering request N with turn N; the requests it got.
-fn scripted(turns: Vec<Turn>) -> (String, Arc<Mutex<Vec<Value>>>) {
+pub(crate) fn scripted(turns: Vec<Turn>) -> (String, Arc<Mutex<Vec<Value>>>) {
     let provider = Scripted::start(turns);
     (provider.url, provider.requests)
 }
@@ -278,7 +278,7 @@ fn a_session_is_saved_and_resumed_unless_ephemeral() {
 }
 
 /// A provider whose settings add `extra` lines to `[providers.fake]`.
-fn project_with(url: &str, extra: &str) -> Env {
+pub(crate) fn project_with(url: &str, extra: &str) -> Env {
     let env = project(url);
     env.put(
         ".wield/config.toml",
@@ -288,7 +288,7 @@ fn project_with(url: &str, extra: &str) -> Env {
 }
 
 /// The `tool` messages of a request, in order.
-fn tool_messages(request: &Value) -> Vec<Value> {
+pub(crate) fn tool_messages(request: &Value) -> Vec<Value> {
     request["messages"]
         .as_array()
         .unwrap()
@@ -299,7 +299,7 @@ fn tool_messages(request: &Value) -> Vec<Value> {
 }
 
 /// The JSON Lines events of a run's stdout.
-fn events(stdout: &str) -> Vec<Value> {
+pub(crate) fn events(stdout: &str) -> Vec<Value> {
     stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
@@ -811,7 +811,7 @@ fn a_result_over_the_guard_s_limit_is_replaced_by_an_error_saying_what_to_do() {
 
 /// `wield run --json` started in the background; SIGINT once an event
 /// of `kind` is on its stdout. Its exit code, and the saved session.
-fn interrupted_at(env: &Env, args: &[&str], kind: &str) -> (i32, Value) {
+pub(crate) fn interrupted_at(env: &Env, args: &[&str], kind: &str) -> (i32, Value) {
     use std::io::BufRead;
     let mut cmd = env.wield_env().command();
     cmd.args(["run", "--headless", "--json"])
@@ -846,7 +846,7 @@ fn interrupted_at(env: &Env, args: &[&str], kind: &str) -> (i32, Value) {
 }
 
 /// Every tool use of a saved conversation has exactly one result.
-fn assert_every_call_answered(saved: &Value) {
+pub(crate) fn assert_every_call_answered(saved: &Value) {
     let blocks: Vec<&Value> = saved["messages"]
         .as_array()
         .unwrap()
@@ -995,7 +995,7 @@ fn ask_headless_tells_the_model_to_go_on_with_stated_assumptions() {
 }
 
 /// The names of the tools a request offered.
-fn offered(request: &Value) -> Vec<String> {
+pub(crate) fn offered(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|t| {
@@ -1093,7 +1093,7 @@ fn a_named_subagent_gets_its_own_steps_and_an_unknown_one_is_refused() {
     let result = tool_messages(&requests[4]).pop().unwrap();
     let text = result["content"].as_str().unwrap();
     assert!(
-        text.contains("Only got as far") && text.contains("[budget exhausted after 2 steps]"),
+        text.contains("Only got as far") && text.contains("[stopped by the step limit after 2 steps]"),
         "{text}"
     );
 }

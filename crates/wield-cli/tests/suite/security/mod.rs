@@ -8,6 +8,7 @@ mod http;
 mod misc;
 mod review;
 mod sandbox;
+mod subagents;
 use crate::shell::support;
 
 /// A fresh workspace for each sandbox backend and for none (`off`); the
