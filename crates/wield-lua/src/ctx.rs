@@ -2,9 +2,20 @@
 //! else. Files go through the same confinement as the file tools (the same
 //! roots, the same refusals); commands run through the `bash` tool (its
 //! sandbox, scrubbed environment, timeout and output limits).
+//!
+//! All tools of one file share one Lua state, so a script can keep a
+//! `ctx` (or one of its functions) in a global or an upvalue and call it
+//! from a later call of another tool — a `read_only` one, approved without
+//! asking. So a `ctx` is good only for its own call: each is made for a call
+//! id, and every function that reaches wield (`path`, `fs`, `sandbox`,
+//! `run`) checks that this call is the one running now, and answers with
+//! that call's traits (a `read_only` call cannot write or run commands).
+//! Once its call has ended — returned, failed, timed out or cancelled —
+//! a kept `ctx` is dead: its functions raise an error saying so.
 
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mlua::{Lua, Table, Value};
 use serde_json::json;
@@ -132,20 +143,87 @@ async fn run(ctx: Context, argv: Vec<String>, opts: Option<Table>) -> mlua::Resu
     }))
 }
 
-/// The call whose `ctx.run` runs now (one call at a time per state).
-pub(crate) type Current = Arc<std::sync::Mutex<Option<Context>>>;
+/// The call running in a state now: its id, its context and whether its
+/// tool is `read_only`.
+pub(crate) struct Live {
+    id: u64,
+    ctx: Context,
+    read_only: bool,
+}
 
-/// `ctx.run`, made once per state: an async function must be made while
-/// the coroutine library is present, and scripts do not get that library.
+/// The call running in a state now, if any (one call at a time per state).
+pub(crate) type Current = Arc<Mutex<Option<Live>>>;
+
+/// A call's hold on [`Current`]: made when the call starts, and when it is
+/// dropped — however the call ends — its `ctx` is dead.
+pub(crate) struct Running {
+    current: Current,
+    pub(crate) id: u64,
+}
+
+impl Running {
+    pub(crate) fn begin(current: &Current, ctx: &Context, read_only: bool) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Live {
+            id,
+            ctx: ctx.clone(),
+            read_only,
+        });
+        Self {
+            current: Arc::clone(current),
+            id,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|l| l.id == self.id) {
+            *current = None;
+        }
+    }
+}
+
+/// The context of call `id` of `tool` if it is the one running now, and
+/// whether it is read-only; else the error a kept `ctx` gives.
+fn live(current: &Current, id: u64, tool: &str, what: &str) -> mlua::Result<(Context, bool)> {
+    match current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+        Some(l) if l.id == id => Ok((l.ctx.clone(), l.read_only)),
+        _ => Err(mlua::Error::runtime(format!(
+            "{what}: this ctx belongs to a call of `{tool}` that has ended; a tool can use only the ctx \
+             passed to the call running now (a ctx kept in a global or an upvalue is dead once its call returns)"
+        ))),
+    }
+}
+
+/// The raw `ctx.run(id, argv, opts)`, made once per state: an async
+/// function must be made while the coroutine library is present, and
+/// scripts do not get that library. Each call's `ctx.run` is a closure
+/// over it with the call's id (`Sandbox::make_run`), and it runs only
+/// while that call runs and is not read-only.
 pub(crate) fn run_function(lua: &Lua, current: Current) -> mlua::Result<mlua::Function> {
-    lua.create_async_function(move |lua, (argv, opts): (Vec<String>, Option<Table>)| {
-        let ctx = current
+    lua.create_async_function(move |lua, (id, argv, opts): (u64, Vec<String>, Option<Table>)| {
+        let running = current
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|l| (l.id, l.ctx.clone(), l.read_only));
         async move {
-            let Some(ctx) = ctx else {
-                return Err(mlua::Error::runtime("ctx.run: no call is running"));
+            let ctx = match running {
+                Some((now, ctx, read_only)) if now == id => {
+                    if read_only {
+                        return Err(mlua::Error::runtime(read_only_refusal(&ctx.tool, "ctx.run")));
+                    }
+                    ctx
+                }
+                _ => {
+                    return Err(mlua::Error::runtime(
+                        "ctx.run: this ctx belongs to a call that has ended; a tool can use only the ctx passed \
+                         to the call running now (a ctx kept in a global or an upvalue is dead once its call returns)",
+                    ));
+                }
             };
             let out = run(ctx, argv, opts).await?;
             to_lua(&lua, &out)
@@ -153,7 +231,6 @@ pub(crate) fn run_function(lua: &Lua, current: Current) -> mlua::Result<mlua::Fu
     })
 }
 
-/// The `ctx` table for one call of tool `name`.
 /// A read-only tool is approved without asking, so it may not write or
 /// run commands: this says so.
 fn read_only_refusal(tool: &str, what: &str) -> String {
@@ -163,24 +240,35 @@ fn read_only_refusal(tool: &str, what: &str) -> String {
     )
 }
 
+/// The `ctx` table for the call `running` of tool `ctx.tool`; it works
+/// only while that call runs.
 pub(crate) fn build(
     lua: &Lua,
     ctx: &Context,
     config: &toml::Table,
-    run_fn: &mlua::Function,
+    make_run: &mlua::Function,
+    current: &Current,
+    id: u64,
     read_only: bool,
 ) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("cwd", ctx.cwd.display().to_string())?;
     t.set("timeout", ctx.timeout.as_secs_f64())?;
     t.set("tool", ctx.tool.clone())?;
+    let tool: Arc<str> = Arc::from(ctx.tool.as_str());
+    // The context of this call, while it runs.
+    let now = {
+        let current = Arc::clone(current);
+        move |what: &str| live(&current, id, &tool, what)
+    };
 
     let path = lua.create_table()?;
-    let c = ctx.clone();
+    let c = now.clone();
     path.set(
         "resolve",
         lua.create_function(move |lua, p: String| {
-            let r = confinement(&c).and_then(|conf| {
+            let (ctx, _) = c("ctx.path.resolve")?;
+            let r = confinement(&ctx).and_then(|conf| {
                 conf.real_path(&p, Access::Read)
                     .map(|r| r.display().to_string())
                     .map_err(|e| e.to_string())
@@ -191,43 +279,47 @@ pub(crate) fn build(
     t.set("path", path)?;
 
     let fs = lua.create_table()?;
-    let c = ctx.clone();
+    let c = now.clone();
     fs.set(
         "read",
         lua.create_function(move |lua, p: String| {
-            let data = read(&c, &p).map(|bytes| lua.create_string(bytes));
+            let (ctx, _) = c("ctx.fs.read")?;
+            let data = read(&ctx, &p).map(|bytes| lua.create_string(bytes));
             match data {
                 Ok(s) => soft(lua, Ok(s?)),
                 Err(e) => soft::<bool>(lua, Err(e)),
             }
         })?,
     )?;
-    let c = ctx.clone();
+    let c = now.clone();
     fs.set(
         "write",
         lua.create_function(move |lua, (p, data): (String, mlua::LuaString)| {
+            let (ctx, read_only) = c("ctx.fs.write")?;
             if read_only {
-                return soft::<bool>(lua, Err(read_only_refusal(&c.tool, "ctx.fs.write")));
+                return soft::<bool>(lua, Err(read_only_refusal(&ctx.tool, "ctx.fs.write")));
             }
-            soft(lua, write(&c, &p, &data.as_bytes()))
+            soft(lua, write(&ctx, &p, &data.as_bytes()))
         })?,
     )?;
-    let c = ctx.clone();
+    let c = now.clone();
     fs.set(
         "list",
         lua.create_function(move |lua, p: Option<String>| {
-            let r = list(lua, &c, p.as_deref().unwrap_or("."))?;
+            let (ctx, _) = c("ctx.fs.list")?;
+            let r = list(lua, &ctx, p.as_deref().unwrap_or("."))?;
             soft(lua, r)
         })?,
     )?;
     t.set("fs", fs)?;
 
     let sandbox = lua.create_table()?;
-    let c = ctx.clone();
+    let c = now.clone();
     sandbox.set(
         "is_path_writable",
         lua.create_function(move |_, p: String| {
-            Ok(!read_only && confinement(&c).is_ok_and(|conf| conf.resolve(&p, Access::Write).is_ok()))
+            let (ctx, read_only) = c("ctx.sandbox.is_path_writable")?;
+            Ok(!read_only && confinement(&ctx).is_ok_and(|conf| conf.resolve(&p, Access::Write).is_ok()))
         })?,
     )?;
     t.set("sandbox", sandbox)?;
@@ -241,7 +333,7 @@ pub(crate) fn build(
             })?,
         )?;
     } else {
-        t.set("run", run_fn)?;
+        t.set("run", make_run.call::<mlua::Function>(id)?)?;
     }
 
     t.set("truncate", truncate_table(lua, ctx)?)?;

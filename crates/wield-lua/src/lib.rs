@@ -7,7 +7,10 @@
 //! libraries, a trimmed base library (no `os`, `io`, `debug`, `package`,
 //! `dofile`, `loadfile`, bytecode `load`, `string.dump`; `require` only
 //! inside the tools directory), a memory limit and an instruction budget
-//! that also stops a call at its deadline or when it is cancelled. A tool
+//! that also stops a call at its deadline or when it is cancelled — in C
+//! library functions too: the pattern functions count their steps against
+//! the same budget, and the other loops a script could make endless are
+//! replaced (see the `sandbox` module). A tool
 //! reaches wield only through its `ctx` (the README's "Lua tools" lists
 //! it): files through the file tools' confinement, commands through the
 //! `bash` tool. The runtime loads all of it (`wield-runtime`'s `lua`
@@ -18,6 +21,7 @@ mod ctx;
 mod error;
 pub mod frontmatter;
 mod loader;
+mod pattern;
 mod resolver;
 mod sandbox;
 mod source;
@@ -26,7 +30,7 @@ mod tool;
 pub use error::LuaError;
 pub use loader::{Loaded, load_tools, tool_dirs};
 pub use resolver::{Answers, LuaResolver, auto_approve_file, load_resolvers};
-pub use sandbox::{CONFIG_KEYS, DEFAULT_INSTRUCTIONS, DEFAULT_MEMORY, Limits, Sandbox};
+pub use sandbox::{CONFIG_KEYS, DEFAULT_INSTRUCTIONS, DEFAULT_MEMORY, LOAD_TIME, Limits, Sandbox};
 pub use source::AsyncSource;
 pub use tool::{GROUP, LuaService, LuaTool, Script};
 

@@ -3,9 +3,20 @@
 //! `collectgarbage`, bytecode `load`, `string.dump`; `require` only finds
 //! modules inside the tools directory), a memory limit, and an instruction
 //! budget that also ends a call at its deadline or on cancellation.
+//!
+//! The budget is checked by a hook between Lua instructions, which cannot
+//! stop a C function that loops on its own. So every library function whose
+//! work is not bounded by the size of its arguments is replaced: the pattern
+//! functions by a matcher that counts its steps against the same budget
+//! ([`crate::pattern`]); `table.move`, and `table.insert`, `table.remove`
+//! and `table.sort` on anything but a plain table (a `__len` can claim any
+//! length, and the C loops run over that many elements), by Lua versions
+//! the hook counts; `string.rep` of an empty string, whose C loop runs `n`
+//! times to build nothing, by its result. What is left runs in time bounded
+//! by the memory limit.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -15,8 +26,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::LuaError;
 
-/// The hook runs every this many instructions.
-const HOOK_STEP: u32 = 10_000;
+/// The hook runs every this many instructions (and the pattern matcher
+/// asks the budget every this many steps).
+pub(crate) const HOOK_STEP: u32 = 10_000;
+
+/// How long loading a file or evaluating frontmatter may take.
+pub const LOAD_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How much a script may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,15 +105,45 @@ fn parse_size(text: &str) -> Option<usize> {
     n.checked_mul(unit).filter(|n| *n > 0)
 }
 
-/// What the instruction hook checks: the instructions left, the deadline
-/// and the cancellation of the call running now.
+/// Why the budget stopped a script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It ran more than this many instructions (`lua.max_instructions`).
+    Instructions(u64),
+    /// Its call was cancelled.
+    Cancelled,
+    /// Its call's deadline passed.
+    Deadline,
+}
+
+impl Stop {
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Self::Instructions(n) => {
+                format!("the script ran more than {n} instructions (lua.max_instructions) and was stopped")
+            }
+            Self::Cancelled => "the call was cancelled".to_owned(),
+            Self::Deadline => "the script ran past its time limit and was stopped".to_owned(),
+        }
+    }
+}
+
+/// What the instruction hook (and the pattern matcher) checks: the
+/// instructions left, the deadline and the cancellation of the call running
+/// now.
 #[derive(Default)]
 pub(crate) struct Budget {
     /// Hook steps left.
     steps: AtomicU64,
     limit: AtomicU64,
+    /// Pattern steps short of a whole hook step, carried to the next
+    /// pattern call.
+    carry: AtomicU64,
+    /// The state's memory limit, for what library functions build outside
+    /// Lua's allocator.
+    memory: AtomicUsize,
     /// Why the hook stopped the script, once it did.
-    stopped: Mutex<Option<String>>,
+    stopped: Mutex<Option<Stop>>,
     call: Mutex<Option<(Option<Instant>, Option<CancellationToken>)>>,
 }
 
@@ -109,34 +154,35 @@ impl Budget {
         self.steps
             .store(instructions / u64::from(HOOK_STEP) + 1, Ordering::SeqCst);
         self.limit.store(instructions, Ordering::SeqCst);
+        self.carry.store(0, Ordering::SeqCst);
         *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = None;
         *self.call.lock().unwrap_or_else(PoisonError::into_inner) = Some((deadline, cancel));
     }
 
-    fn tick(&self) -> Result<VmState, mlua::Error> {
+    /// One hook step (`HOOK_STEP` instructions or pattern steps): an error
+    /// once the budget is spent, the deadline passed or the call cancelled.
+    pub(crate) fn tick(&self) -> Result<VmState, mlua::Error> {
         if let Some(why) = self.why_stop() {
-            *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
-            return Err(mlua::Error::RuntimeError(why));
+            let message = why.message();
+            *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = Some(why);
+            return Err(mlua::Error::RuntimeError(message));
         }
         Ok(VmState::Continue)
     }
 
-    fn why_stop(&self) -> Option<String> {
+    fn why_stop(&self) -> Option<Stop> {
         let left = self.steps.load(Ordering::SeqCst);
         if left == 0 {
-            return Some(format!(
-                "the script ran more than {} instructions (lua.max_instructions) and was stopped",
-                self.limit.load(Ordering::SeqCst)
-            ));
+            return Some(Stop::Instructions(self.limit.load(Ordering::SeqCst)));
         }
         self.steps.store(left - 1, Ordering::SeqCst);
         let call = self.call.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((deadline, cancel)) = call.as_ref() {
             if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
-                return Some("the call was cancelled".to_owned());
+                return Some(Stop::Cancelled);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Some("the call ran out of time (its timeout) and was stopped".to_owned());
+                return Some(Stop::Deadline);
             }
         }
         None
@@ -145,7 +191,25 @@ impl Budget {
     /// Why the hook stopped the script, if it did: `pcall` must not
     /// swallow that.
     fn stopped(&self) -> Option<String> {
+        self.stop().map(|s| s.message())
+    }
+
+    /// Why the budget stopped the script, if it did.
+    pub(crate) fn stop(&self) -> Option<Stop> {
         self.stopped.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn take_carry(&self) -> u64 {
+        self.carry.swap(0, Ordering::SeqCst)
+    }
+
+    pub(crate) fn put_carry(&self, steps: u64) {
+        self.carry.store(steps, Ordering::SeqCst);
+    }
+
+    /// The memory limit of the state.
+    pub(crate) fn memory_limit(&self) -> usize {
+        self.memory.load(Ordering::SeqCst)
     }
 }
 
@@ -154,9 +218,11 @@ pub struct Sandbox {
     pub(crate) lua: Lua,
     pub(crate) budget: Arc<Budget>,
     pub(crate) limits: Limits,
-    /// The call `ctx.run` belongs to.
+    /// The call a tool's `ctx` belongs to, while it runs.
     pub(crate) current: crate::ctx::Current,
-    pub(crate) run: mlua::Function,
+    /// `ctx.run` of one call: `make_run(id)` is a function that runs
+    /// commands only while the call `id` runs.
+    pub(crate) make_run: mlua::Function,
 }
 
 /// What the base library keeps: the rest (`dofile`, `loadfile`,
@@ -213,6 +279,132 @@ load = function(chunk, name, mode, env)
 end
 "#;
 
+/// The table functions whose C loops run over a length a `__len` can
+/// claim (`insert`, `remove`, `sort`) or a range the caller names (`move`),
+/// as Lua the hook counts — for anything but a plain table without `__len`
+/// (whose length is what it holds) and, for `move`, always; and
+/// `string.rep`, which builds nothing `n` times when the string and its
+/// separator are empty.
+const LIBRARY: &str = r##"
+local plain, error, type, select, tointeger, tonumber, maxinteger = ...
+-- Named as the library names them, for the messages of their errors.
+local insert, remove, sort, rep = table.insert, table.remove, table.sort, string.rep
+
+local function integer(v, n, name)
+  local i = tointeger(v)
+  if i == nil and type(v) == "string" then i = tointeger(tonumber(v)) end
+  if i == nil then
+    local why = tonumber(v) and "number has no integer representation" or "number expected, got " .. type(v)
+    error("bad argument #" .. n .. " to '" .. name .. "' (" .. why .. ")", 3)
+  end
+  return i
+end
+
+local function a_table(t, n, name)
+  if type(t) ~= "table" then
+    error("bad argument #" .. n .. " to '" .. name .. "' (table expected, got " .. type(t) .. ")", 3)
+  end
+end
+
+local function length(t)
+  local n = tointeger(#t)
+  if n == nil then error("object length is not an integer", 3) end
+  return n
+end
+
+table.insert = function(t, ...)
+  if plain(t) then return insert(t, ...) end
+  a_table(t, 1, "insert")
+  local n, e = select("#", ...), length(t) + 1
+  if n == 1 then
+    t[e] = ...
+    return
+  end
+  if n ~= 2 then error("wrong number of arguments to 'insert'", 2) end
+  local pos, v = ...
+  pos = integer(pos, 2, "insert")
+  if pos < 1 or pos > e then error("bad argument #2 to 'insert' (position out of bounds)", 2) end
+  for i = e, pos + 1, -1 do t[i] = t[i - 1] end
+  t[pos] = v
+end
+
+table.remove = function(t, pos)
+  if plain(t) then return remove(t, pos) end
+  a_table(t, 1, "remove")
+  local size = length(t)
+  if pos == nil then pos = size else pos = integer(pos, 2, "remove") end
+  if pos ~= size and (pos < 1 or pos > size + 1) then
+    error("bad argument #2 to 'remove' (position out of bounds)", 2)
+  end
+  local v = t[pos]
+  while pos < size do
+    t[pos] = t[pos + 1]
+    pos = pos + 1
+  end
+  t[pos] = nil
+  return v
+end
+
+table.move = function(a1, f, e, t, a2)
+  f, e, t = integer(f, 2, "move"), integer(e, 3, "move"), integer(t, 4, "move")
+  local tt = a2
+  if tt == nil then tt = a1 end
+  a_table(a1, 1, "move")
+  a_table(tt, 5, "move")
+  if e >= f then
+    if not (f > 0 or e < maxinteger + f) then error("bad argument #3 to 'move' (too many elements to move)", 2) end
+    local n = e - f + 1
+    if t > maxinteger - n + 1 then error("bad argument #4 to 'move' (destination wrap around)", 2) end
+    if t > e or t <= f or (a2 ~= nil and a1 ~= a2) then
+      for i = 0, n - 1 do tt[t + i] = a1[f + i] end
+    else
+      for i = n - 1, 0, -1 do tt[t + i] = a1[f + i] end
+    end
+  end
+  return tt
+end
+
+table.sort = function(t, comp)
+  if plain(t) then return sort(t, comp) end
+  a_table(t, 1, "sort")
+  if comp ~= nil and type(comp) ~= "function" then
+    error("bad argument #2 to 'sort' (function expected, got " .. type(comp) .. ")", 2)
+  end
+  local n = length(t)
+  if n >= 2147483647 then error("bad argument #1 to 'sort' (array too big)", 2) end
+  local lt = comp or function(a, b) return a < b end
+  local function sift(root, last)
+    while true do
+      local child = root * 2
+      if child > last then return end
+      if child < last and lt(t[child], t[child + 1]) then child = child + 1 end
+      if not lt(t[root], t[child]) then return end
+      t[root], t[child] = t[child], t[root]
+      root = child
+    end
+  end
+  for i = n // 2, 1, -1 do sift(i, n) end
+  for last = n, 2, -1 do
+    t[1], t[last] = t[last], t[1]
+    sift(1, last - 1)
+  end
+end
+
+string.rep = function(s, n, sep)
+  if s == "" and (sep == nil or sep == "") and tointeger(n) ~= nil then return "" end
+  return rep(s, n, sep)
+end
+"##;
+
+/// `make_run(id)`: the `ctx.run` of call `id`, a Lua function so that the
+/// async `run` it calls can yield through it.
+const MAKE_RUN: &str = r#"
+local run = ...
+return function(id)
+  return function(argv, opts) return run(id, argv, opts) end
+end
+"#;
+
 impl Sandbox {
     /// A new state with `limits`; `require` finds modules in `modules`
     /// (the tools directory), and nowhere when it is `None`.
@@ -252,6 +444,20 @@ impl Sandbox {
                 table.get::<Value>("pack")?,
                 table.get::<Value>("unpack")?,
             ))?;
+        crate::pattern::install(&lua, &string, &budget)?;
+        let math: mlua::Table = globals.get("math")?;
+        lua.load(LIBRARY)
+            .set_name("=wield")
+            .set_mode(ChunkMode::Text)
+            .call::<()>((
+                lua.create_function(|_, t: Value| Ok(plain_table(&t)))?,
+                globals.get::<Value>("error")?,
+                globals.get::<Value>("type")?,
+                globals.get::<Value>("select")?,
+                math.get::<Value>("tointeger")?,
+                globals.get::<Value>("tonumber")?,
+                math.get::<Value>("maxinteger")?,
+            ))?;
         globals.raw_set("require", require_fn(&lua, modules.map(Path::to_path_buf))?)?;
         globals.raw_set(
             "print",
@@ -263,17 +469,31 @@ impl Sandbox {
         )?;
         let current = crate::ctx::Current::default();
         let run = crate::ctx::run_function(&lua, Arc::clone(&current))?;
+        let make_run: mlua::Function = lua
+            .load(MAKE_RUN)
+            .set_name("=wield.run")
+            .set_mode(ChunkMode::Text)
+            .call(run)?;
         // Making an async function loaded the coroutine library: scripts
         // do not get it (a `coroutine.resume` would catch the budget's stop).
         globals.raw_set("coroutine", Value::Nil)?;
-        lua.set_memory_limit(limits.memory)?;
-        Ok(Self {
+        let sandbox = Self {
             lua,
             budget,
             limits,
             current,
-            run,
-        })
+            make_run,
+        };
+        sandbox.set_memory_limit(limits.memory)?;
+        Ok(sandbox)
+    }
+
+    /// Limit what the state may allocate to `bytes` (and what the pattern
+    /// functions build outside it).
+    pub(crate) fn set_memory_limit(&self, bytes: usize) -> mlua::Result<()> {
+        self.lua.set_memory_limit(bytes)?;
+        self.budget.memory.store(bytes, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Start a budget for what runs next: the instruction limit, and the
@@ -292,9 +512,11 @@ impl Sandbox {
         self.run_code(&code, &format!("@{}", path.display()))
     }
 
-    /// Run `code` as a text chunk named `name` with a fresh budget.
+    /// Run `code` as a text chunk named `name` with a fresh budget, for at
+    /// most [`LOAD_TIME`]: loading a file and evaluating frontmatter must
+    /// not hold up wield.
     pub fn run_code(&self, code: &str, name: &str) -> Result<Value, LuaError> {
-        self.start(None, None);
+        self.start(Some(Instant::now() + LOAD_TIME), None);
         Ok(self
             .lua
             .load(code)
@@ -305,6 +527,17 @@ impl Sandbox {
 
     pub fn lua(&self) -> &Lua {
         &self.lua
+    }
+}
+
+/// Whether `t` is a table whose length is what it holds (no metatable, or
+/// one without `__len`): the C table functions are bounded on it.
+fn plain_table(t: &Value) -> bool {
+    match t {
+        Value::Table(t) => t
+            .metatable()
+            .is_none_or(|m| m.raw_get::<Value>("__len").is_ok_and(|v| v.is_nil())),
+        _ => false,
     }
 }
 

@@ -36,14 +36,20 @@ impl AsyncSource {
     fn into_source_fn(self) -> SourceFn {
         Box::new(move |register: SourceRegister, done: SourceDone| {
             let deadline = Instant::now() + self.timeout;
-            // Off the async threads: the resolve function runs to its end
-            // (or its budget's).
-            tokio::task::spawn_blocking(move || {
+            // On the state's own thread, after (and never beside) a call of
+            // its tools: the resolve function runs to its end (or its
+            // budget's).
+            let script = Arc::clone(&self.script);
+            let done_here = done.clone();
+            let job = Box::new(move || {
                 let outcome = self.run(register, done.clone(), deadline);
                 if let Err(e) = outcome {
                     done.done(Err(e));
                 }
             });
+            if let Err(e) = script.on_thread(job) {
+                done_here.done(Err(e));
+            }
         })
     }
 

@@ -2,7 +2,7 @@
 //! `description`, `input_schema`, `format_preview(input, width)`,
 //! `execute(input, ctx)` returning `{ success, output | error }`).
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -12,24 +12,66 @@ use wield_core::{Context, HANDLES_TIMEOUT, Tool, ToolBase, ToolResult, ToolSpec,
 
 use crate::convert::{to_json, to_lua};
 use crate::error::{LuaError, message};
-use crate::sandbox::{Limits, Sandbox};
+use crate::sandbox::{Limits, Sandbox, Stop};
 
-/// One Lua state (a file's) and the lock that lets one call run in it at
-/// a time, so each call has its own instruction budget and deadline.
+/// One Lua state (a file's), the lock that lets one call run in it at a
+/// time (so each call has its own instruction budget and deadline), and the
+/// thread its calls run on.
+///
+/// Calls run on a thread of their own, never on an async worker: a call
+/// computing (or stuck in a C function that does not stop at the budget)
+/// holds that thread alone, and the async side answers at the call's
+/// timeout or cancellation whatever the thread does, so wield can still
+/// answer, and end on SIGTERM.
 pub struct Script {
     pub(crate) sandbox: Sandbox,
-    gate: tokio::sync::Mutex<()>,
+    gate: std::sync::Mutex<()>,
     /// Where the script came from, for messages.
     pub(crate) origin: String,
+    /// The way to the state's thread, started by the first call.
+    worker: std::sync::Mutex<Option<std::sync::mpsc::Sender<Job>>>,
 }
+
+/// Work for a state's thread.
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 impl Script {
     pub fn new(sandbox: Sandbox, origin: impl Into<String>) -> Arc<Self> {
         Arc::new(Self {
             sandbox,
-            gate: tokio::sync::Mutex::new(()),
+            gate: std::sync::Mutex::new(()),
             origin: origin.into(),
+            worker: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Run `job` on the state's thread, after the jobs before it, holding
+    /// the state's lock. The thread ends when the script is dropped.
+    pub(crate) fn on_thread(self: &Arc<Self>, job: Job) -> Result<(), String> {
+        let mut worker = self.worker.lock().unwrap_or_else(PoisonError::into_inner);
+        if worker.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("wield-lua".into())
+                .spawn(move || {
+                    for job in rx {
+                        job();
+                    }
+                })
+                .map_err(|e| format!("{}: cannot start the thread Lua runs on: {e}", self.origin))?;
+            *worker = Some(tx);
+        }
+        let script = Arc::clone(self);
+        let job: Job = Box::new(move || {
+            let _one = script.gate.lock().unwrap_or_else(PoisonError::into_inner);
+            job();
+        });
+        worker
+            .as_ref()
+            .map(|tx| tx.send(job))
+            .transpose()
+            .map_err(|_| format!("{}: the thread Lua runs on has ended", self.origin))?;
+        Ok(())
     }
 }
 
@@ -207,29 +249,91 @@ impl Tool for LuaTool {
     }
 
     async fn execute(&self, input: Json, ctx: &Context) -> ToolResult {
-        let name = &self.base.spec.name;
-        let svc = Self::service(ctx);
-        let _one = self.script.gate.lock().await;
+        let name = self.base.spec.name.clone();
+        let deadline = Instant::now() + ctx.timeout;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return ToolResult::error(format!("{name}: a Lua tool runs inside wield's async runtime"));
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let call = Call {
+            name: name.clone(),
+            script: Arc::clone(&self.script),
+            execute: self.execute.clone(),
+            read_only: self.base.traits.read_only,
+            svc: Self::service(ctx),
+            deadline,
+        };
+        let ctx_owned = ctx.clone();
+        let job: Job = Box::new(move || {
+            let result = runtime.block_on(call.run(input, &ctx_owned));
+            let _ = tx.send(result);
+        });
+        if let Err(e) = self.script.on_thread(job) {
+            return ToolResult::error(format!("{name}: {e}"));
+        }
+        // The budget ends the call at its deadline or cancellation, and the
+        // thread answers then; past a grace period the answer is given here
+        // whatever the thread does.
+        let grace = Duration::from_millis(500);
+        tokio::select! {
+            r = rx => r.unwrap_or_else(|_| ToolResult::error(format!("{name}: the Lua call ended without an answer"))),
+            () = async {
+                ctx.cancel.cancelled().await;
+                tokio::time::sleep(grace).await;
+            } => ToolResult::error(format!("{name}: cancelled")),
+            () = tokio::time::sleep_until((deadline + grace).into()) => timed_out(&name, ctx.timeout),
+        }
+    }
+}
+
+fn timed_out(name: &str, timeout: Duration) -> ToolResult {
+    ToolResult::error(format!(
+        "{name}: timed out: the Lua tool ran past its {} timeout and was stopped",
+        wield_core::human_duration(timeout)
+    ))
+}
+
+/// One call of a Lua tool, as it runs on its state's thread.
+struct Call {
+    name: String,
+    script: Arc<Script>,
+    execute: Function,
+    read_only: bool,
+    svc: LuaService,
+    deadline: Instant,
+}
+
+impl Call {
+    async fn run(self, input: Json, ctx: &Context) -> ToolResult {
+        let name = &self.name;
         let sandbox = &self.script.sandbox;
-        if let Err(e) = sandbox.lua.set_memory_limit(svc.limits.memory) {
+        if let Err(e) = sandbox.set_memory_limit(self.svc.limits.memory) {
             return ToolResult::error(format!("{name}: cannot set the Lua memory limit: {e}"));
         }
-        let deadline = Instant::now() + ctx.timeout;
+        let deadline = self.deadline;
         sandbox
             .budget
-            .start(svc.limits.instructions, Some(deadline), Some(ctx.cancel.clone()));
-        let config = svc
+            .start(self.svc.limits.instructions, Some(deadline), Some(ctx.cancel.clone()));
+        let config = self
+            .svc
             .config
             .as_ref()
             .map(|c| c.table_at(&format!("tools.{name}")))
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| (*ctx.config).clone());
-        *sandbox
-            .current
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ctx.clone());
-        let args = crate::ctx::build(&sandbox.lua, ctx, &config, &sandbox.run, self.base.traits.read_only)
-            .and_then(|c| Ok((to_lua(&sandbox.lua, &input)?, c)));
+        // This call's `ctx` works until `running` is dropped, however the
+        // call ends.
+        let running = crate::ctx::Running::begin(&sandbox.current, ctx, self.read_only);
+        let args = crate::ctx::build(
+            &sandbox.lua,
+            ctx,
+            &config,
+            &sandbox.make_run,
+            &sandbox.current,
+            running.id,
+            self.read_only,
+        )
+        .and_then(|c| Ok((to_lua(&sandbox.lua, &input)?, c)));
         let (input, ctx_table) = match args {
             Ok(a) => a,
             Err(e) => return ToolResult::error(format!("{name}: cannot prepare the call: {}", message(&e))),
@@ -238,20 +342,20 @@ impl Tool for LuaTool {
         let outcome = tokio::select! {
             r = call => r,
             () = ctx.cancel.cancelled() => return ToolResult::error(format!("{name}: cancelled")),
-            () = tokio::time::sleep_until(deadline.into()) => {
-                return ToolResult::error(format!(
-                    "{name}: timed out after {}",
-                    wield_core::human_duration(ctx.timeout)
-                ));
-            }
+            () = tokio::time::sleep_until(deadline.into()) => return timed_out(name, ctx.timeout),
         };
-        *sandbox
-            .current
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        drop(running);
         let result = match outcome {
             Ok(v) => v,
-            Err(e) => return ToolResult::error(format!("{name}: the Lua tool failed: {}", message(&e))),
+            Err(e) => {
+                // The budget's stop says what happened better than the
+                // error it raised, which a script may have wrapped.
+                return match sandbox.budget.stop() {
+                    Some(Stop::Deadline) => timed_out(name, ctx.timeout),
+                    Some(Stop::Cancelled) => ToolResult::error(format!("{name}: cancelled")),
+                    _ => ToolResult::error(format!("{name}: the Lua tool failed: {}", message(&e))),
+                };
+            }
         };
         into_result(&sandbox.lua, name, result)
     }

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod frontmatter;
+mod patterns;
 mod resolvers;
 mod sandbox;
 mod tools;

@@ -120,7 +120,7 @@ async fn a_runaway_tool_ends_with_an_error_at_its_timeout_and_on_cancel() {
     let start = Instant::now();
     let r = spin.execute(json!({}), &ctx).await;
     assert!(
-        !r.success && r.error.as_deref().unwrap().contains("out of time"),
+        !r.success && r.error.as_deref().unwrap().contains("ran past its 300ms timeout"),
         "{r:?}"
     );
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -325,4 +325,50 @@ async fn async_sources_register_fail_or_time_out_without_blocking() {
         w.iter().any(|w| w.contains("says.lua") && w.contains("cannot list")),
         "{w:?}"
     );
+}
+
+/// A `ctx` kept by one call is dead in every later call, and a read-only
+/// tool gets no more from a sibling's `ctx` than from its own.
+#[tokio::test]
+async fn a_kept_ctx_is_dead_once_its_call_ends() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(ws.path()).unwrap();
+    let loaded = load(
+        &ws.join(".wield/tools"),
+        &[(
+            "pair.lua",
+            r#"local kept
+            return {
+              { name = "keep", description = "K", execute = function(input, ctx)
+                  kept = ctx
+                  assert(ctx.fs.write("mine.txt", "ok"))
+                  return "kept"
+                end },
+              { name = "use", description = "U", read_only = true, execute = function(input, ctx)
+                  local out = {}
+                  for _, f in ipairs({
+                    function() return kept.fs.write("stolen.txt", "x") end,
+                    function() return kept.fs.read("mine.txt") end,
+                    function() return kept.path.resolve("mine.txt") end,
+                    function() return kept.fs.list(".") end,
+                    function() return kept.sandbox.is_path_writable("x") end,
+                    function() return kept.run({ "touch", "ran" }) end,
+                  }) do
+                    local ok, err = pcall(f)
+                    out[#out + 1] = tostring(ok) .. " " .. tostring(err)
+                  end
+                  return table.concat(out, "\n")
+                end },
+            }"#,
+        )],
+    );
+    let ctx = Context::detached(&ws);
+    let r = tool(&loaded, "keep").execute(json!({}), &ctx).await;
+    assert_eq!(r.output, "kept", "{r:?}");
+    assert!(ws.join("mine.txt").exists());
+    let r = tool(&loaded, "use").execute(json!({}), &ctx).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.output.matches("has ended").count(), 6, "{}", r.output);
+    assert!(!r.output.lines().any(|l| l.starts_with("true")), "{}", r.output);
+    assert!(!ws.join("stolen.txt").exists() && !ws.join("ran").exists());
 }

@@ -5,6 +5,7 @@
 mod approval;
 mod files;
 mod http;
+mod lua;
 mod misc;
 mod review;
 mod sandbox;
