@@ -1,12 +1,23 @@
 //! The files a person's message references (`@./notes.txt`), attached to
 //! what is sent: text inline, images and PDFs as content blocks. A file
 //! that cannot be read stops the send, naming the reference and its line.
+//!
+//! A referenced file may be one a model's commands can change, even while
+//! the send is being put together (a background process swapping it for a
+//! link to `/proc/self/environ`). So it is opened once, beneath a directory
+//! handle: the workspace when the reference lies in it, else the directory
+//! the reference names. Links are followed only while they stay beneath
+//! that directory, the final name is opened without following a link, what
+//! was opened is checked (a regular file, not on the kernel's procfs, sysfs
+//! or devtmpfs), and the bytes sent are read from that same descriptor: the
+//! path is never resolved again after the check.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use base64::Engine as _;
 use wield_llm::Block;
+use wield_sandbox::fs::Confinement;
 
 use crate::error::ChatError;
 use crate::syntax::FileRef;
@@ -14,28 +25,35 @@ use crate::syntax::FileRef;
 /// Most bytes one attached file may have.
 pub const MAX_ATTACHMENT: u64 = 20 * 1024 * 1024;
 
-/// The block `r` attaches, its relative path resolved against `base`.
-pub(crate) fn attach(r: &FileRef, base: &Path) -> Result<Block, ChatError> {
-    let path = resolve(&r.path, base);
+/// The block `r` attaches, its relative path resolved against `base`, and
+/// opened beneath `workspace` when it lies there.
+pub(crate) fn attach(r: &FileRef, base: &Path, workspace: &Path) -> Result<Block, ChatError> {
     let fail = |why: String| ChatError::Attachment {
         reference: r.raw.clone(),
         line: r.line,
         why,
     };
-    let real = std::fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    // The kernel's files are not documents (and `/proc/self/environ` would
-    // send the process's secrets).
-    if ["/proc", "/sys", "/dev"].iter().any(|p| real.starts_with(p)) {
-        return Err(fail(format!("{} is a system file, not one to send", real.display())));
-    }
-    let meta = std::fs::metadata(&real).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(fail(format!("{} is not a file", path.display())));
+    let path = resolve(&r.path, base).map_err(|e| fail(format!("cannot read the current directory: {e}")))?;
+    let workspace = normal(&absolute(workspace).map_err(|e| fail(format!("cannot read the current directory: {e}")))?);
+    let mut builder = Confinement::builder(&workspace);
+    // A reference outside the workspace (`@~/x`, `@//etc/hosts`, `@../x`)
+    // is the person's choice of a place: it is opened beneath the directory
+    // it names, so a link there still cannot lead elsewhere.
+    if !path.starts_with(&workspace)
+        && let Some(dir) = path.parent()
+    {
+        builder = builder.read_root(dir);
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(&real)
-        .and_then(|f| f.take(MAX_ATTACHMENT + 1).read_to_end(&mut bytes))
-        .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    builder
+        .build()
+        .and_then(|conf| conf.open_ordinary(&path))
+        .map_err(|e| fail(e.to_string()))
+        .and_then(|(file, _)| {
+            file.take(MAX_ATTACHMENT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| fail(format!("{}: {e}", path.display())))
+        })?;
     if bytes.len() as u64 > MAX_ATTACHMENT {
         return Err(fail(format!(
             "{} has more than the {MAX_ATTACHMENT} bytes an attachment may have",
@@ -67,13 +85,37 @@ pub(crate) fn attach(r: &FileRef, base: &Path) -> Result<Block, ChatError> {
     })
 }
 
-fn resolve(path: &str, base: &Path) -> PathBuf {
+/// The absolute path `path` names, without `.` or `..` (resolved by name:
+/// the confinement walks the real directories, and refuses the path if a
+/// link made `..` mean something else).
+fn resolve(path: &str, base: &Path) -> std::io::Result<PathBuf> {
     if let Some(rest) = path.strip_prefix("~/")
         && let Some(home) = std::env::var_os("HOME")
     {
-        return PathBuf::from(home).join(rest);
+        return Ok(normal(&PathBuf::from(home).join(rest)));
     }
-    base.join(path)
+    Ok(normal(&absolute(&base.join(path))?))
+}
+
+fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    Ok(std::env::current_dir()?.join(path))
+}
+
+fn normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn guess(path: &Path) -> &'static str {

@@ -39,6 +39,9 @@ pub struct ConvertOptions {
     /// Where the person's file references (`@./notes.txt`) are read from:
     /// the document's directory. `None` sends them as text only.
     pub base_dir: Option<std::path::PathBuf>,
+    /// The directory references inside it are opened beneath (links may
+    /// not lead out of it): the workspace. `None`: the document's directory.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 /// The provider kind (`wield_llm::Kind::name`) a `.chat` signature's
@@ -67,7 +70,9 @@ impl Document<'_> {
                 calls: unresolved.into_iter().map(|c| (c.id, c.line, c.status)).collect(),
             });
         }
-        self.build(options, options.base_dir.as_deref())
+        let base = options.base_dir.as_deref();
+        let attach = base.map(|base| (base, options.workspace.as_deref().unwrap_or(base)));
+        self.build(options, attach)
     }
 
     /// The conversation as it stands, whatever the diagnostics: tool uses
@@ -81,8 +86,9 @@ impl Document<'_> {
     }
 
     /// The conversation, with the files the person's messages reference
-    /// attached from `base` (none when `None`).
-    fn build(&self, options: &ConvertOptions, base: Option<&std::path::Path>) -> Result<Conversation, ChatError> {
+    /// attached from `attach`'s base directory, opened beneath its
+    /// workspace (none when `None`).
+    fn build(&self, options: &ConvertOptions, attach: Option<Attach<'_>>) -> Result<Conversation, ChatError> {
         let mut system = None;
         let mut messages: Vec<Message> = Vec::new();
         for m in &self.messages {
@@ -100,7 +106,7 @@ impl Document<'_> {
                     system = (!text.is_empty()).then_some(text);
                     continue;
                 }
-                Speaker::You => (Role::User, user_blocks(&m.segments, base)?),
+                Speaker::You => (Role::User, user_blocks(&m.segments, attach)?),
                 Speaker::Assistant => (Role::Assistant, assistant_blocks(&m.segments, options)),
                 Speaker::Other(_) => continue,
             };
@@ -128,16 +134,20 @@ fn text_block(text: &str) -> Option<Block> {
     (!text.is_empty()).then(|| Block::Text { text: text.to_string() })
 }
 
-fn user_blocks(segments: &[Segment], base: Option<&std::path::Path>) -> Result<Vec<Block>, ChatError> {
+/// Where references are read from: the base directory of relative ones and
+/// the workspace they are opened beneath.
+type Attach<'a> = (&'a std::path::Path, &'a std::path::Path);
+
+fn user_blocks(segments: &[Segment], attach: Option<Attach<'_>>) -> Result<Vec<Block>, ChatError> {
     let mut results = Vec::new();
     let mut texts = Vec::new();
     for s in segments {
         match s {
             Segment::Text(t) => {
                 texts.extend(text_block(&t.text));
-                if let Some(base) = base {
+                if let Some((base, workspace)) = attach {
                     for r in &t.file_refs {
-                        texts.push(crate::attach::attach(r, base)?);
+                        texts.push(crate::attach::attach(r, base, workspace)?);
                     }
                 }
             }

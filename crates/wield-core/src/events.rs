@@ -152,11 +152,37 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
+    /// Open (or create) the log at `path` for appending. It holds every
+    /// call's full input, so it is its owner's alone: the directories made
+    /// for it are 0700, the file is created 0600 (and an existing one of
+    /// this user's that others could read is closed to them), a link in its
+    /// place is refused rather than followed, and so is anything but a
+    /// regular file.
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.is_dir()
+        {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("the audit log {} is not a regular file", path.display()),
+            ));
+        }
+        // SAFETY: geteuid cannot fail and touches no memory.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() == me && meta.mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         Ok(Self { file: Mutex::new(file) })
     }
 

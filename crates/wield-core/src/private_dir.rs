@@ -1,5 +1,5 @@
-//! Directories only their user may enter: where saved outputs and server
-//! tokens are kept.
+//! Directories only their user may enter: where saved outputs, server
+//! tokens and memory are kept.
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -25,4 +25,51 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Like [`ensure_private_dir`], but an existing directory of this user's
+/// that others may enter (one made before wield kept it private) is closed
+/// to them first (mode 0700). The mode is changed on the directory that was
+/// opened, without following a link, so a link put in its place is refused
+/// rather than having its target's mode changed.
+pub fn make_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)?;
+    let meta = opened.metadata()?;
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() == me && meta.mode() & 0o077 != 0 {
+        opened.set_permissions(std::fs::Permissions::from_mode(0o700))?;
+    }
+    ensure_private_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// Regression: a directory made open to others (0755) stayed so.
+    #[test]
+    fn an_open_directory_of_this_user_is_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("memory");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(ensure_private_dir(&dir).is_err());
+        make_private_dir(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(make_private_dir(&link).is_err());
+    }
 }

@@ -23,6 +23,7 @@ use std::time::Instant;
 use mlua::chunk::ChunkMode;
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use tokio_util::sync::CancellationToken;
+use wield_sandbox::fs::{ConfineError, Confinement, open_ordinary_path};
 
 use crate::error::LuaError;
 
@@ -505,10 +506,15 @@ impl Sandbox {
     /// Load and run the file at `path` as a text chunk named after it, with
     /// a fresh budget; what it returns.
     pub fn run_file(&self, path: &Path) -> Result<Value, LuaError> {
-        let code = std::fs::read_to_string(path).map_err(|source| LuaError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // Opened once and checked on the descriptor it is read from (a
+        // regular file, not a kernel file), so what runs is what was checked.
+        let code = open_ordinary_path(path)
+            .map_err(std::io::Error::other)
+            .and_then(|(file, _)| read_text(file))
+            .map_err(|source| LuaError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         self.run_code(&code, &format!("@{}", path.display()))
     }
 
@@ -553,6 +559,30 @@ pub(crate) fn display(v: &Value) -> String {
     }
 }
 
+/// The text of module file `rel` beneath `dir`: opened once beneath the
+/// directory's handle (links followed only while they stay inside it),
+/// checked on the descriptor, and read from it, so a module swapped for a
+/// link between a check and the read cannot bring in another file.
+fn read_module(dir: &Path, rel: &str) -> Result<String, ConfineError> {
+    let conf = Confinement::builder(dir)
+        .protected(Vec::<PathBuf>::new())
+        .temp_dir(None)
+        .build()?;
+    let (file, _) = conf.open_ordinary(rel)?;
+    read_text(file).map_err(|source| ConfineError::Io {
+        path: rel.to_owned(),
+        source,
+    })
+}
+
+/// A file's text (UTF-8), read from a descriptor already checked.
+fn read_text(mut file: std::fs::File) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut code = String::new();
+    file.read_to_string(&mut code)?;
+    Ok(code)
+}
+
 /// `require(name)`: `a.b` is `a/b.lua` inside `dir` (symbolic links may not
 /// lead out of it); each module runs once.
 fn require_fn(lua: &Lua, dir: Option<PathBuf>) -> mlua::Result<mlua::Function> {
@@ -577,20 +607,19 @@ fn require_fn(lua: &Lua, dir: Option<PathBuf>) -> mlua::Result<mlua::Function> {
                 dir.display()
             )));
         }
-        let file = dir.join(format!("{}.lua", name.replace('.', "/")));
-        let inside = match (std::fs::canonicalize(&file), std::fs::canonicalize(dir)) {
-            (Ok(real), Ok(root)) => real.starts_with(root),
-            _ => false,
-        };
-        if !inside {
-            return Err(mlua::Error::runtime(format!(
-                "require(\"{name}\"): no module {} inside the tools directory {}",
-                file.display(),
-                dir.display()
-            )));
-        }
-        let code = std::fs::read_to_string(&file)
-            .map_err(|e| mlua::Error::runtime(format!("require(\"{name}\"): {}: {e}", file.display())))?;
+        let rel = format!("{}.lua", name.replace('.', "/"));
+        let file = dir.join(&rel);
+        let code = read_module(dir, &rel).map_err(|e| {
+            mlua::Error::runtime(if e.is_not_found() || matches!(e, ConfineError::Outside { .. }) {
+                format!(
+                    "require(\"{name}\"): no module {} inside the tools directory {} ({e})",
+                    file.display(),
+                    dir.display()
+                )
+            } else {
+                format!("require(\"{name}\"): {e}")
+            })
+        })?;
         let value: Value = lua
             .load(code)
             .set_name(format!("@{}", file.display()))

@@ -80,7 +80,9 @@ fn read_skill_md(dir: &Path) -> Option<String> {
         .temp_dir(None)
         .build()
         .ok()?;
-    let file = conf.open_read("SKILL.md").ok()?;
+    // Opened once beneath the skill's directory and checked on the
+    // descriptor (a regular file, not a kernel file a link was swapped to).
+    let (file, _) = conf.open_ordinary("SKILL.md").ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_SKILL_BYTES).read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())

@@ -237,6 +237,7 @@ impl Cycle {
             let conversation = doc.conversation(&ConvertOptions {
                 model: Some(self.model.clone()),
                 base_dir: Some(self.base_dir()),
+                workspace: Some(self.executor.workspace().to_path_buf()),
             })?;
             steps += 1;
             progress(Progress::Sending { step: steps });

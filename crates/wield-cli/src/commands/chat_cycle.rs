@@ -88,14 +88,13 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
             .autopilot
             .or_else(|| chat_setting("autopilot").and_then(|v| v.as_bool()))
             .unwrap_or(true);
-    let max_steps = options
-        .max_steps
-        .or_else(|| {
-            chat_setting("max_steps")
-                .and_then(|v| v.as_integer())
-                .and_then(|n| u32::try_from(n).ok())
-        })
+    let configured_steps = chat_setting("max_steps")
+        .and_then(|v| v.as_integer())
+        .and_then(|n| u32::try_from(n).ok())
         .unwrap_or(agent.limits.max_steps);
+    // The document is text in the workspace, so its `max_steps` may only
+    // tighten the configured limit, never raise it.
+    let max_steps = options.max_steps.map_or(configured_steps, |n| n.min(configured_steps));
     let executor = rt.inner.executor(Arc::new(approval::YesApprover)).map_err(exit_error)?;
     let cycle = Cycle {
         file: real.clone(),

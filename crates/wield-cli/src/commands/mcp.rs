@@ -73,22 +73,15 @@ fn http_token(flag: Option<String>, file: Option<std::path::PathBuf>) -> anyhow:
 
 /// Where a token wield made is written: `wield/tokens` in
 /// `$XDG_RUNTIME_DIR`, else in `$XDG_STATE_HOME`, else in `~/.local/state`.
+/// The sandbox hides each of these from commands, so the list is the
+/// sandbox's.
 fn token_dir() -> anyhow::Result<std::path::PathBuf> {
-    let from = |var: &str| {
-        std::env::var_os(var)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    from("XDG_RUNTIME_DIR")
-        .or_else(|| from("XDG_STATE_HOME"))
-        .or_else(|| from("HOME").map(|h| h.join(".local/state")))
-        .map(|d| d.join("wield/tokens"))
-        .ok_or_else(|| {
-            usage(format!(
-                "no place for the server's token: set HOME or XDG_RUNTIME_DIR, or give one with {TOKEN_ENV} or \
-                 --token-file"
-            ))
-        })
+    wield_sandbox::process::token_dirs().into_iter().next().ok_or_else(|| {
+        usage(format!(
+            "no place for the server's token: set HOME or XDG_RUNTIME_DIR, or give one with {TOKEN_ENV} or \
+             --token-file"
+        ))
+    })
 }
 
 /// `127.0.0.1:8765`, `[::1]:8765`, `localhost:8765`, or a bare port (on

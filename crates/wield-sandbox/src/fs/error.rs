@@ -53,6 +53,14 @@ pub enum ConfineError {
     IsADirectory { path: String },
     #[error("{path} is not a regular file (it is a {kind})")]
     NotRegular { path: String, kind: &'static str },
+    /// A file of one of the kernel's pseudo file systems (procfs, sysfs,
+    /// devtmpfs, ...): the process's environment or the machine's state,
+    /// never a document, so wield does not read it for itself.
+    #[error(
+        "{path} is a system file (on {fs}, one of the kernel's file systems), not a document: wield reads only \
+         regular files on ordinary file systems here"
+    )]
+    SystemFile { path: String, fs: &'static str },
     #[error("{path} already exists and is not a directory")]
     ExistsNotDirectory { path: String },
     #[error("{path}: too many levels of symbolic links (more than {limit})")]
@@ -90,6 +98,7 @@ impl ConfineError {
                 | Self::ProjectState { .. }
                 | Self::Nul { .. }
                 | Self::Changed { .. }
+                | Self::SystemFile { .. }
         )
     }
 

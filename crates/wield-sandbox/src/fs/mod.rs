@@ -32,17 +32,25 @@
 //! [`Confinement::open_walked`] (`openat2` beneath the root with
 //! `RESOLVE_NO_SYMLINKS`: one syscall, as cheap as a plain open).
 //!
+//! Files wield reads for itself rather than for a tool (attachments,
+//! skills, memory, Lua modules) are opened with
+//! [`Confinement::open_ordinary`] or [`open_ordinary_path`]: what was opened
+//! is checked to be a regular file outside the kernel's pseudo file systems
+//! (procfs, sysfs, devtmpfs, ...), and read from the same descriptor.
+//!
 //! Linux only: it relies on `O_PATH` and `openat2`.
 
 mod error;
 mod narrow;
 mod ops;
+mod ordinary;
 mod protect;
 mod resolve;
 mod roots;
 
 pub use error::ConfineError;
 pub use ops::{DirEntry, WriteOutcome};
+pub use ordinary::{check_ordinary, open_ordinary_path};
 pub use protect::{PROJECT_STATE, ProtectedGlobs, is_glob, split_protected};
 pub use resolve::{Kind, MAX_SYMLINK_HOPS, Resolved};
 pub use roots::{Confinement, ConfinementBuilder, DEFAULT_PROTECTED, RootKind};

@@ -34,7 +34,7 @@ pub use env::{CORE_VARS, EnvPolicy, Inherit, SECRET_PATTERNS, is_secret_name};
 pub use runner::{DEFAULT_GRACE, Exit, RunOutput, Runner, signal_name};
 pub use sandbox::{
     Backend, BackendChoice, Enabled, Probe, RunGuard, SandboxError, SandboxPlan, SandboxSettings, denial_hints,
-    sandbox_exec_main,
+    sandbox_exec_main, token_dirs,
 };
 pub use tree::{MARKER_VAR, ProcessTree, ensure_subreaper, new_marker};
 

@@ -2,6 +2,7 @@
 //! [`Confinement`] rooted at it (no link leads out, writes are atomic).
 
 use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -83,12 +84,15 @@ impl Store {
     /// The confinement over the directory; `None` when it does not exist
     /// and `create` is false.
     fn confinement(&self, create: bool) -> Result<Option<Confinement>, String> {
-        if !self.dir.is_dir() {
-            if !create {
-                return Ok(None);
-            }
-            std::fs::create_dir_all(&self.dir)
-                .map_err(|e| format!("cannot create the memory directory {}: {e}", self.dir.display()))?;
+        if !create && !self.dir.is_dir() {
+            return Ok(None);
+        }
+        // What is remembered is private like sessions: the directory is
+        // made (or, when an older wield made it open, closed) 0700 before
+        // anything is written into it.
+        if create {
+            wield_core::private_dir::make_private_dir(&self.dir)
+                .map_err(|e| format!("cannot prepare the memory directory {}: {e}", self.dir.display()))?;
         }
         Confinement::builder(&self.dir)
             .protected(Vec::<PathBuf>::new())
@@ -103,6 +107,14 @@ impl Store {
         let conf = self.confinement(true)?.ok_or("the memory directory is missing")?;
         let name = format!("{key}.md");
         conf.write_atomic(&name, content.as_bytes())
+            .map_err(|e| format!("cannot write the memory {key:?}: {e}"))?;
+        // The atomic write keeps an existing file's mode and gives a new
+        // one the umask's: the entry is made 0600 through the file it
+        // opens beneath the store, never by following its name again.
+        let (file, _) = conf
+            .open_ordinary(&name)
+            .map_err(|e| format!("cannot write the memory {key:?}: {e}"))?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(|e| format!("cannot write the memory {key:?}: {e}"))?;
         Ok(self.dir.join(name))
     }
@@ -157,8 +169,10 @@ impl Store {
 }
 
 fn read_file(conf: &Confinement, name: &str) -> Result<Option<String>, String> {
-    let file = match conf.open_read(Path::new(name)) {
-        Ok(f) => f,
+    // Opened once beneath the store and checked on the descriptor: an entry
+    // swapped for a kernel file (`/proc/self/environ`) is refused.
+    let file = match conf.open_ordinary(Path::new(name)) {
+        Ok((f, _)) => f,
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(format!("cannot read the memory {name}: {e}")),
     };

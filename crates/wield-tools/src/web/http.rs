@@ -107,6 +107,15 @@ pub enum HttpError {
     TooManyRedirects { url: String },
     #[error("{url}: redirect (HTTP {status}) with no usable Location header.")]
     BadRedirect { url: String, status: u16 },
+    /// The server compressed the body though wield asked for none: wield
+    /// does not decode compressed bodies (a small one can stand for a huge
+    /// text), so it refuses rather than hand the model undecoded bytes.
+    #[error(
+        "{url}: the server sent the body compressed (Content-Encoding: {encoding}) although wield asked for an \
+         uncompressed one (Accept-Encoding: identity); wield does not decode compressed bodies. Try another \
+         address for the same content."
+    )]
+    Encoded { url: String, encoding: String },
     #[error("{url}: {reason}")]
     Transport { url: String, reason: String },
 }
@@ -150,6 +159,11 @@ async fn exchange(mut req: Request, limits: &Limits, deadline: Instant) -> Resul
                 headers.insert(HeaderName::from_static(name), v);
             }
         }
+        // Only an uncompressed body is wanted: what is read is capped and
+        // handed on as it came, so it must be the text itself.
+        headers
+            .entry(reqwest::header::ACCEPT_ENCODING)
+            .or_insert(HeaderValue::from_static("identity"));
         let mut rb = client.request(req.method.clone(), req.url.clone()).headers(headers);
         if let Some((body, ct)) = &req.body {
             rb = rb.header(reqwest::header::CONTENT_TYPE, *ct).body(body.clone());
@@ -180,6 +194,12 @@ async fn exchange(mut req: Request, limits: &Limits, deadline: Instant) -> Resul
             req.url = next;
             continue;
         }
+        if let Some(encoding) = content_encoding(resp.headers()) {
+            return Err(HttpError::Encoded {
+                url: req.url.to_string(),
+                encoding,
+            });
+        }
         let mut body = Vec::new();
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await.map_err(transport)? {
@@ -202,6 +222,19 @@ async fn exchange(mut req: Request, limits: &Limits, deadline: Instant) -> Resul
     }
 }
 
+/// The body's content coding when it is not the identity: every
+/// `Content-Encoding` header and every coding listed in one counts.
+fn content_encoding(headers: &HeaderMap) -> Option<String> {
+    let codings: Vec<String> = headers
+        .get_all(reqwest::header::CONTENT_ENCODING)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .flat_map(|v| v.split(',').map(|c| c.trim().to_ascii_lowercase()).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty() && c != "identity")
+        .collect();
+    (!codings.is_empty()).then(|| codings.join(", "))
+}
+
 /// An error with its causes, which carry the useful part (refused,
 /// certificate, reset).
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -213,4 +246,19 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_coding_other_than_identity_counts() {
+        let mut h = HeaderMap::new();
+        assert_eq!(content_encoding(&h), None);
+        h.insert(reqwest::header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
+        assert_eq!(content_encoding(&h), None);
+        h.append(reqwest::header::CONTENT_ENCODING, HeaderValue::from_static("GZip, br"));
+        assert_eq!(content_encoding(&h).as_deref(), Some("gzip, br"));
+    }
 }

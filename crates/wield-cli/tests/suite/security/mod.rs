@@ -4,6 +4,7 @@
 
 mod approval;
 mod files;
+mod files_open;
 mod http;
 mod lua;
 mod misc;

@@ -127,6 +127,25 @@ pub(crate) fn argv(bwrap: &Path, helper: Option<&Path>, plan: &SandboxPlan, comm
     for p in mounts {
         args.extend(["--ro-bind".into(), p.clone().into(), p.into()]);
     }
+    // Hidden paths last, over whatever bind showed them: an empty tmpfs in
+    // place of each directory (a file gets /dev/null). One under /run,
+    // which the network's absence already emptied, or outside every root
+    // is not there to hide.
+    let run_emptied = !plan.network && Path::new("/run").is_dir();
+    for p in super::existing_hidden(&plan.hidden) {
+        let visible = match &plan.read {
+            None => true,
+            Some(roots) => roots.iter().chain(&plan.write).any(|r| p.starts_with(r)),
+        };
+        if !visible || (run_emptied && p.starts_with("/run")) {
+            continue;
+        }
+        if p.is_dir() {
+            args.extend(["--tmpfs".into(), p.into()]);
+        } else {
+            args.extend(["--ro-bind".into(), "/dev/null".into(), p.into()]);
+        }
+    }
     // Sockets named in sandbox.allow_unix_sockets, wherever they were hidden.
     if !plan.network {
         for socket in &plan.allow_unix_sockets {

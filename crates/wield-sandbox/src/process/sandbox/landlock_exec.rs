@@ -45,6 +45,8 @@ pub struct SandboxExecArgs {
     pub read: Option<Vec<PathBuf>>,
     pub write: Vec<PathBuf>,
     pub protect: Vec<PathBuf>,
+    /// Neither readable nor writable (see the module docs of `sandbox`).
+    pub hide: Vec<PathBuf>,
     pub network: bool,
     /// With the network off: the Unix sockets commands may connect to
     /// (any named one lets `connect` through, see the `sockets` module).
@@ -75,6 +77,7 @@ impl SandboxExecArgs {
                 Some("--read") => out.read.get_or_insert_with(Vec::new).push(value("--read")?),
                 Some("--write") => out.write.push(value("--write")?),
                 Some("--protect") => out.protect.push(value("--protect")?),
+                Some("--hide") => out.hide.push(value("--hide")?),
                 Some("--allow-unix") => out.allow_unix.push(value("--allow-unix")?),
                 Some("--network") => out.network = true,
                 Some("--keep-only") => out.keep_only = true,
@@ -91,7 +94,7 @@ impl SandboxExecArgs {
                 }
                 _ => {
                     return Err(format!(
-                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--keep-only] -- CMD [ARGS...]"
+                        "unexpected argument {arg:?}; usage: {SANDBOX_EXEC_SUBCOMMAND} [--read P]... [--write P]... [--protect P]... [--hide P]... [--allow-unix P]... [--network] [--keep GRACE_MS] [--keep-only] -- CMD [ARGS...]"
                     ));
                 }
             }
@@ -109,6 +112,7 @@ impl SandboxExecArgs {
             ("--read", self.read.as_deref().unwrap_or_default()),
             ("--write", &self.write[..]),
             ("--protect", &self.protect[..]),
+            ("--hide", &self.hide[..]),
             ("--allow-unix", &self.allow_unix[..]),
         ] {
             for p in paths {
@@ -198,22 +202,33 @@ fn restrict(args: &SandboxExecArgs) -> Result<(), String> {
 
     let read_access = AccessFs::from_read(abi);
     let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
-    match &args.read {
-        None => rules.push(("/".into(), read_access)),
+    // Rights on a directory hold for all beneath it, so a root holding a
+    // hidden path gets them on its entries instead (see `grant`), down to
+    // the hidden path, which gets none.
+    let hidden = super::existing_hidden(&args.hide);
+    let read_roots: Vec<PathBuf> = match &args.read {
+        None => vec!["/".into()],
         Some(roots) => {
             let extra = SYSTEM_READ
                 .iter()
                 .map(PathBuf::from)
                 .chain(["/dev".into(), "/proc".into()]);
-            for root in roots.iter().cloned().chain(extra).chain(args.write.iter().cloned()) {
-                rules.push((root, read_access));
-            }
+            roots
+                .iter()
+                .cloned()
+                .chain(extra)
+                .chain(args.write.iter().cloned())
+                .collect()
         }
+    };
+    for path in write_grants(&read_roots, &hidden) {
+        rules.push((path, read_access));
     }
     for dev in DEVICES {
         rules.push((dev.into(), AccessFs::from_file(abi)));
     }
-    for path in write_grants(&args.write, &args.protect) {
+    let closed: Vec<PathBuf> = args.protect.iter().chain(&hidden).cloned().collect();
+    for path in write_grants(&args.write, &closed) {
         rules.push((path, AccessFs::from_all(abi)));
     }
     for (path, access) in rules {

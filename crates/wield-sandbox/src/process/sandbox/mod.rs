@@ -42,6 +42,17 @@
 //! path: with the workspace under `/tmp` and `/tmp` a write root, nothing
 //! can be created directly in `/tmp` either. The failure hint says so and
 //! suggests `backend = "bwrap"`.
+//!
+//! # Hidden paths
+//!
+//! Some of wield's own state must not even be read by a command of the same
+//! user: the MCP server's token directory ([`token_dirs`]), whose token lets
+//! anything that reads it call every tool over HTTP. Bubblewrap mounts an
+//! empty tmpfs over each hidden directory. Landlock, which only grants,
+//! grants read on each entry of every directory on the way from a read root
+//! to a hidden path instead of on the directory itself (as for protected
+//! paths above), and none on the hidden path; entries created in those
+//! directories after the command started are not readable by it.
 
 use std::ffi::OsString;
 use std::io;
@@ -190,6 +201,9 @@ pub struct SandboxSettings {
     /// The workspace, whose `.wield` directory is created before a
     /// bubblewrap run so that it can be mounted read-only.
     pub workspace: Option<PathBuf>,
+    /// Never readable nor writable by commands, wherever the roots are:
+    /// wield's own secrets (see the module docs).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl SandboxSettings {
@@ -207,6 +221,7 @@ impl SandboxSettings {
             protected: vec![workspace.join(".wield"), workspace.join(".git")],
             allow_unix_sockets: Vec::new(),
             workspace: Some(workspace.to_path_buf()),
+            hidden: token_dirs(),
         }
     }
 
@@ -245,6 +260,7 @@ impl SandboxSettings {
             protected: self.protected.iter().map(|p| normalize(p)).collect(),
             allow_unix_sockets: normalize_all(&self.allow_unix_sockets),
             workspace: self.workspace.clone(),
+            hidden: self.hidden.iter().map(|p| normalize(p)).collect(),
             landlock_abi,
             grace: crate::process::DEFAULT_GRACE,
         };
@@ -289,6 +305,33 @@ impl SandboxSettings {
     }
 }
 
+/// Where the MCP server writes a token it made, in order of preference:
+/// `wield/tokens` in `$XDG_RUNTIME_DIR`, in `$XDG_STATE_HOME`, and in
+/// `~/.local/state`. Every one of them is hidden from commands (see the
+/// module docs), so a token written to any is out of their reach.
+pub fn token_dirs() -> Vec<PathBuf> {
+    let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    [
+        from("XDG_RUNTIME_DIR"),
+        from("XDG_STATE_HOME"),
+        from("HOME").map(|h| h.join(".local/state")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|d| d.is_absolute())
+    .map(|d| d.join("wield").join("tokens"))
+    .collect()
+}
+
+/// The hidden paths that exist, as the kernel names them (a link on the way
+/// resolved), so that rules and mounts apply to the real directories.
+pub(crate) fn existing_hidden(hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = hidden.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A resolved sandbox: how to wrap a command's argv.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SandboxPlan {
@@ -301,6 +344,7 @@ pub struct SandboxPlan {
     protected: Vec<PathBuf>,
     allow_unix_sockets: Vec<PathBuf>,
     workspace: Option<PathBuf>,
+    hidden: Vec<PathBuf>,
     landlock_abi: Option<i32>,
     /// How long what a command leaves running gets between SIGTERM and
     /// SIGKILL when the command exits (the keeper's grace period).
@@ -326,6 +370,11 @@ impl SandboxPlan {
 
     pub fn protected(&self) -> &[PathBuf] {
         &self.protected
+    }
+
+    /// What commands may neither read nor write (see the module docs).
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
     }
 
     /// `sandbox.allow_unix_sockets`, normalized.
@@ -456,6 +505,7 @@ impl SandboxPlan {
                     read: self.read.clone(),
                     write: self.write.clone(),
                     protect: self.protected.clone(),
+                    hide: self.hidden.clone(),
                     network: self.network,
                     allow_unix: self.allow_unix_sockets.clone(),
                     keep: Some(self.grace),

@@ -244,6 +244,7 @@ fn landlock_argv_reexecs_the_helper_and_round_trips() {
     assert!(plan.leader_reaps());
     let full = SandboxExecArgs {
         allow_unix: vec!["/run/a.sock".into()],
+        hide: vec!["/run/user/1000/wield/tokens".into()],
         keep: Some(std::time::Duration::from_millis(250)),
         keep_only: true,
         argv: vec!["true".into()],
@@ -332,4 +333,24 @@ fn landlock_hint_explains_top_level_creation() {
     assert!(hints[0].contains("sandbox.backend = \"bwrap\""), "{hints:?}");
     std::fs::create_dir(ws.join("src")).unwrap();
     assert!(denial_hints("touch: cannot touch 'src/new.txt': Permission denied", &ws, &plan).is_empty());
+}
+
+/// The MCP server's token directories are hidden from commands by default,
+/// and Landlock's read rules leave out a hidden directory while granting
+/// what is beside it.
+#[test]
+fn token_directories_are_hidden_and_read_rules_go_around_them() {
+    let s = SandboxSettings::for_workspace(Path::new("/nonexistent/ws"));
+    assert_eq!(s.hidden, super::token_dirs());
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let tokens = base.join("state/wield/tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+    std::fs::write(base.join("state/other.txt"), "x").unwrap();
+    std::fs::write(base.join("beside.txt"), "x").unwrap();
+    let hidden = super::existing_hidden(std::slice::from_ref(&tokens));
+    let grants = super::landlock_exec::write_grants(std::slice::from_ref(&base), &hidden);
+    assert!(!grants.iter().any(|g| tokens.starts_with(g)), "{grants:?}");
+    assert!(grants.contains(&base.join("beside.txt")), "{grants:?}");
+    assert!(grants.contains(&base.join("state/other.txt")), "{grants:?}");
 }
