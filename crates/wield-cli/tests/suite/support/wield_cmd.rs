@@ -74,11 +74,33 @@ impl WieldEnv {
     }
 
     /// `wield` as the unprivileged user `nobody` (uid and gid 65534), with
-    /// the same environment; the caller hands it the files it needs first.
+    /// the same environment; the caller hands it the files it needs first
+    /// (the test's temp tree, which holds `home`). The binary is a copy in
+    /// that tree (see [`nobody_binary`]).
     pub fn command_as_nobody(&self) -> Command {
         let mut c = self.running("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(wield_bin());
+            .arg(nobody_binary(&self.home));
         c
     }
+}
+
+/// The `wield` binary where `nobody` can run it. The build directory may lie
+/// in a private home (mode 0700, as root's is on Debian) that `nobody`
+/// cannot enter, and then neither `setpriv` nor the sandbox's helper could
+/// execute it: so the binary is copied (not linked, or a later `chown -R`
+/// of the tree would change the build's own file) into `wield-bin/` beside
+/// `home`, in the test's temp tree, which goes when the test ends.
+#[allow(clippy::unwrap_used)]
+pub fn nobody_binary(home: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = home.parent().unwrap_or(home).join("wield-bin");
+    let bin = dir.join("wield");
+    if !bin.exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(wield_bin(), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
 }
