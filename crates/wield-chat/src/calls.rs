@@ -38,14 +38,20 @@ impl CallStatus {
         match result.map(|r| r.status) {
             None => CallStatus::Missing,
             Some(None) => CallStatus::Done,
-            Some(Some(s)) => match s {
-                Status::Pending => CallStatus::Pending,
-                Status::Approved => CallStatus::Approved,
-                Status::Denied => CallStatus::Denied,
-                Status::Rejected => CallStatus::Rejected,
-                Status::Aborted => CallStatus::Aborted,
-                Status::Error => CallStatus::Error,
-            },
+            Some(Some(s)) => s.into(),
+        }
+    }
+}
+
+impl From<Status> for CallStatus {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Pending => CallStatus::Pending,
+            Status::Approved => CallStatus::Approved,
+            Status::Denied => CallStatus::Denied,
+            Status::Rejected => CallStatus::Rejected,
+            Status::Aborted => CallStatus::Aborted,
+            Status::Error => CallStatus::Error,
         }
     }
 }

@@ -122,6 +122,7 @@ impl Runtime {
             on_mcp_clients: Some(Arc::new(crate::commands::finish_on_exit)),
             stop: Some(stop),
             resolvers: Vec::new(),
+            guarded: Vec::new(),
         };
         adjust(&mut options)?;
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;

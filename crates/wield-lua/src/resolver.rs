@@ -102,8 +102,11 @@ impl LuaResolver {
     /// `function(tool_name, input, ctx)` answering `true` (approve), `false`
     /// (ask), `"deny"` or `nil` (no opinion), asked at the configuration's
     /// priority.
-    pub fn auto_approve_file(file: &Path, limits: Limits) -> Result<Self, LuaError> {
-        let sandbox = Sandbox::new(limits, file.parent())?;
+    /// `modules` is where its `require` finds modules (none when `None`):
+    /// the caller guards that directory from tools, since what it holds
+    /// decides approvals too.
+    pub fn auto_approve_file(file: &Path, modules: Option<&Path>, limits: Limits) -> Result<Self, LuaError> {
+        let sandbox = Sandbox::new(limits, modules)?;
         let Value::Function(func) = sandbox.run_file(file)? else {
             return Err(LuaError::shape(
                 file.display().to_string(),

@@ -46,7 +46,7 @@ async fn connect(workspace: &std::path::Path) -> Client {
     let registry = Arc::new(registry);
     let config = Arc::new(Config::default());
     let mut services = Services::new();
-    wield_tools::install_services(&mut services, &config, workspace).unwrap();
+    wield_tools::install_services(&mut services, &config, workspace, &[]).unwrap();
     let ws = workspace.to_path_buf();
     let reg = Arc::clone(&registry);
     let factory: Arc<wield_mcp::ExecutorFactory> = Arc::new(move |parts: SessionParts| {

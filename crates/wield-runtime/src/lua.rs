@@ -3,13 +3,14 @@
 //! approval resolvers (`.wield/resolvers/*.lua`, Lua files named in
 //! `approval.auto_approve`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wield_core::approval::Resolver;
 use wield_core::config::ApprovalConfig;
 use wield_core::{Config, KeyTree, Registry, Services, SourceWarning, ToolRef};
 use wield_lua::{Limits, LuaResolver, LuaService};
+use wield_sandbox::fs::Guarded;
 
 /// What loading the tool files left for later steps.
 pub(crate) struct LuaTools {
@@ -144,7 +145,7 @@ pub(crate) fn install(
                 );
                 continue;
             }
-            match LuaResolver::auto_approve_file(&file, limits) {
+            match LuaResolver::auto_approve_file(&file, module_dir(&file, workspace).as_deref(), limits) {
                 Ok(r) => resolvers.push(Arc::new(r)),
                 Err(e) => {
                     return Err(format!(
@@ -156,6 +157,44 @@ pub(crate) fn install(
         }
     }
     Ok(resolvers)
+}
+
+/// Where the `require` of an `approval.auto_approve` Lua file finds its
+/// modules: the file's own directory, which [`policy_files`] guards with
+/// it — but not when that is the workspace's top directory (or holds it),
+/// which cannot be made read-only without making the whole workspace so:
+/// such a file cannot `require`.
+fn module_dir(file: &Path, workspace: &Path) -> Option<PathBuf> {
+    let dir = file.parent()?;
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    (!ws.starts_with(&real)).then(|| dir.to_path_buf())
+}
+
+/// The Lua files wield runs as approval policy (`approval.auto_approve`
+/// entries naming a `.lua` file) and the directories their `require` reads,
+/// guarded from tools and commands for as long as the runtime lives. The
+/// resolvers of `.wield/resolvers/` need nothing more: `.wield/` is
+/// protected.
+pub(crate) fn policy_files(config: &Config, workspace: &Path) -> Vec<Guarded> {
+    let mut out = Vec::new();
+    for entry in &config.approval.auto_approve {
+        let Some(file) = wield_lua::auto_approve_file(entry, workspace) else {
+            continue;
+        };
+        out.push(Guarded::new(
+            &file,
+            "a Lua approval function wield runs as policy (approval.auto_approve)",
+        ));
+        if let Some(dir) = module_dir(&file, workspace) {
+            out.push(Guarded::new(
+                dir,
+                "the directory of a Lua approval function wield runs as policy (approval.auto_approve), where its \
+                 require finds modules",
+            ));
+        }
+    }
+    out
 }
 
 /// The approval configuration without the Lua files of `auto_approve`

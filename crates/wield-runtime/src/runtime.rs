@@ -94,6 +94,12 @@ pub struct RuntimeOptions {
     /// beside the configured ones (a `.chat` document's frontmatter, at
     /// priority 90).
     pub resolvers: Vec<Arc<dyn approval::Resolver>>,
+    /// Paths the front-end protects while it runs, with their reasons (the
+    /// `.chat` document a cycle works on, its lock, replies and results):
+    /// file tools refuse to write them, sandboxed commands get them
+    /// read-only. The policy files wield executes are guarded too, by the
+    /// runtime itself.
+    pub guarded: Vec<wield_sandbox::fs::Guarded>,
 }
 
 /// Builds an executor from a runtime for one approver, services and event
@@ -179,7 +185,12 @@ impl Runtime {
             .map_err(|e| Error::usage(format!("registering the command tools: {e}")))?;
 
         let mut services = Services::new();
-        wield_tools::install_services(&mut services, &config, &workspace).map_err(Error::usage)?;
+        // What wield executes as policy is out of every tool's reach, as
+        // `.wield/` is: a call must not rewrite what approves the next one.
+        let mut guarded = options.guarded.clone();
+        guarded.extend(crate::lua::policy_files(&config, &workspace));
+        guarded.extend(shell_hooks::script_files(&config, &workspace));
+        wield_tools::install_services(&mut services, &config, &workspace, &guarded).map_err(Error::usage)?;
         let mcp = McpClients::with_front_end(
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,
             options.front_end.clone(),

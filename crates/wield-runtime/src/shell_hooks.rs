@@ -74,6 +74,43 @@ pub fn from_config(config: &Config) -> Result<Vec<Arc<dyn Hook>>, crate::Error> 
     Ok(hooks)
 }
 
+/// The scripts the configured hooks run that lie in the workspace (a word
+/// of a hook's command, unquoted, naming an existing file of the workspace:
+/// `hooks/check.py`, `./fmt.sh`, `check.sh`), guarded from tools and commands for as long as the runtime
+/// lives: a hook runs outside the sandbox, so a call that rewrote its
+/// script would run what it liked with the next call's hook. A word that is
+/// not a workspace file (a program found on `PATH`, an option, a variable)
+/// is left alone.
+pub(crate) fn script_files(config: &Config, workspace: &Path) -> Vec<wield_sandbox::fs::Guarded> {
+    let Ok(ws) = std::fs::canonicalize(workspace) else {
+        return Vec::new();
+    };
+    let table = config.table_at("hooks");
+    let mut out = Vec::new();
+    for (name, hook) in &table {
+        let Some(command) = hook.get("command").and_then(toml::Value::as_str) else {
+            continue;
+        };
+        for word in command.split_whitespace() {
+            let word = word.trim_matches(|c| matches!(c, '"' | '\'' | ';' | '&' | '|' | '(' | ')'));
+            if word.is_empty() || word.starts_with('-') || word.contains('$') {
+                continue;
+            }
+            let path = ws.join(word);
+            if let Ok(real) = std::fs::canonicalize(&path)
+                && real.starts_with(&ws)
+                && real.is_file()
+            {
+                out.push(wield_sandbox::fs::Guarded::new(
+                    real,
+                    format!("a script the hook hooks.{name} runs outside the sandbox"),
+                ));
+            }
+        }
+    }
+    out
+}
+
 impl ShellHook {
     fn parse(name: &str, t: &toml::Table) -> Result<Self, String> {
         let key = |k: &str| format!("hooks.{name}.{k}");

@@ -71,9 +71,18 @@ pub fn register_config_keys(known: &mut KeyTree) {
 
 /// Install the services the built-in tools need (file confinement, command
 /// settings, …) for a workspace and a configuration.
-pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
-    fs::install_services(services, config, workspace)?;
-    shell::install_services(services, config, workspace)?;
+///
+/// `guarded` are paths the front-end or the runtime protects while it runs
+/// (a `.chat` document, a policy file wield executes): file tools refuse to
+/// write them, saying why, and sandboxed commands get them read-only.
+pub fn install_services(
+    services: &mut Services,
+    config: &Config,
+    workspace: &Path,
+    guarded: &[wield_sandbox::fs::Guarded],
+) -> Result<(), SetupError> {
+    fs::install_services(services, config, workspace, guarded)?;
+    shell::install_services(services, config, workspace, guarded)?;
     web::check_config(config)?;
     Ok(())
 }

@@ -95,15 +95,60 @@ pub enum LockError {
     },
 }
 
-impl DocLock {
-    /// Takes the lock of `doc`, or says which process holds it.
-    pub fn acquire(doc: &Path) -> Result<Self, LockError> {
+/// The lock file of `doc`: `.NAME.lock` beside it.
+pub fn lock_path(doc: &Path) -> PathBuf {
+    let dir = match doc.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = doc.file_name().map_or_else(|| "chat".into(), |n| n.to_string_lossy());
+    dir.join(format!(".{name}.lock"))
+}
+
+/// The files a cycle of `doc` reads or writes, each with what it is, for a
+/// front-end to keep out of every tool's reach while the cycle runs: the
+/// document (its statuses are the person's decisions), its lock, and the
+/// `FILE.reply` and `FILE.results` files wield writes beside it (those that
+/// exist, numbered too, and the next ones it would write).
+pub fn cycle_files(doc: &Path) -> Vec<(PathBuf, &'static str)> {
+    let mut out = vec![
+        (doc.to_path_buf(), "the .chat document wield chat is running"),
+        (lock_path(doc), "the lock of the .chat document wield chat is running"),
+    ];
+    let name = doc
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for what in ["reply", "results"] {
+        let first = format!("{name}.{what}");
+        out.push((
+            doc.with_file_name(&first),
+            "a file wield chat writes beside its document",
+        ));
         let dir = match doc.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let name = doc.file_name().map_or_else(|| "chat".into(), |n| n.to_string_lossy());
-        let path = dir.join(format!(".{name}.lock"));
+        let Ok(entries) = fs::read_dir(dir) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            let file = entry.file_name();
+            let numbered = file
+                .to_str()
+                .and_then(|f| f.strip_prefix(&first))
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if numbered {
+                out.push((entry.path(), "a file wield chat wrote beside its document"));
+            }
+        }
+    }
+    out
+}
+
+impl DocLock {
+    /// Takes the lock of `doc`, or says which process holds it.
+    pub fn acquire(doc: &Path) -> Result<Self, LockError> {
+        let path = lock_path(doc);
         let io_err = |source| LockError::Io {
             doc: doc.display().to_string(),
             lock: path.display().to_string(),

@@ -21,6 +21,7 @@ mod file;
 mod phases;
 mod reply;
 mod safe;
+mod witness;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,10 +31,11 @@ use tokio_util::sync::CancellationToken;
 use wield_core::{Call, Executor, Precheck, Registered, Session, ToolResult};
 use wield_llm::{Block, Provider, Request, StreamEvent, ToolChoice};
 
-pub use file::{DocLock, LockError, replace};
+pub use file::{DocLock, LockError, cycle_files, lock_path, replace};
 pub(crate) use phases::Outcome;
 use phases::{Placement, Plan};
 pub use reply::aside_path;
+use witness::{Unconfirmed, Witness};
 
 use crate::calls::ToolCall;
 use crate::convert::ConvertOptions;
@@ -94,6 +96,9 @@ pub enum Progress<'a> {
     },
     Text(&'a str),
     Thinking(&'a str),
+    /// A change the cycle did not make appeared in the document while it
+    /// ran, and was not taken as the person's decision: why.
+    NotTaken(&'a str),
 }
 
 /// Why the cycle stopped.
@@ -123,6 +128,9 @@ pub enum Stop {
     Diverted(PathBuf),
     /// Ctrl-C: every started call has its result, a reply its marker.
     Cancelled,
+    /// Text appeared in these calls' results while tools were running: not
+    /// taken as the person's until they run the cycle again.
+    Unconfirmed(Vec<ToolCall>),
 }
 
 /// Why the cycle failed.
@@ -162,6 +170,9 @@ impl Cycle {
         let mut rounds = 0usize;
         // The calls phase 1 wrote blocks for last time round.
         let mut placed: Vec<String> = Vec::new();
+        // What the person decided: the document as the run began, and what
+        // the run wrote since.
+        let mut witness: Option<Witness> = None;
         loop {
             if cancel.is_cancelled() {
                 return Ok(Stop::Cancelled);
@@ -176,6 +187,22 @@ impl Cycle {
                 return Err(CycleError::Document(ChatError::Blocked {
                     diagnostics: blocking.into_iter().cloned().collect(),
                 }));
+            }
+            let known = witness.get_or_insert_with(|| Witness::of(&doc));
+            let unconfirmed = known.check(&doc);
+            if !unconfirmed.is_empty() {
+                let answers = self.not_taken(known, &unconfirmed, &mut progress)?;
+                if !answers.is_empty() {
+                    let now = self.read()?;
+                    let doc = crate::parse(&now);
+                    let calls = doc
+                        .tool_calls()
+                        .into_iter()
+                        .filter(|c| answers.contains(&c.id))
+                        .collect();
+                    return Ok(Stop::Unconfirmed(calls));
+                }
+                continue;
             }
             rounds += 1;
             if rounds > 8 + 4 * self.max_steps as usize {
@@ -192,7 +219,7 @@ impl Cycle {
             let plan = Plan::of(&doc);
             unplaced(&plan.missing, &placed)?;
             if !plan.missing.is_empty() {
-                let (count, pending) = self.categorize(&text, &doc, &plan.missing)?;
+                let (count, pending) = self.categorize(&text, &doc, &plan.missing, known)?;
                 progress(Progress::Categorized { placed: count, pending });
                 placed = plan.missing.iter().map(|c| c.id.clone()).collect();
                 if self.once {
@@ -204,7 +231,7 @@ impl Cycle {
             placed.clear();
             // Phase 2.
             if plan.actionable() {
-                let results = self.execute(&plan, cancel, &mut progress).await?;
+                let results = self.execute(&plan, cancel, &mut progress, known).await?;
                 progress(Progress::Resolved { results });
                 if cancel.is_cancelled() {
                     return Ok(Stop::Cancelled);
@@ -242,7 +269,7 @@ impl Cycle {
             steps += 1;
             progress(Progress::Sending { step: steps });
             let taken = doc.tool_calls().into_iter().map(|c| c.id).collect();
-            match self.send(conversation, taken, cancel, &mut progress).await? {
+            match self.send(conversation, taken, cancel, &mut progress, known).await? {
                 Sent::Answer => return Ok(Stop::Answered),
                 Sent::Cancelled => return Ok(Stop::Cancelled),
                 Sent::Diverted(path) => return Ok(Stop::Diverted(path)),
@@ -302,8 +329,20 @@ impl Cycle {
 
     /// Phase 1: placeholders for `missing`. Returns how many were written
     /// and how many of them wait for the person.
-    fn categorize(&self, text: &str, doc: &Document<'_>, missing: &[ToolCall]) -> Result<(usize, usize), CycleError> {
+    fn categorize(
+        &self,
+        text: &str,
+        doc: &Document<'_>,
+        missing: &[ToolCall],
+        known: &mut Witness,
+    ) -> Result<(usize, usize), CycleError> {
         let placements: Vec<(String, Placement)> = missing.iter().map(|c| (c.id.clone(), self.placement(c))).collect();
+        for (id, p) in &placements {
+            match p {
+                Placement::Placeholder(status) => known.placed(id, crate::CallStatus::from(*status)),
+                Placement::Refused(_) => known.resolved(id),
+            }
+        }
         let pending = placements
             .iter()
             .filter(|(_, p)| *p == Placement::Placeholder(Status::Pending))
@@ -360,6 +399,7 @@ impl Cycle {
         plan: &Plan,
         cancel: &CancellationToken,
         progress: &mut impl FnMut(Progress<'_>),
+        known: &mut Witness,
     ) -> Result<usize, CycleError> {
         let mut outcomes = Vec::new();
         for c in &plan.user_provided {
@@ -408,6 +448,9 @@ impl Cycle {
                 });
             }
         }
+        for o in &outcomes {
+            known.resolved(&o.id);
+        }
         match self.edit(true, |now| Ok(Some(phases::apply(now, &outcomes)?))) {
             Err(CycleError::Busy(_)) => {
                 // The calls ran: their results are kept beside the document.
@@ -429,6 +472,55 @@ impl Cycle {
             r => r?,
         }
         Ok(outcomes.len())
+    }
+
+    /// Puts back what changed under the run (see [`witness`]): statuses
+    /// to `(pending)`, the frontmatter as it was (the changed one kept in
+    /// `FILE.frontmatter`). Returns the calls whose text changed, which
+    /// stay as they are for the person to confirm.
+    fn not_taken(
+        &self,
+        known: &mut Witness,
+        unconfirmed: &[Unconfirmed],
+        progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<Vec<String>, CycleError> {
+        let mut answers = Vec::new();
+        let mut aside: Option<PathBuf> = None;
+        self.edit(true, |now| {
+            let doc = crate::parse(now);
+            let mut out = now.to_string();
+            let found = known.check(&doc);
+            if found.contains(&Unconfirmed::Frontmatter) {
+                let changed = witness::frontmatter_text(&doc);
+                let path = aside.get_or_insert_with(|| reply::aside_path(&self.file, "frontmatter"));
+                file::write(path, &changed, true).map_err(|e| self.io(e))?;
+                out = format!("{}{}", known.frontmatter(), &now[changed.len()..]);
+            }
+            let reopen: Vec<&str> = found
+                .iter()
+                .filter_map(|u| match u {
+                    Unconfirmed::Status { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            for id in &reopen {
+                out = crate::parse(&out).with_status(id, Some(Status::Pending))?;
+            }
+            Ok((out != now).then_some(out))
+        })?;
+        for u in unconfirmed {
+            match u {
+                Unconfirmed::Status { id, .. } => known.reopened(id),
+                Unconfirmed::Answer { id, .. } => answers.push(id.clone()),
+                Unconfirmed::Frontmatter => {}
+            }
+            let mut message = u.message();
+            if let (Unconfirmed::Frontmatter, Some(path)) = (u, &aside) {
+                message = format!("{message}: {}", path.display());
+            }
+            progress(Progress::NotTaken(&message));
+        }
+        Ok(answers)
     }
 
     fn decide(&self, call: &ToolCall) -> Option<Precheck> {
@@ -463,6 +555,7 @@ impl Cycle {
         mut taken: std::collections::HashSet<String>,
         cancel: &CancellationToken,
         progress: &mut impl FnMut(Progress<'_>),
+        known: &mut Witness,
     ) -> Result<Sent, CycleError> {
         let request = Request {
             system: conversation.system,
@@ -587,6 +680,7 @@ impl Cycle {
                 .iter()
                 .filter_map(|b| {
                     let id = ids.get(b.id.as_str())?.clone();
+                    known.resolved(&id);
                     let block = phases::placement_block(&id, &Placement::Refused(b.message()));
                     Some((id, block))
                 })

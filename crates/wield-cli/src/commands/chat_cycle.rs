@@ -33,6 +33,19 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
     // A document reached through a link is written where it is: an
     // atomic write to the link's path would replace the link.
     let real = std::fs::canonicalize(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    // Another name of the same file would be out of the reach of the
+    // protection the document gets while the cycle runs.
+    let links = std::fs::metadata(&real)
+        .map(|m| std::os::unix::fs::MetadataExt::nlink(&m))
+        .unwrap_or(1);
+    if links > 1 {
+        return Err(usage(format!(
+            "{} has {links} hard links: a tool could change it through another of its names while the cycle runs; \
+             copy it to a file of its own (cp {} NEW.chat) and use that",
+            file.display(),
+            file.display()
+        )));
+    }
     let _lock = DocLock::acquire(&real)?;
     let text = std::fs::read_to_string(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
     let options = ChatOptions::of(&wield_chat::parse(&text))
@@ -49,6 +62,13 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
         tool_edits(&options, &mut o.policy)?;
         o.resolvers.push(Arc::clone(&allow) as Arc<dyn Resolver>);
         o.resolvers.push(Arc::clone(&tighten) as Arc<dyn Resolver>);
+        // The document holds the person's decisions: no tool of this cycle
+        // may write it, its lock or what wield writes beside it.
+        o.guarded.extend(
+            wield_chat::cycle::cycle_files(&real)
+                .into_iter()
+                .map(|(path, why)| wield_sandbox::fs::Guarded::new(path, why)),
+        );
         Ok(())
     })
     .await?;
@@ -201,6 +221,17 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
                 )?;
                 130
             }
+            Stop::Unconfirmed(calls) => {
+                for c in &calls {
+                    let line = c.result_lines.map_or(c.line, |l| l.start);
+                    writeln!(
+                        err,
+                        "{name}: line {line}: the text in the result of `{}` ({}) appeared while tools were running, so                          it was not sent as your answer; check it, then run `wield chat {name}` again to send it",
+                        c.id, c.name
+                    )?;
+                }
+                1
+            }
         },
         Err(CycleError::Document(e)) => {
             writeln!(err, "{name}: {e}")?;
@@ -225,6 +256,7 @@ fn report(p: Progress<'_>) {
         Progress::Ran { name, success, .. } if !success => writeln!(err, "  ✗ {name} failed"),
         Progress::Resolved { results } => writeln!(err, "[{results} result(s) written]"),
         Progress::Sending { step } => writeln!(err, "[sending, reply {step}]"),
+        Progress::NotTaken(why) => writeln!(err, "[not taken: {why}]"),
         _ => Ok(()),
     };
 }

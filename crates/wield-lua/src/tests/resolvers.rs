@@ -92,7 +92,8 @@ fn an_auto_approve_function_file_answers_with_booleans() {
     );
     assert_eq!(auto_approve_file("read", dir.path()), None);
     assert_eq!(auto_approve_file("bash:cat *.lua", dir.path()), None);
-    let r = LuaResolver::auto_approve_file(&dir.path().join("approve.lua"), Limits::default()).unwrap();
+    let r =
+        LuaResolver::auto_approve_file(&dir.path().join("approve.lua"), Some(dir.path()), Limits::default()).unwrap();
     assert_eq!(r.priority(), 100);
     assert_eq!(ask(&r, "read", json!({})), Ok(Decision::Approve));
     assert!(matches!(ask(&r, "bash", json!({})), Ok(Decision::Deny(_))));

@@ -27,6 +27,10 @@ pub enum ConfineError {
          listed in sandbox.protected), which tools may not change"
     )]
     Protected { path: String, protected: String },
+    /// A write into a path wield guards while it runs (see
+    /// [`Guarded`](super::Guarded)), saying why.
+    #[error("path {path} is protected: {guarded} is {why}, which tools may not change while wield runs")]
+    Guarded { path: String, guarded: String, why: String },
     /// A write inside a `.git` or `.wield` directory, or to a `.git` file,
     /// at any depth: version control and wield read these and run what they
     /// name (hooks, `core.fsmonitor`, wield's own hooks) later, outside any
@@ -95,6 +99,7 @@ impl ConfineError {
             self,
             Self::Outside { .. }
                 | Self::Protected { .. }
+                | Self::Guarded { .. }
                 | Self::ProjectState { .. }
                 | Self::Nul { .. }
                 | Self::Changed { .. }

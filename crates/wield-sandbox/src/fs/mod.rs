@@ -53,7 +53,7 @@ pub use ops::{DirEntry, WriteOutcome};
 pub use ordinary::{check_ordinary, open_ordinary_path};
 pub use protect::{PROJECT_STATE, ProtectedGlobs, is_glob, split_protected};
 pub use resolve::{Kind, MAX_SYMLINK_HOPS, Resolved};
-pub use roots::{Confinement, ConfinementBuilder, DEFAULT_PROTECTED, RootKind};
+pub use roots::{Confinement, ConfinementBuilder, DEFAULT_PROTECTED, Guarded, RootKind};
 
 /// What a path is used for: reading, or writing (create, replace, remove,
 /// rename, mkdir).

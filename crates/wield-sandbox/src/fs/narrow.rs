@@ -82,6 +82,7 @@ impl Confinement {
         Confinement {
             roots,
             protected: self.protected.clone(),
+            reasons: self.reasons.clone(),
             globs: self.globs.clone(),
         }
     }

@@ -381,10 +381,7 @@ impl Confinement {
     /// change the protected path too.
     fn check_not_holding_protected(&self, r: &Resolved) -> Result<(), ConfineError> {
         match self.protected.iter().find(|p| p.starts_with(&r.real)) {
-            Some(p) => Err(ConfineError::Protected {
-                path: r.shown.clone(),
-                protected: self.display_path(p),
-            }),
+            Some(p) => Err(self.protected_error(&r.shown, p)),
             None => Ok(()),
         }
     }

@@ -20,6 +20,29 @@ use super::{Access, ConfineError};
 /// The default protected names inside the workspace.
 pub const DEFAULT_PROTECTED: &[&str] = &[".wield"];
 
+/// A path protected for a reason of wield's own while it runs: the `.chat`
+/// document a cycle is working on (and its lock, replies and results), a
+/// policy file wield executes (a Lua approval function and the modules it
+/// may `require`, a hook's script). Tools and sandboxed commands may not
+/// change it, like `.wield/`; a refusal says `why`, so the model learns
+/// which rule it met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guarded {
+    pub path: PathBuf,
+    /// What the path is, as a refusal says it: "the .chat document wield
+    /// chat is running".
+    pub why: String,
+}
+
+impl Guarded {
+    pub fn new(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            why: why.into(),
+        }
+    }
+}
+
 /// What a root is for: shown in messages and used for write permission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RootKind {
@@ -90,6 +113,7 @@ pub struct ConfinementBuilder {
     write: Vec<PathBuf>,
     temp: Option<PathBuf>,
     protected: Vec<PathBuf>,
+    guarded: Vec<Guarded>,
     skip_missing: bool,
 }
 
@@ -101,6 +125,7 @@ impl ConfinementBuilder {
             write: Vec::new(),
             temp: Some(std::env::temp_dir()),
             protected: DEFAULT_PROTECTED.iter().map(PathBuf::from).collect(),
+            guarded: Vec::new(),
             skip_missing: false,
         }
     }
@@ -149,6 +174,14 @@ impl ConfinementBuilder {
         self
     }
 
+    /// Protect `guarded.path` (absolute, or inside the workspace) with its
+    /// reason: writes to it and beneath it are refused saying why.
+    #[must_use]
+    pub fn guard(mut self, guarded: Guarded) -> Self {
+        self.guarded.push(guarded);
+        self
+    }
+
     /// Skip extra roots that do not exist (a global config naming a directory
     /// that only exists on some machines) instead of failing.
     #[must_use]
@@ -183,18 +216,32 @@ impl ConfinementBuilder {
         }
         let ws_real = roots[0].real.clone();
         let mut protected = Vec::new();
-        for p in self.protected.iter().filter(|p| !p.to_str().is_some_and(is_glob)) {
+        let mut reasons = Vec::new();
+        let plain = self
+            .protected
+            .iter()
+            .filter(|p| !p.to_str().is_some_and(is_glob))
+            .map(|p| (p, None))
+            .chain(self.guarded.iter().map(|g| (&g.path, Some(&g.why))));
+        for (p, why) in plain {
             let lexical = lexical_normal(&if p.is_absolute() { p.clone() } else { ws_real.join(p) });
+            let mut forms = vec![lexical.clone()];
             if let Ok(real) = std::fs::canonicalize(&lexical)
                 && real != lexical
             {
-                protected.push(real);
+                forms.insert(0, real);
             }
-            protected.push(lexical);
+            for form in forms {
+                if let Some(why) = why {
+                    reasons.push((form.clone(), why.clone()));
+                }
+                protected.push(form);
+            }
         }
         Ok(Confinement {
             roots,
             protected,
+            reasons,
             globs,
         })
     }
@@ -249,6 +296,8 @@ pub struct Confinement {
     pub(crate) roots: Vec<Root>,
     /// Absolute paths (lexical and canonical) that are never writable.
     pub(crate) protected: Vec<PathBuf>,
+    /// Why the guarded ones among `protected` are (see [`Guarded`]).
+    pub(crate) reasons: Vec<(PathBuf, String)>,
     /// `sandbox.protected` globs.
     pub(crate) globs: ProtectedGlobs,
 }
@@ -336,13 +385,29 @@ impl Confinement {
             });
         }
         let protected = match self.protected.iter().find(|p| path.starts_with(p)) {
-            Some(p) => self.display_path(p),
+            Some(p) => return Some(self.protected_error(shown, p)),
             None => format!("the glob {}", self.globs.matching(path, self.workspace())?),
         };
         Some(ConfineError::Protected {
             path: shown.to_owned(),
             protected,
         })
+    }
+
+    /// The refusal of a write to `shown`, at or beneath (or holding) the
+    /// protected path `p`: saying why when `p` is guarded.
+    pub(crate) fn protected_error(&self, shown: &str, p: &Path) -> ConfineError {
+        match self.reasons.iter().find(|(g, _)| g == p) {
+            Some((_, why)) => ConfineError::Guarded {
+                path: shown.to_owned(),
+                guarded: self.display_path(p),
+                why: why.clone(),
+            },
+            None => ConfineError::Protected {
+                path: shown.to_owned(),
+                protected: self.display_path(p),
+            },
+        }
     }
 
     /// The root allowing `access` whose path is the longest prefix of `abs`

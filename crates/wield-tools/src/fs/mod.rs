@@ -28,7 +28,7 @@ use wield_core::truncate::Limits;
 use wield_core::{
     Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, Session, ToolRef, ToolResult,
 };
-use wield_sandbox::fs::{Access, ConfineError, Confinement, Resolved};
+use wield_sandbox::fs::{Access, ConfineError, Confinement, Guarded, Resolved};
 
 use crate::SetupError;
 
@@ -86,8 +86,13 @@ impl Default for FsSettings {
 
 /// Install the [`Confinement`] for `workspace` built from `[sandbox]`
 /// (`read`, `write`, `protected`) and the [`FsSettings`].
-pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
-    services.insert(Arc::new(confinement_from_config(config, workspace)?));
+pub fn install_services(
+    services: &mut Services,
+    config: &Config,
+    workspace: &Path,
+    guarded: &[Guarded],
+) -> Result<(), SetupError> {
+    services.insert(Arc::new(confinement_from_config(config, workspace, guarded)?));
     let read_before_write = match config.value("read_before.write") {
         None => true,
         Some(toml::Value::Boolean(b)) => *b,
@@ -104,8 +109,12 @@ pub fn install_services(services: &mut Services, config: &Config, workspace: &Pa
 /// The confinement for a workspace from `[sandbox] read`, `write` and
 /// `protected` (relative entries are inside the workspace; they add to
 /// `.wield`, which is always protected, as is wield's global config
-/// directory).
-pub fn confinement_from_config(config: &Config, workspace: &Path) -> Result<Confinement, SetupError> {
+/// directory), and `guarded`, protected with their reasons.
+pub fn confinement_from_config(
+    config: &Config,
+    workspace: &Path,
+    guarded: &[Guarded],
+) -> Result<Confinement, SetupError> {
     let list = |key: &str| -> Result<Option<Vec<PathBuf>>, SetupError> {
         match config.value(key) {
             None => Ok(None),
@@ -138,6 +147,9 @@ pub fn confinement_from_config(config: &Config, workspace: &Path) -> Result<Conf
     }
     if let Some(dir) = wield_core::config::global_config_dir() {
         builder = builder.protect(dir);
+    }
+    for g in guarded {
+        builder = builder.guard(g.clone());
     }
     builder
         .build()

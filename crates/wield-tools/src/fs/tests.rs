@@ -178,7 +178,7 @@ async fn the_executor_refuses_an_unread_write_before_approval() {
     let mut config = Config::default();
     config.approval.auto_approve = vec!["*".into()];
     let mut services = Services::new();
-    install_services(&mut services, &config, &ws.root).unwrap();
+    install_services(&mut services, &config, &ws.root, &[]).unwrap();
     let executor = ExecutorBuilder::new(Arc::new(registry), Arc::new(config), &ws.root)
         .services(services)
         .build();
@@ -527,7 +527,7 @@ fn sandbox_config_builds_the_roots() {
     ))
     .unwrap();
     let config = Config::from_table(table).unwrap();
-    let conf = confinement_from_config(&config, &base.join("ws")).unwrap();
+    let conf = confinement_from_config(&config, &base.join("ws"), &[]).unwrap();
     assert!(
         conf.roots(wield_sandbox::fs::Access::Read)
             .contains(&base.join("docs").as_path())
@@ -540,7 +540,7 @@ fn sandbox_config_builds_the_roots() {
     assert!(conf.write_atomic(".secret/x", b"x").is_err());
     assert!(conf.write_atomic(".wield/config.toml", b"x").is_err());
     let bad = Config::from_table(toml::from_str("[sandbox]\nread = \"/x\"\n").unwrap()).unwrap();
-    assert!(confinement_from_config(&bad, &base.join("ws")).is_err());
+    assert!(confinement_from_config(&bad, &base.join("ws"), &[]).is_err());
     let _: &Path = conf.workspace();
 }
 

@@ -60,8 +60,20 @@ pub fn tools() -> Vec<ToolRef> {
 }
 
 /// Install the [`ShellService`] built from `[bash]` and `[sandbox]`.
-pub fn install_services(services: &mut Services, config: &Config, workspace: &Path) -> Result<(), SetupError> {
-    services.insert(Arc::new(ShellService::from_config(config, workspace)?));
+/// `guarded` paths are read-only to sandboxed commands, as protected ones
+/// are.
+pub fn install_services(
+    services: &mut Services,
+    config: &Config,
+    workspace: &Path,
+    guarded: &[wield_sandbox::fs::Guarded],
+) -> Result<(), SetupError> {
+    let mut service = ShellService::from_config(config, workspace)?;
+    service
+        .sandbox
+        .protected
+        .extend(guarded.iter().map(|g| workspace.join(&g.path)));
+    services.insert(Arc::new(service));
     services.add_session_hooks(Arc::new(ShellSessionHooks));
     Ok(())
 }

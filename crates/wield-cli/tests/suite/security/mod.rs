@@ -3,11 +3,13 @@
 //! another local user, tried, and must fail to do.
 
 mod approval;
+mod chat_doc;
 mod files;
 mod files_open;
 mod http;
 mod lua;
 mod misc;
+mod policy_files;
 mod review;
 mod sandbox;
 mod subagents;

@@ -26,7 +26,7 @@ fn backend_args(backend: &str) -> Vec<String> {
 
 /// `ws.wield()` run as the unprivileged user `nobody` (uid and gid
 /// 65534), the workspace layout handed to it first.
-fn wield_as_nobody(ws: &Ws) -> Command {
+pub(super) fn wield_as_nobody(ws: &Ws) -> Command {
     let base = ws.ws.parent().unwrap();
     let status = Command::new("chown")
         .arg("-R")

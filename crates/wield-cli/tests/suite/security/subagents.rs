@@ -163,10 +163,12 @@ fn a_subagent_stops_at_the_run_s_token_budget_and_step_limit() {
     );
 }
 
+/// The requests a provider saw, and a run's exit code, events and stderr.
+type Delegated = (Arc<Mutex<Vec<Value>>>, (i32, Vec<Value>, String));
+
 /// A run whose first step makes two `task` calls, under `limits`, whose
-/// subagents then read the same file for as long as they may: the
-/// requests the provider saw, and the run's exit code, events and stderr.
-fn delegated_twice(limits: &[&str]) -> (Arc<Mutex<Vec<Value>>>, (i32, Vec<Value>, String)) {
+/// subagents then read the same file for as long as they may.
+fn delegated_twice(limits: &[&str]) -> Delegated {
     let task = |d: &'static str| {
         (
             "task",
