@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink, Stream};
-use crate::truncate::{self, Limits, Truncated};
+use crate::truncate::{self, Limits, SavedOutputs, Truncated};
 
 /// A typed map of shared objects, keyed by type.
 #[derive(Default, Clone)]
@@ -253,19 +253,37 @@ impl Context {
         }
     }
 
-    /// Keep the first lines (reads), saving the full text when cut.
+    /// Where this call's cut outputs are saved: the runtime's directory,
+    /// from the services (a runtime puts its workspace's `.wield/outputs`
+    /// there), else the temp dir.
+    pub fn saved_outputs(&self) -> Arc<SavedOutputs> {
+        self.services.get::<SavedOutputs>().unwrap_or_default()
+    }
+
+    /// Keep the first lines (reads), saving the full text when cut (see
+    /// [`Context::saved_outputs`]).
     pub fn truncate_head(&self, text: &str) -> Truncated {
-        truncate::truncate_head(text, self.limits.max_lines, self.limits.max_bytes)
+        truncate::truncate_head(
+            text,
+            self.limits.max_lines,
+            self.limits.max_bytes,
+            &self.saved_outputs(),
+        )
     }
 
     /// Keep the last lines (streams), saving the full text when cut.
     pub fn truncate_tail(&self, text: &str) -> Truncated {
-        truncate::truncate_tail(text, self.limits.max_lines, self.limits.max_bytes)
+        truncate::truncate_tail(
+            text,
+            self.limits.max_lines,
+            self.limits.max_bytes,
+            &self.saved_outputs(),
+        )
     }
 
     /// Keep head and tail lines (command output), saving the full text when cut.
     pub fn truncate_middle(&self, text: &str, head: usize, tail: usize) -> Truncated {
-        truncate::truncate_middle(text, head, tail, self.limits.max_bytes)
+        truncate::truncate_middle(text, head, tail, self.limits.max_bytes, &self.saved_outputs())
     }
 }
 

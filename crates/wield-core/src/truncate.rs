@@ -1,10 +1,12 @@
 //! Output truncation that never cuts inside a line or a UTF-8 character.
 //!
-//! When text is cut, the full text is saved to a file under the temp dir and
-//! a notice naming it is appended, so a model can read the rest on purpose:
-//! `[Showing lines 1-2000 of 48211 (50.0KB limit). Full output: /tmp/wield-output-<id>.txt]`.
+//! When text is cut, the full text is saved to a file in the runtime's
+//! saved-output directory ([`SavedOutputs`]: the project's `.wield/outputs`,
+//! else the temp dir) and a notice naming it is appended, so a model can
+//! read the rest on purpose:
+//! `[Showing lines 1-2000 of 48211 (50.0KB limit). Full output: /srv/app/.wield/outputs/wield-output-<id>.txt]`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -93,28 +95,61 @@ const KEEP_BYTES: u64 = 512 << 20;
 /// Saved outputs older than this are removed.
 const KEEP_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
-static OUTPUT_DIR: std::sync::RwLock<Option<PathBuf>> = std::sync::RwLock::new(None);
+/// Where one runtime saves the full text of the outputs it cuts: a value
+/// each runtime holds (in its [`Services`](crate::Services)) rather than a
+/// process global, so that two runtimes in one process, for two projects,
+/// each keep their outputs in their own project. With no directory, or when
+/// it cannot be made, saved outputs go to the process's temp dir.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavedOutputs {
+    dir: Option<PathBuf>,
+}
 
-/// Where saved outputs go from now on: a per-project, per-user directory
-/// (the binary uses the workspace's `.wield/outputs`), made on first use
-/// with mode 0700 and a `.gitignore` ignoring everything in it. Unset, or
-/// when it cannot be made: `$TMPDIR`.
-pub fn set_saved_output_dir(dir: PathBuf) {
-    if let Ok(mut slot) = OUTPUT_DIR.write() {
-        *slot = Some(dir);
+impl SavedOutputs {
+    /// Saved outputs in `dir`: a per-project, per-user directory (a runtime
+    /// uses its workspace's `.wield/outputs`), made on first use with mode
+    /// 0700 and a `.gitignore` ignoring everything in it.
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: Some(dir.into()) }
+    }
+
+    /// Saved outputs in the process's temp dir (`$TMPDIR`), as when no
+    /// runtime chose a directory.
+    pub fn in_temp_dir() -> Self {
+        Self::default()
+    }
+
+    /// The directory chosen, if any (see [`SavedOutputs::in_dir`]).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// The directory saved outputs go to now: the chosen one when it exists
+    /// or can be made, the temp dir otherwise, so that a cut output still
+    /// names a file the model can read.
+    fn target(&self) -> PathBuf {
+        match &self.dir {
+            Some(dir) if ensure_output_dir(dir).is_ok() => dir.clone(),
+            _ => std::env::temp_dir(),
+        }
+    }
+
+    /// Save text to a new `wield-output-<id>.txt` in this directory and
+    /// return the path. The file is new (never one that was there, nor a
+    /// link planted in its place) and readable by its owner alone: it holds
+    /// what a command printed. Saved outputs are kept for later calls to read
+    /// (also by later `wield` processes), within [`KEEP_FILES`],
+    /// [`KEEP_BYTES`] and [`KEEP_AGE`]: the oldest go first.
+    pub fn save(&self, text: &str) -> std::io::Result<PathBuf> {
+        let path = save_new_output(&self.target(), text)?;
+        if let Some(dir) = path.parent() {
+            prune_outputs(dir, &path, KEEP_FILES, KEEP_BYTES, KEEP_AGE);
+        }
+        Ok(path)
     }
 }
 
-/// The directory saved outputs go to (see [`set_saved_output_dir`]).
-fn output_dir() -> PathBuf {
-    let chosen = OUTPUT_DIR.read().ok().and_then(|d| d.clone());
-    match chosen {
-        Some(dir) if ensure_output_dir(&dir).is_ok() => dir,
-        _ => std::env::temp_dir(),
-    }
-}
-
-fn ensure_output_dir(dir: &std::path::Path) -> std::io::Result<()> {
+fn ensure_output_dir(dir: &Path) -> std::io::Result<()> {
     let new = !dir.is_dir();
     crate::private_dir::ensure_private_dir(dir)?;
     if new {
@@ -123,22 +158,7 @@ fn ensure_output_dir(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Save text to a new `wield-output-<id>.txt` in the saved-output
-/// directory ([`set_saved_output_dir`]) and return the path. The
-/// file is new (never one that was there, nor a link planted in its place)
-/// and readable by its owner alone: it holds what a command printed.
-/// Saved outputs are kept for later calls to read (also by later `wield`
-/// processes), within [`KEEP_FILES`], [`KEEP_BYTES`] and [`KEEP_AGE`]: the
-/// oldest go first.
-pub fn save_full_output(text: &str) -> std::io::Result<PathBuf> {
-    let path = save_new_output(text)?;
-    if let Some(dir) = path.parent() {
-        prune_outputs(dir, &path, KEEP_FILES, KEEP_BYTES, KEEP_AGE);
-    }
-    Ok(path)
-}
-
-fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
+fn save_new_output(dir: &Path, text: &str) -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -149,7 +169,7 @@ fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
         nanos,
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    let path = output_dir().join(format!("{SAVED_PREFIX}{id}{SAVED_SUFFIX}"));
+    let path = dir.join(format!("{SAVED_PREFIX}{id}{SAVED_SUFFIX}"));
     let mut file = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
@@ -166,13 +186,7 @@ fn save_new_output(text: &str) -> std::io::Result<PathBuf> {
 /// `wield-output-*.txt`) older than `max_age`, then the oldest until at most
 /// `max_files` of them, of at most `max_bytes` together, are left; `keep`
 /// (the one just written) stays.
-fn prune_outputs(
-    dir: &std::path::Path,
-    keep: &std::path::Path,
-    max_files: usize,
-    max_bytes: u64,
-    max_age: std::time::Duration,
-) {
+fn prune_outputs(dir: &Path, keep: &Path, max_files: usize, max_bytes: u64, max_age: std::time::Duration) {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -237,8 +251,9 @@ fn cut_at_char(line: &str, max_bytes: usize) -> &str {
     &line[..end]
 }
 
-/// Keep the first lines that fit in `max_lines` and `max_bytes`.
-pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncated {
+/// Keep the first lines that fit in `max_lines` and `max_bytes`; when cut,
+/// the full text is saved in `saved`.
+pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize, saved: &SavedOutputs) -> Truncated {
     if text.len() <= max_bytes && count_lines(text) <= max_lines {
         return Truncated::whole(text);
     }
@@ -258,11 +273,12 @@ pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncate
         kept.push_str(cut_at_char(lines.first().copied().unwrap_or(""), max_bytes));
         n = 1;
     }
-    finish(kept, 1, n, total, max_bytes, text)
+    finish(kept, (1, n, total), max_bytes, text, saved)
 }
 
-/// Keep the last lines that fit in `max_lines` and `max_bytes`.
-pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncated {
+/// Keep the last lines that fit in `max_lines` and `max_bytes`; when cut,
+/// the full text is saved in `saved`.
+pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize, saved: &SavedOutputs) -> Truncated {
     if text.len() <= max_bytes && count_lines(text) <= max_lines {
         return Truncated::whole(text);
     }
@@ -289,15 +305,15 @@ pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncate
     } else {
         lines[start..].concat()
     };
-    finish(kept, start + 1, total, total, max_bytes, text)
+    finish(kept, (start + 1, total, total), max_bytes, text, saved)
 }
 
 /// Keep the first `head` and last `tail` lines (command output), within
 /// `max_bytes` overall (half of it for the head), with a marker where lines
-/// were left out. The cut points are found by searching for newlines from
-/// both ends, not by splitting the text into lines: command output can hold
-/// millions of them.
-pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -> Truncated {
+/// were left out; when cut, the full text is saved in `saved`. The cut
+/// points are found by searching for newlines from both ends, not by
+/// splitting the text into lines: command output can hold millions of them.
+pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize, saved: &SavedOutputs) -> Truncated {
     let total = count_lines(text);
     if total <= head + tail && text.len() <= max_bytes {
         return Truncated::whole(text);
@@ -336,7 +352,7 @@ pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -
     if h + t >= total {
         return Truncated::whole(text);
     }
-    let saved = save_full_output(text).ok();
+    let saved = saved.save(text).ok();
     let place = match &saved {
         Some(p) => format!("Full output: {}", p.display()),
         None => "Full output could not be saved".to_owned(),
@@ -385,8 +401,16 @@ pub fn truncate_middle(text: &str, head: usize, tail: usize, max_bytes: usize) -
     }
 }
 
-fn finish(mut kept: String, first: usize, last: usize, total: usize, max_bytes: usize, full: &str) -> Truncated {
-    let saved = save_full_output(full).ok();
+/// The cut text with its notice, given the first and last lines kept and
+/// the total, the full text saved in `outputs`.
+fn finish(
+    mut kept: String,
+    (first, last, total): (usize, usize, usize),
+    max_bytes: usize,
+    full: &str,
+    outputs: &SavedOutputs,
+) -> Truncated {
+    let saved = outputs.save(full).ok();
     if !kept.is_empty() && !kept.ends_with('\n') {
         kept.push('\n');
     }
@@ -409,11 +433,44 @@ mod tests {
     #[test]
     fn a_saved_output_is_its_owners_alone() {
         use std::os::unix::fs::PermissionsExt;
-        let path = save_full_output("secret").unwrap();
+        let path = SavedOutputs::in_temp_dir().save("secret").unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "secret");
         std::fs::remove_file(path).unwrap();
+    }
+
+    /// A saved-output directory of the test's own, so that tests leave
+    /// nothing in the shared temp dir.
+    fn outputs() -> (tempfile::TempDir, SavedOutputs) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SavedOutputs::in_dir(dir.path().join("outputs"));
+        (dir, out)
+    }
+
+    /// Two saved-output directories in one process each keep their own
+    /// outputs: the directory is the value's, not the process's.
+    #[test]
+    fn each_saved_output_directory_keeps_its_own_outputs() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_a_dir, a) = outputs();
+        let (_b_dir, b) = outputs();
+        let text = numbered(3000);
+        let cut_a = truncate_head(&text, 10, 1 << 20, &a);
+        let cut_b = truncate_tail(&text, 10, 1 << 20, &b);
+        let (in_a, in_b) = (cut_a.full_output.unwrap(), cut_b.full_output.unwrap());
+        assert_eq!(in_a.parent(), a.dir());
+        assert_eq!(in_b.parent(), b.dir());
+        assert_eq!(std::fs::read_to_string(&in_a).unwrap(), text);
+        let a_dir = a.dir().unwrap();
+        let mode = std::fs::metadata(a_dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        assert_eq!(std::fs::read_to_string(a_dir.join(".gitignore")).unwrap(), "*\n");
+        // A directory that cannot be made falls back to the temp dir.
+        let blocked = SavedOutputs::in_dir(in_a.join("below-a-file"));
+        let saved = blocked.save("x").unwrap();
+        assert_eq!(saved.parent(), Some(std::env::temp_dir().as_path()));
+        std::fs::remove_file(saved).unwrap();
     }
 
     fn numbered(n: usize) -> String {
@@ -422,15 +479,17 @@ mod tests {
 
     #[test]
     fn short_text_is_untouched() {
-        let t = truncate_head("a\nb\n", 10, 100);
+        let (_dir, out) = outputs();
+        let t = truncate_head("a\nb\n", 10, 100, &out);
         assert!(!t.truncated);
         assert_eq!(t.text, "a\nb\n");
     }
 
     #[test]
     fn head_keeps_first_lines_and_saves_everything() {
+        let (_dir, out) = outputs();
         let text = numbered(5000);
-        let t = truncate_head(&text, 2000, 1_000_000);
+        let t = truncate_head(&text, 2000, 1_000_000, &out);
         assert!(t.truncated);
         assert!(t.text.starts_with("line 1\n"));
         assert!(t.text.contains("line 2000\n"));
@@ -445,8 +504,9 @@ mod tests {
 
     #[test]
     fn head_respects_bytes_and_never_splits_utf8() {
+        let (_dir, out) = outputs();
         let text = "é".repeat(100) + "\n" + &"x\n".repeat(10);
-        let t = truncate_head(&text, 2000, 51);
+        let t = truncate_head(&text, 2000, 51, &out);
         assert!(t.truncated);
         assert!(t.text.starts_with(&"é".repeat(25)));
         assert!(std::str::from_utf8(t.text.as_bytes()).is_ok());
@@ -454,8 +514,9 @@ mod tests {
 
     #[test]
     fn tail_keeps_last_lines() {
+        let (_dir, out) = outputs();
         let text = numbered(100);
-        let t = truncate_tail(&text, 10, 100_000);
+        let t = truncate_tail(&text, 10, 100_000, &out);
         assert!(t.text.starts_with("line 91\n"));
         assert!(t.text.contains("line 100\n"));
         assert!(t.text.contains("[Showing lines 91-100 of 100"));
@@ -463,35 +524,37 @@ mod tests {
 
     #[test]
     fn middle_keeps_head_and_tail() {
+        let (_dir, out) = outputs();
         let text = numbered(300);
-        let t = truncate_middle(&text, 100, 80, 1_000_000);
+        let t = truncate_middle(&text, 100, 80, 1_000_000, &out);
         assert!(t.text.contains("line 100\n"));
         assert!(!t.text.contains("line 101\n"));
         assert!(t.text.contains("line 221\n"));
         assert!(!t.text.contains("line 220\n"));
         assert!(t.text.contains("120 lines omitted"));
         // Within the byte budget too: half for the head, the rest for the tail.
-        let t = truncate_middle(&text, 100, 80, 600);
+        let t = truncate_middle(&text, 100, 80, 600, &out);
         assert!(t.truncated && t.text.starts_with("line 1\n"));
         let (head, tail) = t.text.split_once("lines omitted").unwrap();
         assert!(head.len() <= 300 + 10, "{head}");
         assert!(tail.contains("line 300\n"));
         // 181 lines need a cut of one line; 180 fit whole.
         assert!(
-            truncate_middle(&numbered(181), 100, 80, 1_000_000)
+            truncate_middle(&numbered(181), 100, 80, 1_000_000, &out)
                 .text
                 .contains("1 lines omitted")
         );
-        assert!(!truncate_middle(&numbered(180), 100, 80, 1_000_000).truncated);
-        let whole = truncate_middle("a\nb", 100, 80, 1000);
+        assert!(!truncate_middle(&numbered(180), 100, 80, 1_000_000, &out).truncated);
+        let whole = truncate_middle("a\nb", 100, 80, 1000, &out);
         assert!(!whole.truncated);
         assert_eq!(whole.text, "a\nb");
     }
 
     #[test]
     fn a_last_line_too_long_for_the_tail_shows_its_end() {
+        let (_dir, out) = outputs();
         let text = format!("a\n{}Z\n", "x".repeat(300_000));
-        let t = truncate_middle(&text, 100, 80, 50_000);
+        let t = truncate_middle(&text, 100, 80, 50_000, &out);
         assert!(t.truncated);
         assert!(
             t.text
@@ -504,7 +567,7 @@ mod tests {
         assert!(t.text.len() <= 50_000 + 300, "{}", t.text.len());
         // Nor does the head: no "lines 1-0".
         let one = format!("{}\n", "y".repeat(300_000));
-        let t = truncate_middle(&one, 100, 80, 50_000);
+        let t = truncate_middle(&one, 100, 80, 50_000, &out);
         assert!(
             t.text.starts_with("[... 1 lines omitted or cut: showing the last "),
             "{}",

@@ -358,18 +358,22 @@ pub(crate) fn build(
 }
 
 /// `truncate_head` or `truncate_tail`.
-type Cut = fn(&str, usize, usize) -> wield_core::truncate::Truncated;
+type Cut = fn(&str, usize, usize, &wield_core::truncate::SavedOutputs) -> wield_core::truncate::Truncated;
 
 /// `ctx.truncate.head/tail(text, max_lines?, max_bytes?)`,
 /// `middle(text, head_lines?, tail_lines?)` and `format_size(bytes)`.
 fn truncate_table(lua: &Lua, ctx: &Context) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let limits = ctx.limits;
+    // Cut text is saved where the call's runtime keeps its outputs, as a
+    // Rust tool's would be.
+    let saved = ctx.saved_outputs();
     let ends: [(&str, Cut); 2] = [
         ("head", wield_core::truncate::truncate_head),
         ("tail", wield_core::truncate::truncate_tail),
     ];
     for (name, cut) in ends {
+        let saved = Arc::clone(&saved);
         t.set(
             name,
             lua.create_function(move |_, (text, lines, bytes): (String, Option<usize>, Option<usize>)| {
@@ -377,6 +381,7 @@ fn truncate_table(lua: &Lua, ctx: &Context) -> mlua::Result<Table> {
                     &text,
                     lines.unwrap_or(limits.max_lines),
                     bytes.unwrap_or(limits.max_bytes),
+                    &saved,
                 )
                 .text)
             })?,
@@ -391,6 +396,7 @@ fn truncate_table(lua: &Lua, ctx: &Context) -> mlua::Result<Table> {
                 head.unwrap_or(half),
                 tail.unwrap_or(half),
                 limits.max_bytes,
+                &saved,
             )
             .text)
         })?,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use wield_core::events::AuditLog;
 use wield_core::policy::{PolicyBuilder, PolicyOptions};
+use wield_core::truncate::SavedOutputs;
 use wield_core::{
     Approver, Config, ConfigLoader, EventSink, Executor, ExecutorBuilder, KeyTree, Registered, Services, Session,
     ToolRef, approval,
@@ -135,9 +136,6 @@ impl Runtime {
     /// warning), and decides the policy.
     pub async fn load(workspace: impl AsRef<Path>, options: RuntimeOptions) -> Result<Self, Error> {
         let workspace = canonical_workspace(workspace.as_ref())?;
-        // Saved full outputs stay with the project (and its own tools'
-        // roots), not in a temp dir every project's tools can read.
-        wield_core::truncate::set_saved_output_dir(workspace.join(".wield").join("outputs"));
 
         // `batch` runs its calls through this runtime's executors.
         let batch_runtime = crate::batch::RuntimeCell::default();
@@ -185,6 +183,11 @@ impl Runtime {
             .map_err(|e| Error::usage(format!("registering the command tools: {e}")))?;
 
         let mut services = Services::new();
+        // Saved full outputs stay with the project (and its own tools'
+        // roots), not in a temp dir every project's tools can read. The
+        // directory is this runtime's, in its services, so that another
+        // runtime loaded later in the same process keeps its own.
+        services.insert(Arc::new(SavedOutputs::in_dir(workspace.join(".wield").join("outputs"))));
         // What wield executes as policy is out of every tool's reach, as
         // `.wield/` is: a call must not rewrite what approves the next one.
         let mut guarded = options.guarded.clone();
@@ -255,7 +258,7 @@ impl Runtime {
     }
 
     /// The services tools find in their context (file confinement, command
-    /// runner, bridged MCP servers, …).
+    /// runner, bridged MCP servers, where cut outputs are saved, …).
     pub fn services(&self) -> &Services {
         &self.inner.services
     }
@@ -340,8 +343,16 @@ impl Runtime {
         let ask_paths = wield_tools::fs::ask_path_globs(&inner.config, &inner.workspace).map_err(Error::usage)?;
         let resolvers = inner.resolvers.clone();
         let approval_config = crate::lua::without_lua_entries(&inner.config.approval);
+        let saved_outputs = inner.services.get::<SavedOutputs>();
         Ok(Arc::new(
             move |approver: Arc<dyn Approver>, mut services: Services, events: EventSink| {
+                // Services a front-end made itself still save cut outputs in
+                // this runtime's workspace, not the temp dir.
+                if services.get::<SavedOutputs>().is_none()
+                    && let Some(saved) = &saved_outputs
+                {
+                    services.insert(Arc::clone(saved));
+                }
                 // The tool set as it is now; `load_tools` reads the policy
                 // from the services.
                 let current = tools.current();
@@ -466,7 +477,7 @@ mod tests {
     async fn a_front_end_s_own_tools_are_registered_and_visible() {
         let dir = tempfile::tempdir().unwrap();
         let options = RuntimeOptions {
-            tools: vec![Arc::new(Shout::new())],
+            tools: vec![Arc::new(shout())],
             ..RuntimeOptions::default()
         };
         let rt = Runtime::load(dir.path(), options).await.unwrap();
@@ -474,32 +485,134 @@ mod tests {
         assert_eq!(rt.workspace(), std::fs::canonicalize(dir.path()).unwrap());
     }
 
-    /// A tool of the front-end's own.
-    struct Shout {
-        base: wield_core::ToolBase,
+    /// Regression: the saved-output directory was a process global set by
+    /// the last `Runtime::load`, so a call in the first of two workspaces
+    /// saved its full output into the second's `.wield/outputs`.
+    #[tokio::test]
+    async fn each_runtime_saves_cut_outputs_in_its_own_workspace() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let options = || RuntimeOptions {
+            tools: vec![Arc::new(loud())],
+            ..RuntimeOptions::default()
+        };
+        let first = Runtime::load(a.path(), options()).await.unwrap();
+        std::fs::write(first.workspace().join("many.txt"), loud_text()).unwrap();
+        let second = Runtime::load(b.path(), options()).await.unwrap();
+        let (first_outputs, second_outputs) = (
+            first.workspace().join(".wield/outputs"),
+            second.workspace().join(".wield/outputs"),
+        );
+
+        let executor = first.executor(Arc::new(approval::YesApprover)).unwrap();
+        let session = first.session("s", true);
+        let cancel = CancellationToken::new();
+        // Cut by the executor's result-size guard, by the tool through its
+        // context, and by a file tool's listing.
+        let calls = [
+            ("loud", serde_json::json!({ "cut": false }), Some(loud_text())),
+            ("loud", serde_json::json!({ "cut": true }), Some(loud_text())),
+            (
+                "grep",
+                serde_json::json!({ "pattern": "^line", "path": "many.txt", "limit": 5000 }),
+                None,
+            ),
+        ];
+        for (tool, input, full) in calls {
+            let call = wield_core::Call::new("c", tool, input.clone());
+            let result = executor.run_one(call, &session, &cancel).await;
+            assert!(result.success, "{tool} {input}: {result:?}");
+            assert_eq!(
+                result.metadata.get("truncated"),
+                Some(&serde_json::Value::Bool(true)),
+                "{tool} {input}: {:?}",
+                result.metadata
+            );
+            let saved = result.metadata.get("full_output").and_then(|v| v.as_str());
+            let saved = std::path::Path::new(saved.unwrap_or_else(|| panic!("{tool}: {:?}", result.metadata)));
+            assert!(
+                saved.starts_with(&first_outputs),
+                "{tool} {input}: saved in {}",
+                saved.display()
+            );
+            assert!(result.output.contains(&saved.display().to_string()));
+            // The tool's own text, or grep's listing of the 3000 lines.
+            let text = std::fs::read_to_string(saved).unwrap();
+            match full {
+                Some(full) => assert_eq!(text, full, "{tool} {input}"),
+                None => assert_eq!(text.lines().count(), 3000, "{tool}"),
+            }
+        }
+        assert!(!second_outputs.exists(), "the second workspace got outputs");
+
+        // The second runtime's own calls stay in the second workspace.
+        let executor = second.executor(Arc::new(approval::YesApprover)).unwrap();
+        let call = wield_core::Call::new("c", "loud", serde_json::json!({ "cut": true }));
+        let result = executor.run_one(call, &second.session("s", true), &cancel).await;
+        let saved = result.metadata["full_output"].as_str().unwrap_or_default();
+        assert!(std::path::Path::new(saved).starts_with(&second_outputs), "{saved}");
     }
 
-    impl Shout {
-        fn new() -> Self {
+    /// 3000 numbered lines: more than the default 2000-line limit.
+    fn loud_text() -> String {
+        (1..=3000).map(|i| format!("line {i}\n")).collect()
+    }
+
+    /// A front-end's tool that prints more than the output limits: as it
+    /// is (`cut` false, for the executor to cut), or cut by itself through
+    /// its context.
+    fn loud() -> FrontEndTool {
+        let schema = serde_json::json!({"type": "object", "properties": {"cut": {"type": "boolean"}}});
+        FrontEndTool::new("loud", "Print 3000 lines", schema, |input, ctx| {
+            if input["cut"] == true {
+                let cut = ctx.truncate_head(&loud_text());
+                let mut result = wield_core::ToolResult::ok(cut.text.clone());
+                result.metadata.extend(cut.metadata());
+                result
+            } else {
+                wield_core::ToolResult::ok(loud_text())
+            }
+        })
+    }
+
+    /// A front-end's tool that answers at once.
+    fn shout() -> FrontEndTool {
+        let schema = serde_json::json!({"type": "object"});
+        FrontEndTool::new("shout", "Upper-case a text", schema, |_, _| {
+            wield_core::ToolResult::ok("HEY")
+        })
+    }
+
+    /// A read-only tool of the front-end's own, answering with `run`.
+    struct FrontEndTool {
+        base: wield_core::ToolBase,
+        run: fn(&serde_json::Value, &wield_core::Context) -> wield_core::ToolResult,
+    }
+
+    impl FrontEndTool {
+        fn new(
+            name: &str,
+            description: &str,
+            schema: serde_json::Value,
+            run: fn(&serde_json::Value, &wield_core::Context) -> wield_core::ToolResult,
+        ) -> Self {
+            let traits = wield_core::ToolTraits {
+                read_only: true,
+                ..wield_core::ToolTraits::default()
+            };
             Self {
-                base: wield_core::ToolBase::new(
-                    wield_core::ToolSpec::new("shout", "Upper-case a text", serde_json::json!({"type": "object"})),
-                    wield_core::ToolTraits {
-                        read_only: true,
-                        ..wield_core::ToolTraits::default()
-                    },
-                ),
+                base: wield_core::ToolBase::new(wield_core::ToolSpec::new(name, description, schema), traits),
+                run,
             }
         }
     }
 
     #[async_trait::async_trait]
-    impl wield_core::Tool for Shout {
+    impl wield_core::Tool for FrontEndTool {
         fn base(&self) -> &wield_core::ToolBase {
             &self.base
         }
-        async fn execute(&self, _input: serde_json::Value, _ctx: &wield_core::Context) -> wield_core::ToolResult {
-            wield_core::ToolResult::ok("HEY")
+        async fn execute(&self, input: serde_json::Value, ctx: &wield_core::Context) -> wield_core::ToolResult {
+            (self.run)(&input, ctx)
         }
     }
 }

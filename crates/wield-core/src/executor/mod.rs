@@ -35,7 +35,7 @@ use crate::refusal::{Refusal, error_chain};
 use crate::registry::{Registered, Registry};
 use crate::schema::{fill_nullable, validation_message};
 use crate::tool::{Access, HANDLES_TIMEOUT, TIMEOUT_ARGUMENT, ToolRef, ToolResult};
-use crate::truncate::{Limits, truncate_head};
+use crate::truncate::{Limits, SavedOutputs, truncate_head};
 
 mod builder;
 
@@ -701,7 +701,10 @@ impl Executor {
             && (result.output.len() > self.limits.max_bytes
                 || memchr_count(result.output.as_bytes()) > self.limits.max_lines)
         {
-            let t = truncate_head(&result.output, self.limits.max_lines, self.limits.max_bytes);
+            // The full text goes where the runtime that built this
+            // executor keeps its saved outputs, as the tools' own cuts do.
+            let saved = self.services.get::<SavedOutputs>().unwrap_or_default();
+            let t = truncate_head(&result.output, self.limits.max_lines, self.limits.max_bytes, &saved);
             result.output = t.text.clone();
             result.metadata.extend(t.metadata());
         }

@@ -211,6 +211,8 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
                 out.state_err = err
                 out.run = ctx.run({ "echo", "a b; echo pwned" })
                 out.head = ctx.truncate.head("1\n2\n3\n", 2)
+                out.tail = ctx.truncate.tail("1\n2\n3\n", 2)
+                out.middle = ctx.truncate.middle("1\n2\n3\n4\n5\n", 1, 1)
                 out.size = ctx.truncate.format_size(2048)
                 out.cfg = ctx:get_config()
                 out.cwd = ctx.cwd
@@ -224,6 +226,13 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
     let probe = tool(&loaded, "probe");
     let mut ctx = Context::detached(&ws);
     ctx.config = Arc::new(toml::from_str("level = 3").unwrap());
+    // What the truncation cuts is saved where the call's runtime keeps its
+    // outputs (the `SavedOutputs` in its services), as a Rust tool's
+    // context does, not in a directory the process shares.
+    let outputs = ws.join("outputs");
+    let mut services = wield_core::Services::new();
+    services.insert(Arc::new(wield_core::truncate::SavedOutputs::in_dir(&outputs)));
+    ctx.services = Arc::new(services);
     let r = probe.execute(json!({}), &ctx).await;
     assert!(r.success, "{r:?}");
     let v: Value = serde_json::from_str(&r.output).unwrap();
@@ -246,6 +255,20 @@ async fn ctx_gives_files_commands_truncation_config_and_nothing_else() {
         v["head"].as_str().unwrap().starts_with("1\n2\n[Showing lines 1-2 of 3"),
         "{v}"
     );
+    for (how, full) in [
+        ("head", "1\n2\n3\n"),
+        ("tail", "1\n2\n3\n"),
+        ("middle", "1\n2\n3\n4\n5\n"),
+    ] {
+        let text = v[how].as_str().unwrap();
+        let saved = text
+            .split("Full output: ")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_else(|| panic!("{how}: {text}"));
+        assert!(std::path::Path::new(saved).starts_with(&outputs), "{how}: {saved}");
+        assert_eq!(std::fs::read_to_string(saved).unwrap(), full, "{how}");
+    }
     assert_eq!(v["size"], "2.0KB");
     assert_eq!(v["cfg"], json!({"level": 3}));
     assert_eq!(v["cwd"], ws.display().to_string());

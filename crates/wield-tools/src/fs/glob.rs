@@ -14,8 +14,7 @@ use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolRes
 use wield_sandbox::fs::Access;
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, listed, listing, parse, path_use};
-use wield_core::truncate::Limits;
+use super::{ListingCut, blocking, confinement, listed, listing, parse, path_use};
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -99,7 +98,7 @@ impl Tool for GlobTool {
             Err(r) => return r,
         };
         let cancel = ctx.cancel.clone();
-        let limits = ctx.limits;
+        let cut = ListingCut::of(ctx);
         blocking(move || {
             let (root, is_file) = match start(&conf, input.path.as_deref()) {
                 Ok(s) => s,
@@ -167,7 +166,7 @@ impl Tool for GlobTool {
             found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
             render(
                 &conf,
-                limits,
+                &cut,
                 &root,
                 pattern,
                 found,
@@ -180,7 +179,7 @@ impl Tool for GlobTool {
 
 fn render(
     conf: &Arc<wield_sandbox::fs::Confinement>,
-    limits: Limits,
+    cut: &ListingCut,
     root: &Path,
     pattern: &str,
     found: Vec<(Option<SystemTime>, PathBuf)>,
@@ -203,5 +202,5 @@ fn render(
             total - limit
         ));
     }
-    listing(limits, out, total > limit).with_meta("count", total)
+    listing(cut, out, total > limit).with_meta("count", total)
 }

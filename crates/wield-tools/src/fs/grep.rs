@@ -19,12 +19,11 @@ use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wield_core::truncate::Limits;
 use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 use wield_sandbox::fs::Confinement;
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, fail, listed, listing, parse, path_use};
+use super::{ListingCut, blocking, confinement, fail, listed, listing, parse, path_use};
 
 const DEFAULT_LIMIT: usize = 100;
 /// Longest line text shown; minified files would drown the output otherwise.
@@ -131,8 +130,8 @@ impl Tool for GrepTool {
             Err(r) => return r,
         };
         let cancel = ctx.cancel.clone();
-        let limits = ctx.limits;
-        blocking(move || search(&conf, &input, &cancel, limits).unwrap_or_else(|r| r)).await
+        let cut = ListingCut::of(ctx);
+        blocking(move || search(&conf, &input, &cancel, &cut).unwrap_or_else(|r| r)).await
     }
 }
 
@@ -244,7 +243,7 @@ fn search(
     conf: &Confinement,
     input: &Input,
     cancel: &tokio_util::sync::CancellationToken,
-    limits: Limits,
+    cut: &ListingCut,
 ) -> Result<ToolResult, ToolResult> {
     let mode = input.output_mode.unwrap_or(Mode::Content);
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
@@ -337,7 +336,7 @@ fn search(
             .with_meta("truncated", false));
     }
     let (text, limited) = render(conf, &results, mode, limit, context, total, files);
-    Ok(listing(limits, text, limited)
+    Ok(listing(cut, text, limited)
         .with_meta("matches", total)
         .with_meta("files", files)
         .with_meta("errors", errors.into_inner()))

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use wield_core::{Access as CoreAccess, Context, PathUse, Tool, ToolBase, ToolResult, ToolSpec, ToolTraits};
 
 use super::walk::{Filters, builder, start};
-use super::{blocking, confinement, human_size, listed, listing, parse, path_use};
+use super::{ListingCut, blocking, confinement, human_size, listed, listing, parse, path_use};
 
 const DEFAULT_DEPTH: usize = 1;
 const MAX_DEPTH: usize = 10;
@@ -92,7 +92,7 @@ impl Tool for LsTool {
             Ok(c) => c,
             Err(r) => return r,
         };
-        let limits = ctx.limits;
+        let cut = ListingCut::of(ctx);
         let cancel = ctx.cancel.clone();
         blocking(move || {
             let (root, is_file) = match start(&conf, input.path.as_deref()) {
@@ -166,7 +166,7 @@ impl Tool for LsTool {
                     count - limit
                 ));
             }
-            listing(limits, out, count > limit).with_meta("entries", count)
+            listing(&cut, out, count > limit).with_meta("entries", count)
         })
         .await
     }

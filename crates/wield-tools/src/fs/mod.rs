@@ -24,7 +24,7 @@ use std::time::SystemTime;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wield_core::truncate::Limits;
+use wield_core::truncate::{Limits, SavedOutputs};
 use wield_core::{
     Access as CoreAccess, Config, Context, PathGuard, PathUse, Refusal, Services, Session, ToolRef, ToolResult,
 };
@@ -272,11 +272,31 @@ pub(crate) fn path_use(input: &Value, key: &str, default: Option<&str>, access: 
     }
 }
 
+/// How a call's listing is cut: its output limits and where the full text
+/// is saved, taken from the call's context before the listing is made off
+/// the async runtime.
+#[derive(Clone)]
+pub(crate) struct ListingCut {
+    limits: Limits,
+    saved: Arc<SavedOutputs>,
+}
+
+impl ListingCut {
+    pub(crate) fn of(ctx: &Context) -> Self {
+        Self {
+            limits: ctx.limits,
+            saved: ctx.saved_outputs(),
+        }
+    }
+}
+
 /// A listing (ls, glob, grep) as a result: cut to the output limits with the
-/// full text saved, and marked truncated when either the tool's own `limit`
-/// or the output limits left something out.
-pub(crate) fn listing(limits: Limits, text: String, limited: bool) -> ToolResult {
-    let cut = wield_core::truncate::truncate_head(&text, limits.max_lines, limits.max_bytes);
+/// full text saved in the runtime's saved-output directory, and marked
+/// truncated when either the tool's own `limit` or the output limits left
+/// something out.
+pub(crate) fn listing(how: &ListingCut, text: String, limited: bool) -> ToolResult {
+    let limits = how.limits;
+    let cut = wield_core::truncate::truncate_head(&text, limits.max_lines, limits.max_bytes, &how.saved);
     let mut r = ToolResult::ok(cut.text.clone());
     r.metadata.extend(cut.metadata());
     r.with_meta("truncated", limited || cut.truncated)
