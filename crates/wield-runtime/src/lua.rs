@@ -176,17 +176,33 @@ fn module_dir(file: &Path, workspace: &Path) -> Option<PathBuf> {
 /// guarded from tools and commands for as long as the runtime lives. The
 /// resolvers of `.wield/resolvers/` need nothing more: `.wield/` is
 /// protected.
-pub(crate) fn policy_files(config: &Config, workspace: &Path) -> Vec<Guarded> {
+///
+/// A file or module directory reached through a symbolic link is refused:
+/// the link itself could be pointed elsewhere by a command (a sandbox can
+/// keep what a link leads to read-only, not the link).
+pub(crate) fn policy_files(config: &Config, workspace: &Path) -> Result<Vec<Guarded>, String> {
     let mut out = Vec::new();
     for entry in &config.approval.auto_approve {
         let Some(file) = wield_lua::auto_approve_file(entry, workspace) else {
             continue;
         };
+        let dir = module_dir(&file, workspace);
+        let top = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        for path in std::iter::once(file.as_path()).chain(dir.as_deref()) {
+            if let Some(link) = crate::shell_hooks::linked(path, &top) {
+                return Err(format!(
+                    "approval.auto_approve names the Lua file {}, and {} is a symbolic link: a command could point it \
+                     elsewhere and approve what it likes; name the file itself, in a directory that is no link",
+                    file.display(),
+                    link.display()
+                ));
+            }
+        }
         out.push(Guarded::new(
             &file,
             "a Lua approval function wield runs as policy (approval.auto_approve)",
         ));
-        if let Some(dir) = module_dir(&file, workspace) {
+        if let Some(dir) = dir {
             out.push(Guarded::new(
                 dir,
                 "the directory of a Lua approval function wield runs as policy (approval.auto_approve), where its \
@@ -194,7 +210,7 @@ pub(crate) fn policy_files(config: &Config, workspace: &Path) -> Vec<Guarded> {
             ));
         }
     }
-    out
+    Ok(out)
 }
 
 /// The approval configuration without the Lua files of `auto_approve`

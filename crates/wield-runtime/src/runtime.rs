@@ -191,8 +191,8 @@ impl Runtime {
         // What wield executes as policy is out of every tool's reach, as
         // `.wield/` is: a call must not rewrite what approves the next one.
         let mut guarded = options.guarded.clone();
-        guarded.extend(crate::lua::policy_files(&config, &workspace));
-        guarded.extend(shell_hooks::script_files(&config, &workspace));
+        guarded.extend(crate::lua::policy_files(&config, &workspace).map_err(Error::usage)?);
+        guarded.extend(shell_hooks::script_files(&config, &workspace).map_err(Error::usage)?);
         wield_tools::install_services(&mut services, &config, &workspace, &guarded).map_err(Error::usage)?;
         let mcp = McpClients::with_front_end(
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,

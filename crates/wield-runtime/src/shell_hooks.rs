@@ -81,9 +81,13 @@ pub fn from_config(config: &Config) -> Result<Vec<Arc<dyn Hook>>, crate::Error> 
 /// script would run what it liked with the next call's hook. A word that is
 /// not a workspace file (a program found on `PATH`, an option, a variable)
 /// is left alone.
-pub(crate) fn script_files(config: &Config, workspace: &Path) -> Vec<wield_sandbox::fs::Guarded> {
+///
+/// A script reached through a symbolic link is refused: a sandbox keeps
+/// what a link leads to read-only, not the link, so a command could point
+/// it elsewhere.
+pub(crate) fn script_files(config: &Config, workspace: &Path) -> Result<Vec<wield_sandbox::fs::Guarded>, String> {
     let Ok(ws) = std::fs::canonicalize(workspace) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let table = config.table_at("hooks");
     let mut out = Vec::new();
@@ -101,6 +105,13 @@ pub(crate) fn script_files(config: &Config, workspace: &Path) -> Vec<wield_sandb
                 && real.starts_with(&ws)
                 && real.is_file()
             {
+                if let Some(link) = linked(&path, &ws) {
+                    return Err(format!(
+                        "hooks.{name} runs {word}, and {} is a symbolic link: a command could point it elsewhere and \
+                         have the hook run what it likes outside the sandbox; name the script itself",
+                        link.display()
+                    ));
+                }
                 out.push(wield_sandbox::fs::Guarded::new(
                     real,
                     format!("a script the hook hooks.{name} runs outside the sandbox"),
@@ -108,7 +119,29 @@ pub(crate) fn script_files(config: &Config, workspace: &Path) -> Vec<wield_sandb
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// The first symbolic link on `path`, from its file name up to `top` (the
+/// canonical workspace; `top` itself, and what lies above it, are the
+/// person's choice and not looked at), or up to the file's own directory
+/// when `path` is not beneath `top`: `None` when no such component is a
+/// link.
+pub(crate) fn linked(path: &Path, top: &Path) -> Option<std::path::PathBuf> {
+    let beneath = path.starts_with(top);
+    let mut at = Some(path);
+    let mut seen = 0;
+    while let Some(p) = at {
+        if (beneath && p == top) || (!beneath && seen == 2) {
+            break;
+        }
+        if p.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(p.to_path_buf());
+        }
+        at = p.parent();
+        seen += 1;
+    }
+    None
 }
 
 impl ShellHook {

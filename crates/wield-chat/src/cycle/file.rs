@@ -108,8 +108,8 @@ pub fn lock_path(doc: &Path) -> PathBuf {
 /// The files a cycle of `doc` reads or writes, each with what it is, for a
 /// front-end to keep out of every tool's reach while the cycle runs: the
 /// document (its statuses are the person's decisions), its lock, and the
-/// `FILE.reply` and `FILE.results` files wield writes beside it (those that
-/// exist, numbered too, and the next ones it would write).
+/// `FILE.reply`, `FILE.results` and `FILE.frontmatter` files wield writes
+/// beside it (those that exist, numbered too, and the first of each).
 pub fn cycle_files(doc: &Path) -> Vec<(PathBuf, &'static str)> {
     let mut out = vec![
         (doc.to_path_buf(), "the .chat document wield chat is running"),
@@ -119,7 +119,7 @@ pub fn cycle_files(doc: &Path) -> Vec<(PathBuf, &'static str)> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for what in ["reply", "results"] {
+    for what in ["reply", "results", "frontmatter"] {
         let first = format!("{name}.{what}");
         out.push((
             doc.with_file_name(&first),

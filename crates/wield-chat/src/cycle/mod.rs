@@ -128,9 +128,11 @@ pub enum Stop {
     Diverted(PathBuf),
     /// Ctrl-C: every started call has its result, a reply its marker.
     Cancelled,
-    /// Text appeared in these calls' results while tools were running: not
-    /// taken as the person's until they run the cycle again.
-    Unconfirmed(Vec<ToolCall>),
+    /// The document changed while tools were running in ways the cycle
+    /// does not take as the person's (an answer typed in a placeholder, a
+    /// tool use's input, the person's messages): nothing more was run or
+    /// sent; what to check, one line each.
+    Unconfirmed(Vec<String>),
 }
 
 /// Why the cycle failed.
@@ -188,27 +190,20 @@ impl Cycle {
                     diagnostics: blocking.into_iter().cloned().collect(),
                 }));
             }
-            let known = witness.get_or_insert_with(|| Witness::of(&doc));
-            let unconfirmed = known.check(&doc);
-            if !unconfirmed.is_empty() {
-                let answers = self.not_taken(known, &unconfirmed, &mut progress)?;
-                if !answers.is_empty() {
-                    let now = self.read()?;
-                    let doc = crate::parse(&now);
-                    let calls = doc
-                        .tool_calls()
-                        .into_iter()
-                        .filter(|c| answers.contains(&c.id))
-                        .collect();
-                    return Ok(Stop::Unconfirmed(calls));
-                }
-                continue;
-            }
             rounds += 1;
             if rounds > 8 + 4 * self.max_steps as usize {
                 return Err(CycleError::Stuck(
                     "the cycle went round without getting anywhere; look at the last tool blocks it wrote".into(),
                 ));
+            }
+            let known = witness.get_or_insert_with(|| Witness::of(&doc));
+            let unconfirmed = known.check(&doc);
+            if !unconfirmed.is_empty() {
+                let stops = self.not_taken(known, &unconfirmed, &mut progress)?;
+                if !stops.is_empty() {
+                    return Ok(Stop::Unconfirmed(stops));
+                }
+                continue;
             }
             let (rewritten, legacy) = doc.rewrite_legacy();
             if legacy > 0 {
@@ -476,15 +471,16 @@ impl Cycle {
 
     /// Puts back what changed under the run (see [`witness`]): statuses
     /// to `(pending)`, the frontmatter as it was (the changed one kept in
-    /// `FILE.frontmatter`). Returns the calls whose text changed, which
-    /// stay as they are for the person to confirm.
+    /// `FILE.frontmatter`). Returns why the run stops for what cannot be
+    /// put back (an answer, a tool use, the person's words), which stays
+    /// as it is for the person to check.
     fn not_taken(
         &self,
         known: &mut Witness,
         unconfirmed: &[Unconfirmed],
         progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<Vec<String>, CycleError> {
-        let mut answers = Vec::new();
+        let mut stops = Vec::new();
         let mut aside: Option<PathBuf> = None;
         self.edit(true, |now| {
             let doc = crate::parse(now);
@@ -511,8 +507,8 @@ impl Cycle {
         for u in unconfirmed {
             match u {
                 Unconfirmed::Status { id, .. } => known.reopened(id),
-                Unconfirmed::Answer { id, .. } => answers.push(id.clone()),
-                Unconfirmed::Frontmatter => {}
+                other if other.stops() => stops.push(other.message()),
+                _ => {}
             }
             let mut message = u.message();
             if let (Unconfirmed::Frontmatter, Some(path)) = (u, &aside) {
@@ -520,7 +516,7 @@ impl Cycle {
             }
             progress(Progress::NotTaken(&message));
         }
-        Ok(answers)
+        Ok(stops)
     }
 
     fn decide(&self, call: &ToolCall) -> Option<Precheck> {
@@ -647,6 +643,7 @@ impl Cycle {
                 }
                 taken.insert(id.clone());
                 ids.insert(given.as_str(), id.clone());
+                known.used(&id, &clean(name, "unknown"), input);
                 let json = serde_json::to_string_pretty(input).unwrap_or_else(|_| "{}".into());
                 let sep = if writer.is_empty() { "" } else { "\n" };
                 writer.raw(&format!(

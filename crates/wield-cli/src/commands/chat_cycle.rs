@@ -221,15 +221,15 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
                 )?;
                 130
             }
-            Stop::Unconfirmed(calls) => {
-                for c in &calls {
-                    let line = c.result_lines.map_or(c.line, |l| l.start);
-                    writeln!(
-                        err,
-                        "{name}: line {line}: the text in the result of `{}` ({}) appeared while tools were running, so                          it was not sent as your answer; check it, then run `wield chat {name}` again to send it",
-                        c.id, c.name
-                    )?;
+            Stop::Unconfirmed(why) => {
+                for line in &why {
+                    writeln!(err, "{name}: {line}")?;
                 }
+                writeln!(
+                    err,
+                    "nothing more was run or sent: a change that appears while tools are running is not taken as \
+                     yours; check the document, then run `wield chat {name}` again"
+                )?;
                 1
             }
         },

@@ -138,3 +138,34 @@ fn a_top_level_approval_function_cannot_require() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("require(\"rules\")"), "{err}");
 }
+
+/// A policy file reached through a symbolic link could be pointed
+/// elsewhere by a command (a sandbox keeps what a link leads to read-only,
+/// not the link itself): refused at load, saying which link.
+#[test]
+fn policy_files_reached_through_a_link_are_refused() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.ws.join(".wield")).unwrap();
+    std::fs::create_dir_all(ws.ws.join("lib")).unwrap();
+    std::fs::write(ws.ws.join("lib/approve.lua"), POLICY).unwrap();
+    std::fs::write(ws.ws.join("lib/rules.lua"), RULES).unwrap();
+    std::os::unix::fs::symlink("lib", ws.ws.join("policy")).unwrap();
+    std::fs::write(ws.ws.join("src/impl.sh"), "true\n").unwrap();
+    std::os::unix::fs::symlink("impl.sh", ws.ws.join("src/hook.sh")).unwrap();
+    for (config, link) in [
+        ("[approval]\nauto_approve = [\"policy/approve.lua\"]\n", "policy"),
+        (
+            "[hooks.check]\nevent = \"post\"\ncommand = \"sh src/hook.sh\"\n",
+            "src/hook.sh",
+        ),
+    ] {
+        std::fs::write(ws.ws.join(".wield/config.toml"), config).unwrap();
+        let out = ws.wield().args(["tools", "list"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{config}: {err}");
+        assert!(
+            err.contains(&format!("{} is a symbolic link", ws.ws.join(link).display())),
+            "{config}: {err}"
+        );
+    }
+}
