@@ -159,11 +159,44 @@ pub enum CycleError {
 const RETRIES: usize = 20;
 
 impl Cycle {
-    /// Runs the cycle until it stops.
+    /// Runs the cycle until it stops, then ends the session's background
+    /// processes and looks at the document once more: until they are gone
+    /// they could still write it (under bubblewrap, the cycle's own atomic
+    /// write replaces the file their read-only mount was on), and what they
+    /// wrote must not be taken as the person's at the next press.
     pub async fn run(
         &self,
         cancel: &CancellationToken,
         mut progress: impl FnMut(Progress<'_>),
+    ) -> Result<Stop, CycleError> {
+        let mut witness = None;
+        let stop = self.steps(cancel, &mut progress, &mut witness).await;
+        wield_core::end_session(self.executor.services(), &self.session).await;
+
+        match (&stop, witness.as_mut()) {
+            // The person's own change diverted the reply: it is theirs.
+            (Ok(Stop::Diverted(_)) | Err(_), _) | (_, None) => stop,
+            (Ok(_), Some(known)) => {
+                let text = self.read()?;
+                let found = known.check(&crate::parse(&text));
+                if found.is_empty() {
+                    return stop;
+                }
+                let stops = self.not_taken(known, &found, &mut progress)?;
+                if stops.is_empty() {
+                    stop
+                } else {
+                    Ok(Stop::Unconfirmed(stops))
+                }
+            }
+        }
+    }
+
+    async fn steps(
+        &self,
+        cancel: &CancellationToken,
+        mut progress: impl FnMut(Progress<'_>),
+        witness: &mut Option<Witness>,
     ) -> Result<Stop, CycleError> {
         let mut steps = 0;
         // Replies with tool calls in this run.
@@ -172,9 +205,8 @@ impl Cycle {
         let mut rounds = 0usize;
         // The calls phase 1 wrote blocks for last time round.
         let mut placed: Vec<String> = Vec::new();
-        // What the person decided: the document as the run began, and what
-        // the run wrote since.
-        let mut witness: Option<Witness> = None;
+        // What the person decided is in `witness`: the document as the run
+        // began, and what the run wrote since.
         loop {
             if cancel.is_cancelled() {
                 return Ok(Stop::Cancelled);

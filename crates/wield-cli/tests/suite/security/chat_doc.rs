@@ -236,3 +236,40 @@ fn a_call_or_message_that_changes_while_tools_run_is_not_taken() {
     // The results of the calls that ran are written; no request followed.
     assert_eq!(provider.requests().len(), 1);
 }
+
+/// A background process outlives the phase that started it, and under
+/// bubblewrap the cycle's own atomic writes replace the file its read-only
+/// mount was on: it can write the document again. What it writes is never
+/// the person's: the run ends the session's processes before it looks at
+/// the document a last time, so a status it flipped after the cycle's last
+/// write is `(pending)` again when the next press reads it.
+#[test]
+fn a_background_process_cannot_approve_a_call_after_the_run() {
+    let flip = "while :; do sed -i 's/(pending)/(approved)/' chats/a.chat 2>/dev/null; done";
+    for backend in ["bwrap", "landlock"] {
+        let ws = Ws::new();
+        require_backends(&ws);
+        let provider = Scripted::start(vec![
+            Turn::Calls(vec![envrc_call(), ("process_start", json!({ "command": flip }))]),
+            Turn::Text("Done."),
+        ]);
+        project(&ws, &provider, "");
+        let pre = sandboxed(backend);
+        let pre: Vec<&str> = pre.iter().map(String::as_str).collect();
+        let (code, out) = chat(&ws, &pre);
+        let text = std::fs::read_to_string(ws.ws.join("chats/a.chat")).unwrap();
+        assert!(
+            !ws.ws.join(".envrc").exists(),
+            "{backend}: the victim ran: {out}\n{text}"
+        );
+        assert!(code == 0 || code == 1, "{backend}: {out}");
+        assert!(text.contains("`call_0_0` (pending)"), "{backend}: {out}\n{text}");
+        // The next press, the person's, still does not run it.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let text = std::fs::read_to_string(ws.ws.join("chats/a.chat")).unwrap();
+        assert!(
+            text.contains("`call_0_0` (pending)"),
+            "{backend}: flipped after the run: {text}"
+        );
+    }
+}
