@@ -461,6 +461,7 @@ impl Cycle {
                     name: &c.name,
                 });
             }
+            known.ran();
             let results = self.executor.run_batch(calls, &self.session, cancel).await;
             for (c, r) in plan.approved.iter().zip(results) {
                 progress(Progress::Ran {
