@@ -95,14 +95,18 @@ pub enum LockError {
     },
 }
 
-/// The lock file of `doc`: `.NAME.lock` beside it.
-pub fn lock_path(doc: &Path) -> PathBuf {
-    let dir = match doc.parent() {
+/// The directory holding `doc` (`.` for a bare file name).
+pub(crate) fn doc_dir(doc: &Path) -> &Path {
+    match doc.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
+    }
+}
+
+/// The lock file of `doc`: `.NAME.lock` beside it.
+pub fn lock_path(doc: &Path) -> PathBuf {
     let name = doc.file_name().map_or_else(|| "chat".into(), |n| n.to_string_lossy());
-    dir.join(format!(".{name}.lock"))
+    doc_dir(doc).join(format!(".{name}.lock"))
 }
 
 /// The files a cycle of `doc` reads or writes, each with what it is, for a
@@ -119,27 +123,30 @@ pub fn cycle_files(doc: &Path) -> Vec<(PathBuf, &'static str)> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for what in ["reply", "results", "frontmatter"] {
-        let first = format!("{name}.{what}");
+    let firsts: Vec<String> = ["reply", "results", "frontmatter"]
+        .iter()
+        .map(|what| format!("{name}.{what}"))
+        .collect();
+    for first in &firsts {
         out.push((
-            doc.with_file_name(&first),
+            doc.with_file_name(first),
             "a file wield chat writes beside its document",
         ));
-        let dir = match doc.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let Ok(entries) = fs::read_dir(dir) else { continue };
-        for entry in entries.filter_map(Result::ok) {
-            let file = entry.file_name();
-            let numbered = file
-                .to_str()
-                .and_then(|f| f.strip_prefix(&first))
+    }
+    // The numbered ones, in one listing of the directory.
+    let Ok(entries) = fs::read_dir(doc_dir(doc)) else {
+        return out;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let numbered = firsts.iter().any(|first| {
+            file.strip_prefix(first.as_str())
                 .and_then(|rest| rest.strip_prefix('.'))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if numbered {
-                out.push((entry.path(), "a file wield chat wrote beside its document"));
-            }
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if numbered {
+            out.push((entry.path(), "a file wield chat wrote beside its document"));
         }
     }
     out

@@ -229,7 +229,9 @@ impl Cycle {
                 ));
             }
             let known = witness.get_or_insert_with(|| Witness::of(&doc));
-            let unconfirmed = known.check(&doc);
+            // One reading of the calls serves the check and the plan.
+            let calls = doc.tool_calls();
+            let unconfirmed = known.check_calls(&doc, &calls);
             if !unconfirmed.is_empty() {
                 let stops = self.not_taken(known, &unconfirmed, &mut progress)?;
                 if !stops.is_empty() {
@@ -243,7 +245,7 @@ impl Cycle {
                 continue;
             }
             // Phase 1.
-            let plan = Plan::of(&doc);
+            let plan = Plan::from_calls(calls);
             unplaced(&plan.missing, &placed)?;
             if !plan.missing.is_empty() {
                 let (count, pending) = self.categorize(&text, &doc, &plan.missing, known)?;
@@ -325,10 +327,7 @@ impl Cycle {
     }
 
     fn base_dir(&self) -> PathBuf {
-        match self.file.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        }
+        file::doc_dir(&self.file).to_path_buf()
     }
 
     /// Applies `edit` to the document as it is now, and writes the result

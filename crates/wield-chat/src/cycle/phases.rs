@@ -101,8 +101,13 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub(crate) fn of(doc: &Document<'_>) -> Self {
+        Self::from_calls(doc.tool_calls())
+    }
+
+    /// The plan for `calls`, the document's tool calls.
+    pub(crate) fn from_calls(calls: Vec<ToolCall>) -> Self {
         let mut plan = Self::default();
-        for call in doc.tool_calls() {
+        for call in calls {
             let typed = call.result.as_deref().is_some_and(|r| !r.trim().is_empty());
             match call.status {
                 CallStatus::Pending if typed => plan.user_provided.push(call),

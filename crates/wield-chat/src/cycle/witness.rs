@@ -16,9 +16,9 @@
 //! changed (or that appeared, or went) and a message of the person's that
 //! changed stop the run before anything is run or sent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::calls::CallStatus;
+use crate::calls::{CallStatus, ToolCall};
 use crate::syntax::Document;
 
 /// What the run knows of each call's result, and of the frontmatter.
@@ -233,6 +233,11 @@ impl Witness {
 
     /// What in `doc` the run did not write and did not begin with.
     pub(crate) fn check(&self, doc: &Document<'_>) -> Vec<Unconfirmed> {
+        self.check_calls(doc, &doc.tool_calls())
+    }
+
+    /// [`Witness::check`], with the document's tool calls already read.
+    pub(crate) fn check_calls(&self, doc: &Document<'_>, all: &[ToolCall]) -> Vec<Unconfirmed> {
         let mut out = Vec::new();
         if frontmatter_text(doc) != self.frontmatter {
             out.push(Unconfirmed::Frontmatter);
@@ -240,11 +245,11 @@ impl Witness {
         if self.ran && said(doc) != self.said {
             out.push(Unconfirmed::Said);
         }
-        let all = doc.tool_calls();
+        let present: HashSet<&str> = all.iter().map(|c| c.id.as_str()).collect();
         let gone: Vec<String> = self
             .uses
             .keys()
-            .filter(|id| !all.iter().any(|c| &c.id == *id))
+            .filter(|id| !present.contains(id.as_str()))
             .cloned()
             .collect();
         if !gone.is_empty() {
@@ -259,7 +264,7 @@ impl Witness {
                 .is_some_and(|(name, input)| *name == call.name && *input == call.input);
             if !same {
                 out.push(Unconfirmed::Call {
-                    id: call.id,
+                    id: call.id.clone(),
                     line: call.line,
                 });
                 continue;
@@ -275,7 +280,7 @@ impl Witness {
                 // text is looked at once it is pending.
                 if call.status != CallStatus::Pending || status != CallStatus::Missing {
                     out.push(Unconfirmed::Status {
-                        id: call.id,
+                        id: call.id.clone(),
                         line,
                         found: call.status,
                     });
@@ -283,7 +288,10 @@ impl Witness {
                 }
             }
             if call.result.as_deref().unwrap_or("").trim() != text {
-                out.push(Unconfirmed::Answer { id: call.id, line });
+                out.push(Unconfirmed::Answer {
+                    id: call.id.clone(),
+                    line,
+                });
             }
         }
         out

@@ -62,13 +62,10 @@ fn chat_as(ws: &Ws, pre: &[&str], nobody: bool) -> (i32, String) {
     )
 }
 
-fn sandboxed(backend: &str) -> Vec<String> {
-    vec![
-        "--set".into(),
-        "sandbox.enabled=true".into(),
-        "--set".into(),
-        format!("sandbox.backend=\"{backend}\""),
-    ]
+/// `wield chat` with the sandbox on under `backend`, as root or as `nobody`.
+fn chat_sandboxed(ws: &Ws, backend: &str, nobody: bool) -> (i32, String) {
+    let backend = format!("sandbox.backend=\"{backend}\"");
+    chat_as(ws, &["--set", "sandbox.enabled=true", "--set", &backend], nobody)
 }
 
 /// Item 1 of the review: with the default configuration an auto-approved
@@ -91,35 +88,30 @@ fn a_sandboxed_command_cannot_approve_a_call_in_its_document() {
             Turn::Text("Done."),
         ]);
         project(&ws, &provider, "");
-        let pre = sandboxed(backend);
-        let pre: Vec<&str> = pre.iter().map(String::as_str).collect();
-        let (code, out) = chat_as(&ws, &pre, nobody);
-        let backend = if nobody {
+        let (code, out) = chat_sandboxed(&ws, backend, nobody);
+        let who = if nobody {
             format!("{backend} as nobody")
         } else {
             backend.to_string()
         };
         let text = std::fs::read_to_string(ws.ws.join("chats/a.chat")).unwrap();
-        assert!(
-            !ws.ws.join(".envrc").exists(),
-            "{backend}: the victim ran: {out}\n{text}"
-        );
-        assert_eq!(code, 0, "{backend}: {out}");
-        assert!(out.contains("waiting for you"), "{backend}: {out}");
+        assert!(!ws.ws.join(".envrc").exists(), "{who}: the victim ran: {out}\n{text}");
+        assert_eq!(code, 0, "{who}: {out}");
+        assert!(out.contains("waiting for you"), "{who}: {out}");
         // The command never reached the document (nothing was put back).
-        assert!(!out.contains("not taken"), "{backend}: {out}");
-        assert!(!ws.ws.join("chats/a.chat.frontmatter").exists(), "{backend}");
-        assert!(text.contains("`call_0_0` (pending)"), "{backend}: {text}");
-        assert!(text.starts_with("@You:"), "{backend}: {text}");
+        assert!(!out.contains("not taken"), "{who}: {out}");
+        assert!(!ws.ws.join("chats/a.chat.frontmatter").exists(), "{who}");
+        assert!(text.contains("`call_0_0` (pending)"), "{who}: {text}");
+        assert!(text.starts_with("@You:"), "{who}: {text}");
         assert!(
             !ws.ws.join("chats/a.chat.reply").exists(),
-            "{backend}: a reply file was forged"
+            "{who}: a reply file was forged"
         );
-        assert_eq!(provider.requests().len(), 1, "{backend}");
+        assert_eq!(provider.requests().len(), 1, "{who}");
         // The next press is the person's: it still waits.
-        let (code, out) = chat_as(&ws, &pre, nobody);
-        assert_eq!(code, 0, "{backend}: {out}");
-        assert!(!ws.ws.join(".envrc").exists(), "{backend}: {out}");
+        let (code, out) = chat_sandboxed(&ws, backend, nobody);
+        assert_eq!(code, 0, "{who}: {out}");
+        assert!(!ws.ws.join(".envrc").exists(), "{who}: {out}");
     }
 }
 
@@ -254,9 +246,7 @@ fn a_background_process_cannot_approve_a_call_after_the_run() {
             Turn::Text("Done."),
         ]);
         project(&ws, &provider, "");
-        let pre = sandboxed(backend);
-        let pre: Vec<&str> = pre.iter().map(String::as_str).collect();
-        let (code, out) = chat(&ws, &pre);
+        let (code, out) = chat_sandboxed(&ws, backend, false);
         let text = std::fs::read_to_string(ws.ws.join("chats/a.chat")).unwrap();
         assert!(
             !ws.ws.join(".envrc").exists(),
