@@ -156,8 +156,8 @@ impl ChatOptions {
     /// Lua frontmatter, run in the sandbox: its `wield.opt` operations in
     /// order.
     fn from_lua(code: &str) -> Result<Self, String> {
-        let outcome =
-            wield_lua::frontmatter::evaluate(code, &[]).map_err(|e| format!("the Lua frontmatter failed: {e}"))?;
+        let outcome = wield_lua::off_worker(|| wield_lua::frontmatter::evaluate(code, &[]))
+            .map_err(|e| format!("the Lua frontmatter failed: {e}"))?;
         let mut o = Self {
             warnings: outcome.warnings,
             ..Self::default()

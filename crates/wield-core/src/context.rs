@@ -54,7 +54,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Who chooses a session's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// A model: the checks that keep a model honest (a file read before it
+    /// is written, say) apply.
+    Model,
+    /// A person calling tools directly (`wield call`, a batch file).
+    Person,
+}
+
 impl Session {
+    /// A session whose calls `driver` chooses.
+    pub fn driven_by(id: impl Into<String>, driver: Driver) -> Self {
+        Self::new(id, driver == Driver::Model)
+    }
+
     pub fn new(id: impl Into<String>, model_driven: bool) -> Self {
         Self {
             id: id.into(),

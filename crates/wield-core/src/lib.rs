@@ -58,7 +58,7 @@ pub use approval::{
     ApprovalAnswer, ApprovalRequest, Approver, Decision, ResolveError, Resolver, ResolverChain, Scope, StoreError,
 };
 pub use config::{Config, ConfigError, ConfigKey, ConfigLoader, KeyTree};
-pub use context::{CallScratch, Context, Services, Session};
+pub use context::{CallScratch, Context, Driver, Services, Session};
 pub use events::{Event, EventListener, EventSink, Stream};
 pub use executor::{Call, Executor, ExecutorBuilder, PathGuard, Precheck, human_duration};
 pub use handoff::HandOff;

@@ -16,6 +16,7 @@
 //! `bash` tool. The runtime loads all of it (`wield-runtime`'s `lua`
 //! module); `.chat` documents call [`frontmatter::evaluate`].
 
+mod blocking;
 mod convert;
 mod ctx;
 mod error;
@@ -27,6 +28,7 @@ mod sandbox;
 mod source;
 mod tool;
 
+pub use blocking::off_worker;
 pub use error::LuaError;
 pub use loader::{Loaded, load_tools, tool_dirs};
 pub use resolver::{Answers, LuaResolver, auto_approve_file, load_resolvers};

@@ -172,7 +172,7 @@ impl Resolver for LuaResolver {
     }
 
     fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
-        let v = self.call(call).map_err(|e| ResolveError::Undecided(message(&e)))?;
+        let v = crate::off_worker(|| self.call(call)).map_err(|e| ResolveError::Undecided(message(&e)))?;
         decide(self.answers, &self.name, &v).map_err(ResolveError::Undecided)
     }
 }

@@ -8,6 +8,7 @@
 //! could call it later).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mlua::{Function, Table, Value};
@@ -58,8 +59,17 @@ impl AsyncSource {
         let lua = &sandbox.lua;
         let script = Arc::clone(&self.script);
         let origin = self.script.origin.clone();
+        // `register` and `done` work while `resolve` runs: a script that
+        // kept them (in a global, for a tool of its own to call later)
+        // cannot add tools once the registry took the source's.
+        let open = Arc::new(AtomicBool::new(true));
+        let ended = || mlua::Error::runtime("the source has ended: register and done work only while resolve runs");
+        let open_here = Arc::clone(&open);
         let register_fn = lua
             .create_function(move |_, (name, def): (String, Table)| {
+                if !open_here.load(Ordering::Acquire) {
+                    return Err(ended());
+                }
                 if def.get::<Value>("name")?.is_nil() {
                     def.set("name", name.as_str())?;
                 }
@@ -76,8 +86,12 @@ impl AsyncSource {
             })
             .map_err(|e| message(&e))?;
         let done_now = done.clone();
+        let open_here = Arc::clone(&open);
         let done_fn = lua
             .create_function(move |_, err: Value| {
+                if !open_here.load(Ordering::Acquire) {
+                    return Err(ended());
+                }
                 let result = match err {
                     Value::Nil | Value::Boolean(false) => Ok(()),
                     other => Err(crate::sandbox::display(&other)),
@@ -87,9 +101,9 @@ impl AsyncSource {
             })
             .map_err(|e| message(&e))?;
         sandbox.start(Some(deadline), None);
-        self.resolve
-            .call::<()>((register_fn, done_fn))
-            .map_err(|e| format!("resolve failed: {}", message(&e)))?;
+        let called = self.resolve.call::<()>((register_fn, done_fn));
+        open.store(false, Ordering::Release);
+        called.map_err(|e| format!("resolve failed: {}", message(&e)))?;
         // Nothing can call `done` once `resolve` has returned (a script has
         // no timers or callbacks): say so now rather than at the timeout.
         // Ignored when `done` was called.

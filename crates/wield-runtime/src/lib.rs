@@ -18,6 +18,7 @@
 mod approvals;
 mod batch;
 mod error;
+mod links;
 mod lua;
 mod runtime;
 mod serve;

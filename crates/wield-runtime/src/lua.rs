@@ -135,6 +135,7 @@ pub(crate) fn install(
     for w in warnings {
         tracing::warn!("{w}");
     }
+    let top = canonical(workspace);
     for entry in &config.approval.auto_approve {
         if let Some(file) = wield_lua::auto_approve_file(entry, workspace) {
             if let Some(outer) = wield_core::config::enclosing_project(workspace) {
@@ -145,7 +146,7 @@ pub(crate) fn install(
                 );
                 continue;
             }
-            match LuaResolver::auto_approve_file(&file, module_dir(&file, workspace).as_deref(), limits) {
+            match LuaResolver::auto_approve_file(&file, module_dir(&file, &top).as_deref(), limits) {
                 Ok(r) => resolvers.push(Arc::new(r)),
                 Err(e) => {
                     return Err(format!(
@@ -164,11 +165,16 @@ pub(crate) fn install(
 /// it — but not when that is the workspace's top directory (or holds it),
 /// which cannot be made read-only without making the whole workspace so:
 /// such a file cannot `require`.
-fn module_dir(file: &Path, workspace: &Path) -> Option<PathBuf> {
+/// `top` is the canonical workspace.
+fn module_dir(file: &Path, top: &Path) -> Option<PathBuf> {
     let dir = file.parent()?;
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    (!ws.starts_with(&real)).then(|| dir.to_path_buf())
+    (!top.starts_with(&real)).then(|| dir.to_path_buf())
+}
+
+/// `workspace` as the kernel names it.
+fn canonical(workspace: &Path) -> PathBuf {
+    std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf())
 }
 
 /// The Lua files wield runs as approval policy (`approval.auto_approve`
@@ -182,14 +188,14 @@ fn module_dir(file: &Path, workspace: &Path) -> Option<PathBuf> {
 /// keep what a link leads to read-only, not the link).
 pub(crate) fn policy_files(config: &Config, workspace: &Path) -> Result<Vec<Guarded>, String> {
     let mut out = Vec::new();
+    let top = canonical(workspace);
     for entry in &config.approval.auto_approve {
         let Some(file) = wield_lua::auto_approve_file(entry, workspace) else {
             continue;
         };
-        let dir = module_dir(&file, workspace);
-        let top = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let dir = module_dir(&file, &top);
         for path in std::iter::once(file.as_path()).chain(dir.as_deref()) {
-            if let Some(link) = crate::shell_hooks::linked(path, &top) {
+            if let Some(link) = crate::links::linked(path, &top) {
                 return Err(format!(
                     "approval.auto_approve names the Lua file {}, and {} is a symbolic link: a command could point it \
                      elsewhere and approve what it likes; name the file itself, in a directory that is no link",

@@ -305,11 +305,9 @@ impl Runtime {
             .is_some_and(|s| s.sandbox_active())
     }
 
-    /// A new session: `model_driven` when a model chooses the calls (the
-    /// checks that keep a model honest, like read-before-write, apply),
-    /// `false` for a person driving tools directly.
-    pub fn session(&self, id: impl Into<String>, model_driven: bool) -> Arc<Session> {
-        Arc::new(Session::new(id, model_driven))
+    /// A new session whose calls `driver` chooses.
+    pub fn session(&self, id: impl Into<String>, driver: wield_core::Driver) -> Arc<Session> {
+        Arc::new(Session::driven_by(id, driver))
     }
 
     /// An executor with this runtime's services and no event sink, asking
@@ -504,7 +502,7 @@ mod tests {
         );
 
         let executor = first.executor(Arc::new(approval::YesApprover)).unwrap();
-        let session = first.session("s", true);
+        let session = first.session("s", wield_core::Driver::Model);
         let cancel = CancellationToken::new();
         // Cut by the executor's result-size guard, by the tool through its
         // context, and by a file tool's listing.
@@ -547,7 +545,7 @@ mod tests {
         // The second runtime's own calls stay in the second workspace.
         let executor = second.executor(Arc::new(approval::YesApprover)).unwrap();
         let call = wield_core::Call::new("c", "loud", serde_json::json!({ "cut": true }));
-        let result = executor.run_one(call, &second.session("s", true), &cancel).await;
+        let result = executor.run_one(call, &second.session("s", wield_core::Driver::Model), &cancel).await;
         let saved = result.metadata["full_output"].as_str().unwrap_or_default();
         assert!(std::path::Path::new(saved).starts_with(&second_outputs), "{saved}");
     }

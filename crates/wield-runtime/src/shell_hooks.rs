@@ -105,7 +105,7 @@ pub(crate) fn script_files(config: &Config, workspace: &Path) -> Result<Vec<wiel
                 && real.starts_with(&ws)
                 && real.is_file()
             {
-                if let Some(link) = linked(&path, &ws) {
+                if let Some(link) = crate::links::linked(&path, &ws) {
                     return Err(format!(
                         "hooks.{name} runs {word}, and {} is a symbolic link: a command could point it elsewhere and \
                          have the hook run what it likes outside the sandbox; name the script itself",
@@ -120,28 +120,6 @@ pub(crate) fn script_files(config: &Config, workspace: &Path) -> Result<Vec<wiel
         }
     }
     Ok(out)
-}
-
-/// The first symbolic link on `path`, from its file name up to `top` (the
-/// canonical workspace; `top` itself, and what lies above it, are the
-/// person's choice and not looked at), or up to the file's own directory
-/// when `path` is not beneath `top`: `None` when no such component is a
-/// link.
-pub(crate) fn linked(path: &Path, top: &Path) -> Option<std::path::PathBuf> {
-    let beneath = path.starts_with(top);
-    let mut at = Some(path);
-    let mut seen = 0;
-    while let Some(p) = at {
-        if (beneath && p == top) || (!beneath && seen == 2) {
-            break;
-        }
-        if p.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
-            return Some(p.to_path_buf());
-        }
-        at = p.parent();
-        seen += 1;
-    }
-    None
 }
 
 impl ShellHook {

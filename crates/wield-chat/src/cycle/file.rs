@@ -95,62 +95,7 @@ pub enum LockError {
     },
 }
 
-/// The directory holding `doc` (`.` for a bare file name).
-pub(crate) fn doc_dir(doc: &Path) -> &Path {
-    match doc.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-/// The lock file of `doc`: `.NAME.lock` beside it.
-pub fn lock_path(doc: &Path) -> PathBuf {
-    let name = doc.file_name().map_or_else(|| "chat".into(), |n| n.to_string_lossy());
-    doc_dir(doc).join(format!(".{name}.lock"))
-}
-
-/// The files a cycle of `doc` reads or writes, each with what it is, for a
-/// front-end to keep out of every tool's reach while the cycle runs: the
-/// document (its statuses are the person's decisions), its lock, and the
-/// `FILE.reply`, `FILE.results` and `FILE.frontmatter` files wield writes
-/// beside it (those that exist, numbered too, and the first of each).
-pub fn cycle_files(doc: &Path) -> Vec<(PathBuf, &'static str)> {
-    let mut out = vec![
-        (doc.to_path_buf(), "the .chat document wield chat is running"),
-        (lock_path(doc), "the lock of the .chat document wield chat is running"),
-    ];
-    let name = doc
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let firsts: Vec<String> = ["reply", "results", "frontmatter"]
-        .iter()
-        .map(|what| format!("{name}.{what}"))
-        .collect();
-    for first in &firsts {
-        out.push((
-            doc.with_file_name(first),
-            "a file wield chat writes beside its document",
-        ));
-    }
-    // The numbered ones, in one listing of the directory.
-    let Ok(entries) = fs::read_dir(doc_dir(doc)) else {
-        return out;
-    };
-    for entry in entries.filter_map(Result::ok) {
-        let file = entry.file_name();
-        let Some(file) = file.to_str() else { continue };
-        let numbered = firsts.iter().any(|first| {
-            file.strip_prefix(first.as_str())
-                .and_then(|rest| rest.strip_prefix('.'))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        });
-        if numbered {
-            out.push((entry.path(), "a file wield chat wrote beside its document"));
-        }
-    }
-    out
-}
+pub use wield_sandbox::fs::chat::{cycle_files, doc_dir, lock_path};
 
 impl DocLock {
     /// Takes the lock of `doc`, or says which process holds it.

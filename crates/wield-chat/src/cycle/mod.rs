@@ -65,6 +65,12 @@ pub struct Cycle {
     pub max_steps: u32,
     /// One phase only.
     pub once: bool,
+    /// The list of documents every runtime keeps out of its tools' reach
+    /// between presses ([`wield_sandbox::fs::chat`]): the document is added
+    /// as a run begins.
+    pub ledger: Option<wield_sandbox::fs::chat::Ledger>,
+    /// The document's lock, held for as long as the cycle lives.
+    pub lock: Option<DocLock>,
 }
 
 /// What the cycle is doing, for the person watching.
@@ -169,6 +175,12 @@ impl Cycle {
         cancel: &CancellationToken,
         mut progress: impl FnMut(Progress<'_>),
     ) -> Result<Stop, CycleError> {
+        if let Some(ledger) = &self.ledger {
+            ledger.record(&self.file).map_err(|source| CycleError::Io {
+                path: ledger.path().display().to_string(),
+                source,
+            })?;
+        }
         let mut witness = None;
         let stop = self.steps(cancel, &mut progress, &mut witness).await;
         wield_core::end_session(self.executor.services(), &self.session).await;
@@ -260,7 +272,7 @@ impl Cycle {
             placed.clear();
             // Phase 2.
             if plan.actionable() {
-                let results = self.execute(&plan, cancel, &mut progress, known).await?;
+                let results = self.execute(&doc, &plan, cancel, &mut progress, known).await?;
                 progress(Progress::Resolved { results });
                 if cancel.is_cancelled() {
                     return Ok(Stop::Cancelled);
@@ -333,19 +345,19 @@ impl Cycle {
     /// Applies `edit` to the document as it is now, and writes the result
     /// if the file did not change meanwhile (else again, on the new text).
     /// `durable` syncs it to disk: for what cannot be made again (results),
-    /// not for placeholders.
+    /// not for placeholders. Returns what was written, if anything.
     fn edit(
         &self,
         durable: bool,
         mut edit: impl FnMut(&str) -> Result<Option<String>, CycleError>,
-    ) -> Result<(), CycleError> {
+    ) -> Result<Option<String>, CycleError> {
         for attempt in 0..RETRIES {
             let text = self.read()?;
             let Some(new) = edit(&text)? else {
-                return Ok(());
+                return Ok(None);
             };
             if file::replace(&self.file, &text, &new, durable).map_err(|e| self.io(e))? {
-                return Ok(());
+                return Ok(Some(new));
             }
             // Someone is saving it: give them a moment.
             std::thread::sleep(std::time::Duration::from_millis(10 * (attempt as u64 + 1)));
@@ -379,7 +391,7 @@ impl Cycle {
             .collect();
         let first = phases::insert_blocks(text, doc, &blocks);
         let mut first = Some(first);
-        self.edit(false, |now| {
+        let wrote = self.edit(false, |now| {
             if let Some(new) = first.take().filter(|_| now == text) {
                 return Ok(Some(new));
             }
@@ -392,6 +404,9 @@ impl Cycle {
                 .collect();
             Ok((!still.is_empty()).then(|| phases::insert_blocks(now, &doc, &still)))
         })?;
+        if let Some(wrote) = wrote {
+            known.wrote(&crate::parse(&wrote));
+        }
         Ok((placements.len(), pending))
     }
 
@@ -422,6 +437,7 @@ impl Cycle {
     /// many.
     async fn execute(
         &self,
+        doc: &Document<'_>,
         plan: &Plan,
         cancel: &CancellationToken,
         progress: &mut impl FnMut(Progress<'_>),
@@ -460,7 +476,7 @@ impl Cycle {
                     name: &c.name,
                 });
             }
-            known.ran();
+            known.ran(doc);
             let results = self.executor.run_batch(calls, &self.session, cancel).await;
             for (c, r) in plan.approved.iter().zip(results) {
                 progress(Progress::Ran {
@@ -496,7 +512,11 @@ impl Cycle {
                     aside.display()
                 )));
             }
-            r => r?,
+            r => {
+                if let Some(wrote) = r? {
+                    known.wrote(&crate::parse(&wrote));
+                }
+            }
         }
         Ok(outcomes.len())
     }
@@ -573,6 +593,7 @@ impl Cycle {
             }
             Ok(Some(format!("{now}{}", phases::reply_end(now))))
         })
+        .map(drop)
     }
 
     /// Phase 3: the request, and the reply streamed into the document.
@@ -714,9 +735,12 @@ impl Cycle {
                     Some((id, block))
                 })
                 .collect();
-            self.edit(true, |now| {
+            let wrote = self.edit(true, |now| {
                 Ok(Some(phases::insert_blocks(now, &crate::parse(now), &bad)))
             })?;
+            if let Some(wrote) = wrote {
+                known.wrote(&crate::parse(&wrote));
+            }
         }
         Ok(if calls.is_empty() { Sent::Answer } else { Sent::Calls })
     }

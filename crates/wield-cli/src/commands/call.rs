@@ -46,7 +46,7 @@ pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: boo
     let rt = Runtime::load_servers(global, Servers::for_tool(&tool)).await?;
     let executor = rt.executor()?;
     // A person drives `wield call`: model-honesty checks (read-before-write) are off.
-    let session = rt.session("call", false);
+    let session = rt.session("call", wield_core::Driver::Person);
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {

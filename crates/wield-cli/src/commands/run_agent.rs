@@ -50,7 +50,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     };
     let executor = rt.inner.executor(Arc::clone(&approver)).map_err(exit_error)?;
     let session_id = run_interactive::new_session_id();
-    let session = rt.session(session_id.clone(), true);
+    let session = rt.session(session_id.clone(), wield_core::Driver::Model);
     task_tool.set(Arc::new(super::subagents::CliSubagents {
         rt: rt.clone(),
         approver,

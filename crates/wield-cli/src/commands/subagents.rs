@@ -66,7 +66,7 @@ impl Subagents for CliSubagents {
             .executor(Arc::clone(&self.approver))
             .map_err(|e| e.to_string())?;
         let k = self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let session = rt.session(format!("{}-task-{k}", self.session_id), true);
+        let session = rt.session(format!("{}-task-{k}", self.session_id), wield_core::Driver::Model);
         Ok(build_agent(
             &rt,
             session,

@@ -395,3 +395,36 @@ async fn a_kept_ctx_is_dead_once_its_call_ends() {
     assert!(!r.output.lines().any(|l| l.starts_with("true")), "{}", r.output);
     assert!(!ws.join("stolen.txt").exists() && !ws.join("ran").exists());
 }
+
+/// A source that keeps `register` for one of its tools to call later
+/// cannot add tools once the registry took the source's.
+#[tokio::test]
+async fn a_sources_register_is_dead_once_resolve_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(
+        dir.path(),
+        &[(
+            "keeper.lua",
+            r#"return { resolve = function(register, done)
+                kept_register, kept_done = register, done
+                register("keeper", { description = "K", execute = function()
+                  local ok, err = pcall(kept_register, "late", { description = "L", execute = function() end })
+                  local ok2 = pcall(kept_done)
+                  return { success = true, output = tostring(ok) .. " " .. tostring(ok2) .. " " .. tostring(err) }
+                end })
+                done()
+            end }"#,
+        )],
+    );
+    let mut registry = Registry::new();
+    for s in loaded.sources {
+        s.add_to(&mut registry);
+    }
+    assert!(registry.load_sources().await.is_empty());
+    let ctx = Context::detached(dir.path());
+    let r = registry.get("keeper").unwrap().tool.execute(json!({}), &ctx).await;
+    assert!(r.output.starts_with("false false"), "{}", r.output);
+    assert!(r.output.contains("the source has ended"), "{}", r.output);
+    let names: Vec<&str> = registry.names().collect();
+    assert_eq!(names, ["keeper"]);
+}

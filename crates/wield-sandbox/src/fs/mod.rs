@@ -40,6 +40,7 @@
 //!
 //! Linux only: it relies on `O_PATH` and `openat2`.
 
+pub mod chat;
 mod error;
 mod narrow;
 mod ops;

@@ -376,6 +376,13 @@ impl Confinement {
                 component: name.to_string_lossy().into_owned(),
             });
         }
+        if let Some(why) = path.file_name().and_then(super::chat::chat_file) {
+            return Some(ConfineError::Guarded {
+                path: shown.to_owned(),
+                guarded: self.display_path(path),
+                why: why.to_owned(),
+            });
+        }
         if let Some((index, rest)) = root
             && let Some(dir) = git_dir_within(&self.roots[index].real, rest)
         {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use wield_core::config::parse_duration;
 use wield_core::{Config, ConfigKey};
+use wield_sandbox::fs::chat::Ledger;
 use wield_sandbox::process::{BackendChoice, Enabled, EnvPolicy, Inherit, RunGuard, SandboxPlan, SandboxSettings};
 
 use crate::SetupError;
@@ -344,6 +345,9 @@ pub struct ShellService {
     pub sandbox: SandboxSettings,
     workspace: PathBuf,
     plan: OnceLock<Result<Option<SandboxPlan>, String>>,
+    /// The `.chat` documents wield chat ran on, read again for each
+    /// command: those in the workspace are read-only to it.
+    chat_documents: Option<Ledger>,
 }
 
 impl ShellService {
@@ -353,15 +357,18 @@ impl ShellService {
             sandbox,
             workspace: workspace.into(),
             plan: OnceLock::new(),
+            chat_documents: None,
         }
     }
 
     pub fn from_config(config: &Config, workspace: &Path) -> Result<Self, SetupError> {
-        Ok(Self::new(
+        let mut service = Self::new(
             ShellSettings::from_config(config)?,
             sandbox_settings(config, workspace)?,
             workspace,
-        ))
+        );
+        service.chat_documents = Ledger::in_config_dir(wield_core::config::global_config_dir());
+        Ok(service)
     }
 
     pub fn workspace(&self) -> &Path {
@@ -376,7 +383,9 @@ impl ShellService {
     pub fn with_write_roots(&self, write: Vec<PathBuf>) -> Self {
         let mut sandbox = self.sandbox.clone();
         sandbox.write = write;
-        Self::new(self.settings.clone(), sandbox, self.workspace.clone())
+        let mut service = Self::new(self.settings.clone(), sandbox, self.workspace.clone());
+        service.chat_documents = self.chat_documents.clone();
+        service
     }
 
     /// The sandbox commands run in; `None` when they run unconfined; an
@@ -445,10 +454,36 @@ impl ShellService {
                 RunGuard::default(),
             )),
             Some(plan) => {
+                let documents = self.chat_documents()?;
+                let plan = &plan.with_protected(documents);
                 let guard = plan.prepare().map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
                 Ok((plan.wrap(&argv).map_err(|e| e.to_string())?, guard))
             }
         }
+    }
+
+    /// The `.chat` documents in the workspace that wield chat ran on, and
+    /// the files beside them that exist: a person's decisions between two
+    /// presses, which no command may change (see
+    /// [`wield_sandbox::fs::chat`]). A list that cannot be read fails the
+    /// command rather than protect nothing.
+    fn chat_documents(&self) -> Result<Vec<PathBuf>, String> {
+        let Some(ledger) = &self.chat_documents else {
+            return Ok(Vec::new());
+        };
+        let mut roots = vec![self.workspace.as_path()];
+        roots.extend(self.sandbox.write.iter().map(PathBuf::as_path));
+        let found = ledger.guarded_under(&roots).map_err(|e| {
+            format!(
+                "cannot read the list of .chat documents to protect ({}): {e}",
+                ledger.path().display()
+            )
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| p.symlink_metadata().is_ok())
+            .collect())
     }
 
     /// The environment for a command.

@@ -267,6 +267,7 @@ impl SandboxSettings {
         if self.enabled == Enabled::No {
             return Ok(None);
         }
+        make_hidden(&self.hidden);
         match self.backend {
             BackendChoice::None if self.enabled == Enabled::Yes => Err(SandboxError::Contradiction),
             BackendChoice::None => Ok(None),
@@ -321,6 +322,19 @@ pub fn token_dirs() -> Vec<PathBuf> {
     .filter(|d| d.is_absolute())
     .map(|d| d.join("wield").join("tokens"))
     .collect()
+}
+
+/// Makes each hidden directory that is missing (mode 0700): a directory
+/// made only after a command started (the MCP server's token directory, at
+/// its first token) could not be hidden from it. One that cannot be made
+/// (a read-only home) cannot be written to by wield either.
+fn make_hidden(hidden: &[PathBuf]) {
+    use std::os::unix::fs::DirBuilderExt as _;
+    for dir in hidden {
+        if dir.symlink_metadata().is_err() {
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+        }
+    }
 }
 
 /// The hidden paths that exist, as the kernel names them (a link on the way
@@ -427,6 +441,19 @@ impl SandboxPlan {
             Some(h) => Ok(h.clone()),
             None => std::env::current_exe().map_err(SandboxError::Helper),
         }
+    }
+
+    /// The same sandbox with `more` protected too (the `.chat` documents of
+    /// the workspace, say, read again for each command).
+    pub fn with_protected(&self, more: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut plan = self.clone();
+        for p in more {
+            let p = normalize(&p);
+            if !plan.protected.contains(&p) {
+                plan.protected.push(p);
+            }
+        }
+        plan
     }
 
     /// Side effects a run needs first, under bubblewrap, so that the

@@ -354,3 +354,22 @@ fn token_directories_are_hidden_and_read_rules_go_around_them() {
     assert!(grants.contains(&base.join("beside.txt")), "{grants:?}");
     assert!(grants.contains(&base.join("state/other.txt")), "{grants:?}");
 }
+
+#[test]
+fn missing_hidden_directories_are_made_private_before_commands_run() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let tokens = home.path().join("state/wield/tokens");
+    let s = SandboxSettings {
+        hidden: vec![tokens.clone()],
+        ..settings(Enabled::Yes, BackendChoice::Landlock)
+    };
+    let plan = s.resolve_with(Some(7), true, &bwrap_missing).unwrap().unwrap();
+    assert!(tokens.is_dir());
+    assert_eq!(std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777, 0o700);
+    // So it is hidden from the first command on.
+    assert_eq!(
+        existing_hidden(plan.hidden()),
+        vec![std::fs::canonicalize(&tokens).unwrap()]
+    );
+}
