@@ -45,6 +45,7 @@ mod calls;
 mod convert;
 pub mod cycle;
 mod diagnostic;
+#[cfg(feature = "runtime")]
 pub mod document;
 mod error;
 mod file_ref;
@@ -58,6 +59,7 @@ pub mod write;
 pub use calls::{CallStatus, ToolCall};
 pub use convert::{Conversation, ConvertOptions, provider_kind};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+#[cfg(feature = "runtime")]
 pub use document::{ChatDocument, CycleFlags, DocumentError};
 pub use error::ChatError;
 pub use options::ChatOptions;
