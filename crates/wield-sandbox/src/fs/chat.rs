@@ -253,6 +253,10 @@ mod tests {
             ("a.chat.md", None),
             ("a.chat.reply.x", None),
             ("chat.rs", None),
+            (".gitignore", None),
+            ("a.chat.lock", None),
+            (".x.tmp", None),
+            (".chat.reply", None),
         ] {
             assert_eq!(chat_file(OsStr::new(name)), why, "{name}");
         }
@@ -267,5 +271,42 @@ mod tests {
                 .guarded_under(&[home.path()])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_users_list_lives_in_their_config_directory() {
+        assert!(Ledger::in_config_dir(None).is_none());
+        let ledger = Ledger::in_config_dir(Some(PathBuf::from("/cfg"))).unwrap();
+        assert_eq!(ledger.path(), Path::new("/cfg/chat-documents"));
+    }
+
+    #[test]
+    fn a_bare_document_name_lives_in_the_current_directory() {
+        assert_eq!(doc_dir(Path::new("a.chat")), Path::new("."));
+        assert_eq!(doc_dir(Path::new("/w/a.chat")), Path::new("/w"));
+        assert_eq!(lock_path(Path::new("a.chat")), PathBuf::from("./.a.chat.lock"));
+        assert_eq!(lock_path(Path::new("/w/a.chat")), PathBuf::from("/w/.a.chat.lock"));
+    }
+
+    #[test]
+    fn only_numbered_files_beside_a_document_are_its_own() {
+        let ws = tempfile::tempdir().unwrap();
+        let doc = ws.path().join("a.chat");
+        for name in [
+            "a.chat",
+            "a.chat.reply.3",
+            "a.chat.reply.x",
+            "a.chat.results.",
+            "b.chat.reply.1",
+        ] {
+            fs::write(ws.path().join(name), "").unwrap();
+        }
+        let files: Vec<PathBuf> = cycle_files(&doc).into_iter().map(|(p, _)| p).collect();
+        assert!(files.contains(&ws.path().join("a.chat.reply.3")), "{files:?}");
+        for name in ["a.chat.reply.x", "a.chat.results.", "b.chat.reply.1"] {
+            assert!(!files.contains(&ws.path().join(name)), "{name}: {files:?}");
+        }
+        // The document, its lock and the first of each kind, listed or not.
+        assert_eq!(files.len(), 6, "{files:?}");
     }
 }

@@ -138,3 +138,40 @@ impl ConfineError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_told_from_failures() {
+        let outside = ConfineError::Outside {
+            path: "p".into(),
+            access: Access::Read,
+            roots: "/w".into(),
+            detail: String::new(),
+        };
+        assert!(outside.is_refusal() && !outside.is_not_found());
+        let missing = ConfineError::NotFound { path: "p".into() };
+        assert!(!missing.is_refusal() && missing.is_not_found());
+        assert!(!ConfineError::Empty.is_refusal());
+    }
+
+    #[test]
+    fn system_errors_map_to_what_they_mean() {
+        use rustix::io::Errno;
+        assert!(ConfineError::from_errno("p", Errno::NOENT).is_not_found());
+        assert!(matches!(
+            ConfineError::from_errno("p", Errno::LOOP),
+            ConfineError::Changed { .. }
+        ));
+        assert!(matches!(
+            ConfineError::from_io("p", io::Error::from_raw_os_error(libc::EACCES)),
+            ConfineError::PermissionDenied { .. }
+        ));
+        assert!(matches!(
+            ConfineError::from_io("p", io::Error::other("x")),
+            ConfineError::Io { .. }
+        ));
+    }
+}

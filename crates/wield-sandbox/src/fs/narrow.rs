@@ -127,4 +127,20 @@ mod tests {
                 .is_refusal()
         );
     }
+
+    #[test]
+    fn each_allowed_directory_becomes_one_write_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join("a")).unwrap();
+        std::fs::create_dir_all(ws.join("b")).unwrap();
+        std::fs::write(ws.join("f"), "").unwrap();
+        let conf = Confinement::builder(&ws).temp_dir(None).build().unwrap();
+        let n = conf.narrow_writes(&[ws.join("a"), ws.join("b"), ws.join("a"), ws.join("f"), "rel".into()]);
+        assert_eq!(n.roots(Access::Write), vec![ws.join("a"), ws.join("b")]);
+        // The workspace itself allowed, twice: it stays the one root.
+        let n = conf.narrow_writes(&[ws.clone(), ws.clone()]);
+        assert_eq!(n.roots(Access::Write), vec![ws.clone()]);
+        assert_eq!(n.describe().len(), 1);
+    }
 }

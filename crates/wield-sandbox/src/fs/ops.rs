@@ -447,3 +447,179 @@ fn metadata_of(r: &Resolved) -> Result<Metadata, ConfineError> {
         .metadata()
         .map_err(|e| ConfineError::from_io(&r.shown, e))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Read;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// base/ws (workspace, with sub/file.txt), base/outside, no temp dir.
+    fn fixture() -> (tempfile::TempDir, PathBuf, Confinement) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["ws/sub", "outside"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(base.join("ws/sub/file.txt"), "inside\n").unwrap();
+        let conf = Confinement::builder(base.join("ws")).temp_dir(None).build().unwrap();
+        (dir, base, conf)
+    }
+
+    fn close_on_exec(fd: &impl AsFd) -> bool {
+        rustix::io::fcntl_getfd(fd)
+            .unwrap()
+            .contains(rustix::io::FdFlags::CLOEXEC)
+    }
+
+    #[test]
+    fn files_opened_for_tools_are_closed_on_exec() {
+        let (_dir, base, conf) = fixture();
+        assert!(close_on_exec(&conf.open_read("sub/file.txt").unwrap()));
+        assert!(close_on_exec(&conf.open_walked(&base.join("ws/sub/file.txt")).unwrap()));
+        assert!(close_on_exec(&conf.open_ordinary("sub/file.txt").unwrap().0));
+        let (file, _) = super::super::open_ordinary_path(&base.join("ws/sub/file.txt")).unwrap();
+        assert!(close_on_exec(&file));
+    }
+
+    #[test]
+    fn a_file_replaced_after_resolution_is_not_opened() {
+        let (_dir, base, conf) = fixture();
+        let r = conf.resolve("sub/file.txt", Access::Read).unwrap();
+        std::fs::write(base.join("ws/sub/other.txt"), "other\n").unwrap();
+        std::fs::rename(base.join("ws/sub/other.txt"), base.join("ws/sub/file.txt")).unwrap();
+        let err = conf.open_resolved(&r).unwrap_err();
+        assert!(matches!(err, ConfineError::Changed { .. }), "{err}");
+        // Resolved again, the new file opens.
+        let r = conf.resolve("sub/file.txt", Access::Read).unwrap();
+        let mut text = String::new();
+        conf.open_resolved(&r).unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "other\n");
+    }
+
+    #[test]
+    fn opening_what_is_not_a_regular_file_says_what_it_is() {
+        let (_dir, base, conf) = fixture();
+        let err = conf.open_read("sub").unwrap_err();
+        assert!(matches!(err, ConfineError::IsADirectory { .. }), "{err}");
+        let err = conf
+            .open_resolved(&conf.resolve("sub/none", Access::Read).unwrap())
+            .unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        symlink("file.txt", base.join("ws/sub/link")).unwrap();
+        let err = conf
+            .open_resolved(&conf.resolve_link("sub/link", Access::Read).unwrap())
+            .unwrap_err();
+        assert!(matches!(err, ConfineError::Changed { .. }), "{err}");
+        let err = conf.read_dir("sub/file.txt").unwrap_err();
+        assert!(matches!(err, ConfineError::NotADirectory { .. }), "{err}");
+        let err = conf.read_link("sub/file.txt").unwrap_err();
+        assert!(err.to_string().contains("not a symbolic link"), "{err}");
+        let err = conf.open_walked(&base.join("ws/sub")).unwrap_err();
+        assert!(matches!(err, ConfineError::IsADirectory { .. }), "{err}");
+        let err = conf.open_walked(&base.join("ws")).unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = conf.open_walked(&base.join("ws/sub/a\0b")).unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = conf.open_walked(&base.join("ws/sub/none")).unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+    }
+
+    #[test]
+    fn listings_carry_each_entrys_modification_time() {
+        let (_dir, base, conf) = fixture();
+        let entries = conf.read_dir("sub").unwrap();
+        let want = std::fs::metadata(base.join("ws/sub/file.txt"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].modified, Some(want));
+        assert_eq!(entries[0].kind, Kind::File);
+        assert_eq!(
+            conf.read_dir("").unwrap_err().to_string(),
+            ConfineError::Empty.to_string()
+        );
+    }
+
+    #[test]
+    fn empty_directories_are_removed_and_others_are_not() {
+        let (_dir, base, conf) = fixture();
+        std::fs::create_dir_all(base.join("ws/empty")).unwrap();
+        conf.remove_empty_dir("empty").unwrap();
+        assert!(!base.join("ws/empty").exists());
+        assert!(conf.remove_empty_dir("sub").is_err());
+        assert!(base.join("ws/sub/file.txt").exists());
+        let err = conf.remove_empty_dir("sub/file.txt").unwrap_err();
+        assert!(matches!(err, ConfineError::NotADirectory { .. }), "{err}");
+        // The workspace holds `.wield`, protected: refused for that first.
+        let err = conf.remove_empty_dir(".").unwrap_err();
+        assert!(matches!(err, ConfineError::Protected { .. }), "{err}");
+        let bare = Confinement::builder(base.join("ws"))
+            .protected(Vec::<PathBuf>::new())
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        let err = bare.remove_empty_dir(".").unwrap_err();
+        assert!(err.to_string().contains("a root directory cannot be removed"), "{err}");
+        let err = bare.rename(".", "elsewhere").unwrap_err();
+        assert!(err.to_string().contains("cannot be moved"), "{err}");
+        assert!(conf.rename("none", "x").unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn a_directory_holding_a_protected_path_is_neither_moved_nor_removed() {
+        let (_dir, base, _) = fixture();
+        std::fs::create_dir_all(base.join("ws/keep")).unwrap();
+        let conf = Confinement::builder(base.join("ws"))
+            .protect("keep/locked")
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        let err = conf.remove_empty_dir("keep").unwrap_err();
+        assert!(matches!(err, ConfineError::Protected { .. }), "{err}");
+        let err = conf.rename("keep", "moved").unwrap_err();
+        assert!(matches!(err, ConfineError::Protected { .. }), "{err}");
+        assert!(base.join("ws/keep").is_dir());
+        conf.rename("sub", "moved").unwrap();
+        assert!(base.join("ws/moved/file.txt").exists());
+    }
+
+    /// Clears the immutable flag it set, so the temp dir can go.
+    struct Immutable(File);
+
+    impl Drop for Immutable {
+        fn drop(&mut self) {
+            let _ = rustix::fs::ioctl_setflags(&self.0, rustix::fs::IFlags::empty());
+        }
+    }
+
+    #[test]
+    fn a_file_this_process_may_not_write_is_not_replaced() {
+        let (_dir, base, conf) = fixture();
+        let path = base.join("ws/sub/file.txt");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+        // Root may write any mode; an immutable file it may not.
+        let _guard = File::open(&path).ok().and_then(|f| {
+            rustix::fs::ioctl_setflags(&f, rustix::fs::IFlags::IMMUTABLE)
+                .ok()
+                .map(|()| Immutable(f))
+        });
+        if rustix::fs::access(&path, rustix::fs::Access::WRITE_OK).is_ok() {
+            return; // Neither the mode nor the flag binds here.
+        }
+        let err = conf.write_atomic("sub/file.txt", b"x").unwrap_err();
+        assert!(matches!(err, ConfineError::ReadOnly { .. }), "{err}");
+        assert!(err.to_string().contains("mode 0444"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "inside\n");
+        // A new file beside it and a directory are not its concern.
+        conf.write_atomic("sub/new.txt", b"n").unwrap();
+        assert!(
+            conf.check_writable(&conf.resolve("sub", Access::Write).unwrap())
+                .is_ok()
+        );
+    }
+}

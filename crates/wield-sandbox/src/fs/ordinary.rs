@@ -175,4 +175,22 @@ mod tests {
         let err = conf.open_ordinary("/proc/self/environ").unwrap_err();
         assert!(matches!(err, ConfineError::SystemFile { .. }), "{err}");
     }
+
+    /// tmpfs files are ordinary unless they are on the file system `/dev`
+    /// is on (devtmpfs reports tmpfs's magic number).
+    #[test]
+    fn a_tmpfs_file_off_dev_is_ordinary() {
+        let (Ok(shm), Ok(dev)) = (std::fs::metadata("/dev/shm"), std::fs::metadata("/dev")) else {
+            return;
+        };
+        if shm.dev() == dev.dev() {
+            return;
+        }
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+            return;
+        };
+        std::fs::write(dir.path().join("a.txt"), "hi").unwrap();
+        let (_, meta) = open_ordinary_path(&dir.path().join("a.txt")).unwrap();
+        assert_eq!(meta.len(), 2);
+    }
 }

@@ -285,4 +285,139 @@ mod tests {
         assert_eq!(g.matching(Path::new("/etc/passwd"), ws), Some("/etc/**"));
         assert!(ProtectedGlobs::new(["a/[b"]).is_err());
     }
+
+    #[test]
+    fn a_relative_glob_never_matches_outside_the_workspace() {
+        let g = ProtectedGlobs::new(["**/secrets/*"]).unwrap();
+        assert_eq!(g.matching(Path::new("/elsewhere/secrets/a"), Path::new("/w")), None);
+        // An absolute glob matches outside it, and the relative one still
+        // answers first inside it.
+        let g = ProtectedGlobs::new(["/etc/*", "**/*.pem"]).unwrap();
+        assert_eq!(g.matching(Path::new("/etc/hosts"), Path::new("/w")), Some("/etc/*"));
+        assert_eq!(g.matching(Path::new("/w/k.pem"), Path::new("/w")), Some("**/*.pem"));
+        assert_eq!(g.matching(Path::new("/w/k.txt"), Path::new("/w")), None);
+    }
+
+    #[test]
+    fn each_glob_is_named_by_its_own_text() {
+        let ws = Path::new("/w");
+        let g = ProtectedGlobs::new(["a/*", "./b/*", "/x/*", "/y/*"]).unwrap();
+        assert_eq!(g.matching(Path::new("/w/a/1"), ws), Some("a/*"));
+        assert_eq!(g.matching(Path::new("/w/b/1"), ws), Some("./b/*"));
+        assert_eq!(g.matching(Path::new("/x/1"), ws), Some("/x/*"));
+        assert_eq!(g.matching(Path::new("/y/1"), ws), Some("/y/*"));
+        assert_eq!(g.matching(Path::new("/w/c/1"), ws), None);
+    }
+
+    #[test]
+    fn a_glob_matching_the_root_or_nothing_protects_nothing_by_itself() {
+        // `first_match` skips the empty path and `/`: a glob that matches
+        // either must not protect the whole tree.
+        let g = ProtectedGlobs::new(["/"]).unwrap();
+        assert_eq!(g.matching(Path::new("/w/a"), Path::new("/w")), None);
+        let g = ProtectedGlobs::new(["*"]).unwrap();
+        assert_eq!(g.matching(Path::new("/w"), Path::new("/w")), None);
+        assert_eq!(g.matching(Path::new("/w/a/b"), Path::new("/w")), Some("*"));
+    }
+
+    #[test]
+    fn globs_match_case_only_when_asked_to_ignore_it() {
+        let ws = Path::new("/w");
+        let exact = ProtectedGlobs::new(["**/secrets/*"]).unwrap();
+        let folded = ProtectedGlobs::new_case_insensitive(["**/secrets/*"]).unwrap();
+        assert_eq!(exact.matching(Path::new("/w/SECRETS/a"), ws), None);
+        assert_eq!(folded.matching(Path::new("/w/SECRETS/a"), ws), Some("**/secrets/*"));
+        assert_eq!(folded.matching(Path::new("/w/Secrets/a/b"), ws), Some("**/secrets/*"));
+        assert_eq!(folded.matching(Path::new("/w/other/a"), ws), None);
+        assert!(ProtectedGlobs::new_case_insensitive(["a/[b"]).is_err());
+    }
+
+    #[test]
+    fn an_empty_glob_set_says_so() {
+        assert!(ProtectedGlobs::new(Vec::<String>::new()).unwrap().is_empty());
+        assert!(!ProtectedGlobs::new(["a/*"]).unwrap().is_empty());
+        assert!(!ProtectedGlobs::new(["/a/*"]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn glob_characters_make_an_entry_a_glob() {
+        for e in ["*.pem", "a/?", "[ab]", "{a,b}"] {
+            assert!(is_glob(e), "{e}");
+        }
+        for e in [".wield", "config/prod.toml", "/etc/passwd"] {
+            assert!(!is_glob(e), "{e}");
+        }
+    }
+
+    #[test]
+    fn protected_entries_split_into_paths_and_globs_and_none_is_dropped() {
+        let (paths, globs) = split_protected([".wield", "**/secrets/*", "/etc/app", "config/*.toml"]);
+        assert_eq!(paths, vec![PathBuf::from(".wield"), PathBuf::from("/etc/app")]);
+        assert_eq!(globs, vec!["**/secrets/*".to_owned(), "config/*.toml".to_owned()]);
+        let (paths, globs) = split_protected(Vec::<String>::new());
+        assert!(paths.is_empty() && globs.is_empty());
+    }
+
+    #[test]
+    fn git_dir_needs_both_of_a_pair_and_of_the_right_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Only one of each pair: not a git directory.
+        std::fs::create_dir_all(root.join("onlyrefs/refs")).unwrap();
+        std::fs::create_dir_all(root.join("onlyhead")).unwrap();
+        std::fs::write(root.join("onlyhead/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(root.join("onlycommon")).unwrap();
+        std::fs::write(root.join("onlycommon/commondir"), "..\n").unwrap();
+        for d in ["onlyrefs", "onlyhead", "onlycommon"] {
+            assert_eq!(git_dir_within(root, &Path::new(d).join("x")), None, "{d}");
+        }
+        // `objects` and `refs` must be directories, `HEAD` and `commondir`
+        // files.
+        std::fs::create_dir_all(root.join("files")).unwrap();
+        std::fs::write(root.join("files/objects"), "").unwrap();
+        std::fs::write(root.join("files/refs"), "").unwrap();
+        std::fs::create_dir_all(root.join("dirs/HEAD")).unwrap();
+        std::fs::create_dir_all(root.join("dirs/commondir")).unwrap();
+        for d in ["files", "dirs"] {
+            assert_eq!(git_dir_within(root, &Path::new(d).join("x")), None, "{d}");
+        }
+        // Writing the missing half of a worktree's pair makes one.
+        assert_eq!(
+            git_dir_within(root, Path::new("onlyhead/commondir")),
+            Some(root.join("onlyhead"))
+        );
+        assert_eq!(
+            git_dir_within(root, Path::new("onlycommon/HEAD")),
+            Some(root.join("onlycommon"))
+        );
+        assert_eq!(
+            git_dir_within(root, Path::new("onlyrefs/objects/pack")),
+            Some(root.join("onlyrefs"))
+        );
+    }
+
+    #[test]
+    fn the_root_itself_can_be_the_git_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("objects")).unwrap();
+        std::fs::create_dir_all(root.join("refs")).unwrap();
+        assert_eq!(git_dir_within(root, Path::new("a/b")), Some(root.to_path_buf()));
+        assert_eq!(git_dir_within(root, Path::new("")), Some(root.to_path_buf()));
+    }
+
+    #[test]
+    fn a_git_directory_is_found_below_the_first_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b/repo/objects")).unwrap();
+        std::fs::create_dir_all(root.join("a/b/repo/refs")).unwrap();
+        assert_eq!(
+            git_dir_within(root, Path::new("a/b/repo/hooks/pre-commit")),
+            Some(root.join("a/b/repo"))
+        );
+        assert_eq!(git_dir_within(root, Path::new("a/b/other")), None);
+        // A path that climbs is not walked by name.
+        assert_eq!(git_dir_within(root, Path::new("a/../a/b/repo/x")), None);
+    }
 }

@@ -453,3 +453,266 @@ impl Walk<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// base/ws (workspace, with sub/file.txt), base/ro (read root, doc.txt),
+    /// base/outside (no root), no temp dir.
+    fn fixture() -> (tempfile::TempDir, PathBuf, Confinement) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["ws/sub", "ro", "outside"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(base.join("ws/sub/file.txt"), "inside\n").unwrap();
+        std::fs::write(base.join("ro/doc.txt"), "doc\n").unwrap();
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root(base.join("ro"))
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        (dir, base, conf)
+    }
+
+    /// A chain of `n` links in the workspace, link0 -> link1 -> ... -> the
+    /// file.
+    fn chain(base: &Path, n: usize) {
+        for i in 0..n {
+            let target = if i + 1 == n {
+                "sub/file.txt".to_owned()
+            } else {
+                format!("link{}", i + 1)
+            };
+            symlink(target, base.join(format!("ws/link{i}"))).unwrap();
+        }
+    }
+
+    #[test]
+    fn exactly_the_kernels_number_of_links_is_followed() {
+        let (_dir, base, conf) = fixture();
+        chain(&base, MAX_SYMLINK_HOPS);
+        let r = conf.resolve("link0", Access::Read).unwrap();
+        assert_eq!(r.real_path(), base.join("ws/sub/file.txt"));
+        let (_dir, base, conf) = fixture();
+        chain(&base, MAX_SYMLINK_HOPS + 1);
+        let err = conf.resolve("link0", Access::Read).unwrap_err();
+        assert!(
+            matches!(err, ConfineError::SymlinkLoop { limit, .. } if limit == MAX_SYMLINK_HOPS),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn climbing_inside_a_root_costs_no_link_hops() {
+        let (_dir, _, conf) = fixture();
+        let mut path = PathBuf::new();
+        for _ in 0..=MAX_SYMLINK_HOPS {
+            path.push("sub/..");
+        }
+        path.push("sub/file.txt");
+        assert!(conf.resolve(&path, Access::Read).unwrap().exists());
+    }
+
+    #[test]
+    fn climbing_above_a_root_counts_as_a_hop() {
+        let (_dir, _, conf) = fixture();
+        // `..` at the top of the workspace reaches the read root beside it.
+        let climbs = |n: usize| {
+            let mut path = PathBuf::new();
+            for _ in 0..n {
+                path.push("../ws");
+            }
+            path.join("sub/file.txt")
+        };
+        assert!(conf.resolve(climbs(MAX_SYMLINK_HOPS), Access::Read).unwrap().exists());
+        assert!(matches!(
+            conf.resolve(climbs(MAX_SYMLINK_HOPS + 1), Access::Read).unwrap_err(),
+            ConfineError::SymlinkLoop { .. }
+        ));
+    }
+
+    #[test]
+    fn climbing_above_the_top_of_a_root_leaves_it() {
+        let (_dir, base, conf) = fixture();
+        let r = conf.resolve("../ro/doc.txt", Access::Read).unwrap();
+        assert_eq!(r.real_path(), base.join("ro/doc.txt"));
+        assert!(r.exists());
+        let err = conf.resolve("../outside/x", Access::Read).unwrap_err();
+        assert!(matches!(err, ConfineError::Outside { .. }), "{err}");
+        let err = conf.resolve(base.join("ro/../outside"), Access::Read).unwrap_err();
+        assert!(matches!(err, ConfineError::Outside { .. }), "{err}");
+        // Climbing out of the read root into the workspace, for writing.
+        let r = conf.resolve(base.join("ro/../ws/new.txt"), Access::Read).unwrap();
+        assert_eq!(r.real_path(), base.join("ws/new.txt"));
+    }
+
+    #[test]
+    fn names_walked_by_name_are_climbed_by_name() {
+        let (_dir, base, conf) = fixture();
+        let r = conf.resolve("new/../sub/file.txt", Access::Read).unwrap();
+        assert!(r.exists());
+        assert_eq!(r.real_path(), base.join("ws/sub/file.txt"));
+        let r = conf.resolve("new/deeper/../x", Access::Read).unwrap();
+        assert!(!r.exists());
+        assert_eq!(r.real_path(), base.join("ws/new/x"));
+        // Ending on a directory walked by name.
+        let r = conf.resolve("new/x/..", Access::Read).unwrap();
+        assert!(!r.exists());
+        assert_eq!(r.real_path(), base.join("ws/new"));
+        assert_eq!(r.name, "new");
+        assert!(r.parent.is_none());
+    }
+
+    #[test]
+    fn a_missing_name_is_where_it_would_be() {
+        let (_dir, base, conf) = fixture();
+        let r = conf.resolve("sub/new.txt", Access::Write).unwrap();
+        assert!(!r.exists() && r.kind().is_none() && r.size().is_none());
+        assert_eq!(r.real_path(), base.join("ws/sub/new.txt"));
+        assert!(r.parent.is_some());
+        assert_eq!(r.name, "new.txt");
+        let r = conf.resolve("nodir/deeper/new.txt", Access::Write).unwrap();
+        assert_eq!(r.real_path(), base.join("ws/nodir/deeper/new.txt"));
+        assert!(r.parent.is_none());
+        assert_eq!(r.name, "new.txt");
+    }
+
+    #[test]
+    fn what_was_reached_is_described() {
+        let (_dir, base, conf) = fixture();
+        let r = conf.resolve("./sub/file.txt", Access::Read).unwrap();
+        assert_eq!(r.shown(), "./sub/file.txt");
+        assert_eq!(r.kind(), Some(Kind::File));
+        assert_eq!(r.size(), Some(7));
+        assert!(r.exists());
+        assert_eq!(r.name, "file.txt");
+        symlink("sub", base.join("ws/dirlink")).unwrap();
+        let r = conf.resolve_link("dirlink", Access::Read).unwrap();
+        assert_eq!(r.kind(), Some(Kind::Symlink));
+        assert_eq!(conf.resolve("dirlink", Access::Read).unwrap().kind(), Some(Kind::Dir));
+        rustix::fs::mkfifoat(rustix::fs::CWD, base.join("ws/fifo"), Mode::from_raw_mode(0o600)).unwrap();
+        assert_eq!(
+            conf.resolve("fifo", Access::Read).unwrap().kind(),
+            Some(Kind::Other("named pipe"))
+        );
+        assert_eq!(r.not_found().to_string(), "dirlink: no such file or directory");
+    }
+
+    #[test]
+    fn ending_on_a_directory_after_climbing_keeps_its_parent() {
+        let (_dir, base, conf) = fixture();
+        std::fs::create_dir_all(base.join("ws/sub/deep")).unwrap();
+        let r = conf.resolve("sub/deep/..", Access::Read).unwrap();
+        assert_eq!(r.real_path(), base.join("ws/sub"));
+        assert_eq!(r.name, "sub");
+        assert!(r.parent.is_some());
+        assert_eq!(r.kind(), Some(Kind::Dir));
+        // The workspace itself has no parent here.
+        let r = conf.resolve("sub/..", Access::Read).unwrap();
+        assert_eq!(r.real_path(), base.join("ws"));
+        assert!(r.parent.is_none() && r.name.is_empty());
+        // A move by the name reached moves that directory.
+        conf.rename("sub/deep/..", "moved").unwrap();
+        assert!(base.join("ws/moved/deep").is_dir());
+    }
+
+    #[test]
+    fn a_missing_directory_is_not_found_unless_the_rest_leads_outside() {
+        let (_dir, _, conf) = fixture();
+        let err = conf.open_read("missing/../sub/file.txt/x").unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = conf.open_read("missing/x").unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = conf.open_read("missing/../../outside/x").unwrap_err();
+        assert!(matches!(err, ConfineError::Outside { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_link_named_like_project_state_is_project_state_for_writing_only() {
+        let (_dir, base, conf) = fixture();
+        std::fs::create_dir_all(base.join("ws/plain")).unwrap();
+        std::fs::write(base.join("ws/plain/HEAD"), "x").unwrap();
+        symlink("plain", base.join("ws/.git")).unwrap();
+        let err = conf.write_atomic(".git/config", b"x").unwrap_err();
+        assert!(matches!(err, ConfineError::ProjectState { .. }), "{err}");
+        assert!(!base.join("ws/plain/config").exists());
+        let err = conf.resolve(".GIT/config", Access::Write).unwrap_err();
+        assert!(matches!(err, ConfineError::ProjectState { .. }), "{err}");
+        // Reading it is fine.
+        assert!(conf.resolve(".git/HEAD", Access::Read).unwrap().exists());
+        assert!(conf.open_read(".git/HEAD").is_ok());
+    }
+
+    #[test]
+    fn a_protected_path_is_refused_for_writing_after_resolution() {
+        let (_dir, base, _) = fixture();
+        let conf = Confinement::builder(base.join("ws"))
+            .protect("sub/locked.txt")
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        symlink("sub/locked.txt", base.join("ws/innocent")).unwrap();
+        let err = conf.resolve("innocent", Access::Write).unwrap_err();
+        assert!(matches!(err, ConfineError::Protected { .. }), "{err}");
+        assert!(conf.resolve("innocent", Access::Read).is_ok());
+        assert!(conf.check_protected("x", &base.join("ws/sub/locked.txt")).is_err());
+        assert!(conf.check_protected("x", &base.join("ws/sub/free.txt")).is_ok());
+    }
+
+    #[test]
+    fn an_outside_refusal_names_the_link_that_led_there() {
+        let (_dir, base, conf) = fixture();
+        symlink(base.join("outside"), base.join("ws/sub/out")).unwrap();
+        let err = conf.resolve("sub/out/x", Access::Read).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "path sub/out/x is outside the read roots ({}, {}) (the symbolic link sub/out leads to {}): use a \
+                 path inside them",
+                base.join("ws").display(),
+                base.join("ro").display(),
+                base.join("outside").display()
+            )
+        );
+        let err = conf.resolve("../outside", Access::Write).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "path ../outside is outside the write roots ({}): use a path inside them",
+                base.join("ws").display()
+            )
+        );
+    }
+
+    #[test]
+    fn relative_links_splice_before_the_rest_of_the_path() {
+        let (_dir, base, conf) = fixture();
+        std::fs::create_dir_all(base.join("ws/a/b")).unwrap();
+        std::fs::write(base.join("ws/a/b/f"), "f").unwrap();
+        symlink("a/b", base.join("ws/ab")).unwrap();
+        symlink(base.join("ws/a"), base.join("ws/abs-a")).unwrap();
+        assert_eq!(
+            conf.resolve("ab/f", Access::Read).unwrap().real_path(),
+            base.join("ws/a/b/f")
+        );
+        assert_eq!(
+            conf.resolve("abs-a/b/../b/f", Access::Read).unwrap().real_path(),
+            base.join("ws/a/b/f")
+        );
+    }
+
+    #[test]
+    fn the_empty_path_is_refused() {
+        let (_dir, _, conf) = fixture();
+        assert!(matches!(
+            conf.resolve("", Access::Read).unwrap_err(),
+            ConfineError::Empty
+        ));
+    }
+}

@@ -494,3 +494,361 @@ pub(crate) fn shown(path: &Path) -> String {
 pub(crate) fn has_nul(path: &OsStr) -> bool {
     path.as_bytes().contains(&0)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// base/ws (workspace, with sub/), base/ro (read root), base/rw (write
+    /// root), no temp dir.
+    fn fixture() -> (tempfile::TempDir, PathBuf, Confinement) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["ws/sub", "ro", "rw"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root(base.join("ro"))
+            .write_root(base.join("rw"))
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        (dir, base, conf)
+    }
+
+    #[test]
+    fn only_read_roots_refuse_writing() {
+        assert!(!RootKind::Read.writable());
+        for kind in [RootKind::Workspace, RootKind::Write, RootKind::Temp] {
+            assert!(kind.writable(), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn roots_are_listed_by_access_and_described_with_their_kinds() {
+        let (_dir, base, conf) = fixture();
+        assert_eq!(
+            conf.roots(Access::Read),
+            vec![base.join("ws"), base.join("rw"), base.join("ro")]
+        );
+        assert_eq!(conf.roots(Access::Write), vec![base.join("ws"), base.join("rw")]);
+        assert_eq!(
+            conf.describe(),
+            vec![
+                (base.join("ws"), RootKind::Workspace),
+                (base.join("rw"), RootKind::Write),
+                (base.join("ro"), RootKind::Read),
+            ]
+        );
+        assert_eq!(
+            conf.roots_text(Access::Write),
+            format!("{}, {}", base.join("ws").display(), base.join("rw").display())
+        );
+    }
+
+    #[test]
+    fn roots_text_says_when_no_root_allows_the_access() {
+        let (_dir, base, conf) = fixture();
+        let narrowed = conf.narrow_writes(&[base.join("elsewhere")]);
+        assert_eq!(
+            narrowed.roots_text(Access::Write),
+            "there are none: this session may not write files"
+        );
+    }
+
+    #[test]
+    fn a_root_prefix_counts_only_at_a_component_boundary() {
+        let (_dir, base, conf) = fixture();
+        for (path, want) in [
+            (base.join("ws"), Some((0, "".as_bytes()))),
+            (base.join("ws/sub/f"), Some((0, "sub/f".as_bytes()))),
+            (base.join("rw/x"), Some((1, "x".as_bytes()))),
+            (base.join("ws-evil/x"), None),
+            (base.join("wsx"), None),
+            // As long as a root, and a slash where the root's name would end.
+            (base.join("xy/z"), None),
+            (base.join("xy"), None),
+        ] {
+            assert_eq!(conf.root_by_bytes(&path, Access::Read), want, "{}", path.display());
+        }
+        assert_eq!(conf.root_by_bytes(&base.join("ro/x"), Access::Write), None);
+        assert!(conf.contains(&base.join("ws"), Access::Read));
+        assert!(!conf.contains(&base.join("ws-evil/x"), Access::Read));
+        assert!(!conf.contains(&base.join("xy/z"), Access::Read));
+        assert!(!conf.contains(&base.join("xy"), Access::Read));
+        // `strip` (the resolution's check) agrees.
+        assert!(conf.root_for(&base.join("ws-evil/x"), Access::Read).is_none());
+        assert_eq!(
+            conf.root_for(&base.join("ws/sub/f"), Access::Read),
+            Some((0, Path::new("sub/f")))
+        );
+        assert_eq!(
+            conf.root_for(&base.join("rw/x"), Access::Write),
+            Some((1, Path::new("x")))
+        );
+    }
+
+    #[test]
+    fn the_file_system_root_as_a_root_contains_every_absolute_path() {
+        let (_dir, base, _) = fixture();
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root("/")
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        let (index, rest) = conf.root_by_bytes(Path::new("/etc/passwd"), Access::Read).unwrap();
+        assert_eq!((index, rest), (1, "etc/passwd".as_bytes()));
+        assert!(conf.contains(Path::new("/etc/passwd"), Access::Read));
+        assert!(!conf.contains(Path::new("/etc/passwd"), Access::Write));
+        // The workspace, more specific, still wins inside it.
+        assert_eq!(conf.root_by_bytes(&base.join("ws/a"), Access::Read).unwrap().0, 0);
+        // `..` at the top of `/` stays at `/`.
+        assert!(conf.open_read("/../etc/passwd").is_ok());
+    }
+
+    /// A directory walker's file is opened from the handle of the most
+    /// specific root containing it, so what changed above that root since
+    /// it was opened does not matter.
+    #[test]
+    fn the_most_specific_root_serves_a_walked_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("ws/docs/inner")).unwrap();
+        std::fs::write(base.join("ws/docs/inner/f.txt"), "inner").unwrap();
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root(base.join("ws/docs/inner"))
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        // docs becomes a link to where it went: a walk from the workspace
+        // would now cross a link.
+        std::fs::rename(base.join("ws/docs"), base.join("ws/moved")).unwrap();
+        symlink("moved", base.join("ws/docs")).unwrap();
+        let walked = base.join("ws/docs/inner/f.txt");
+        let (index, rest) = conf.root_by_bytes(&walked, Access::Read).unwrap();
+        assert_eq!((index, rest), (1, "f.txt".as_bytes()));
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut conf.open_walked(&walked).unwrap(), &mut text).unwrap();
+        assert_eq!(text, "inner");
+    }
+
+    #[test]
+    fn display_paths_are_relative_only_inside_the_workspace() {
+        let (_dir, base, conf) = fixture();
+        assert_eq!(conf.display_path(&base.join("ws/sub/f")), "sub/f");
+        assert_eq!(conf.display_path(&base.join("ws")), ".");
+        assert_eq!(
+            conf.display_path(&base.join("ws-evil/f")),
+            base.join("ws-evil/f").display().to_string()
+        );
+        assert_eq!(
+            conf.display_path(&base.join("rw/f")),
+            base.join("rw/f").display().to_string()
+        );
+    }
+
+    #[test]
+    fn a_relative_workspace_is_taken_from_the_current_directory() {
+        let conf = Confinement::builder(".").temp_dir(None).build().unwrap();
+        assert_eq!(
+            conf.workspace(),
+            std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap()
+        );
+        assert_eq!(absolute(Path::new("/a/b")).unwrap(), PathBuf::from("/a/b"));
+        assert_eq!(
+            absolute(Path::new("x")).unwrap(),
+            std::env::current_dir().unwrap().join("x")
+        );
+    }
+
+    #[test]
+    fn a_root_that_is_a_file_or_missing_is_refused() {
+        let (_dir, base, _) = fixture();
+        std::fs::write(base.join("file"), "").unwrap();
+        let err = Confinement::builder(base.join("file"))
+            .temp_dir(None)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(&err, ConfineError::BadRoot { reason, .. } if reason == "not a directory"),
+            "{err}"
+        );
+        let err = Confinement::builder(base.join("ws"))
+            .read_root(base.join("file"))
+            .temp_dir(None)
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, ConfineError::BadRoot { .. }), "{err}");
+        let err = Confinement::builder(base.join("ws"))
+            .read_root(base.join("missing"))
+            .temp_dir(None)
+            .build()
+            .unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = Confinement::builder(base.join("ws"))
+            .write_root(base.join("missing"))
+            .temp_dir(None)
+            .build()
+            .unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        let err = Confinement::builder(base.join("ws\0x")).build().unwrap_err();
+        assert!(matches!(err, ConfineError::Nul { .. }), "{err}");
+    }
+
+    #[test]
+    fn missing_roots_are_skipped_when_asked_and_a_missing_temp_dir_always() {
+        let (_dir, base, _) = fixture();
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root(base.join("missing"))
+            .write_root(base.join("rw"))
+            .skip_missing_roots(true)
+            .temp_dir(Some(base.join("no-tmp")))
+            .build()
+            .unwrap();
+        assert_eq!(conf.describe().len(), 2);
+        let conf = Confinement::builder(base.join("ws"))
+            .temp_dir(Some(base.join("no-tmp")))
+            .build()
+            .unwrap();
+        assert_eq!(conf.describe(), vec![(base.join("ws"), RootKind::Workspace)]);
+        // Relative extra roots start at the workspace; the temp dir is one.
+        let conf = Confinement::builder(base.join("ws"))
+            .read_root("sub")
+            .temp_dir(Some(base.join("rw")))
+            .build()
+            .unwrap();
+        assert_eq!(
+            conf.describe(),
+            vec![
+                (base.join("ws"), RootKind::Workspace),
+                (base.join("ws/sub"), RootKind::Read),
+                (base.join("rw"), RootKind::Temp),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_protected_link_protects_where_it_leads() {
+        let (_dir, base, _) = fixture();
+        std::fs::create_dir_all(base.join("ws/real-secrets")).unwrap();
+        symlink("real-secrets", base.join("ws/secrets")).unwrap();
+        let conf = Confinement::builder(base.join("ws"))
+            .protected(["secrets"])
+            .protect(base.join("rw/locked"))
+            .write_root(base.join("rw"))
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        for p in [
+            base.join("ws/real-secrets/k"),
+            base.join("ws/secrets/k"),
+            base.join("rw/locked/x"),
+        ] {
+            let err = conf.write_refusal("p", &p).unwrap();
+            assert!(matches!(err, ConfineError::Protected { .. }), "{}: {err}", p.display());
+        }
+        assert!(conf.write_refusal("p", &base.join("rw/free")).is_none());
+        assert!(conf.write_refusal("p", &base.join("ws/sub/free")).is_none());
+        // A relative protected entry is a name inside the workspace, and
+        // `./` in it changes nothing.
+        let conf = Confinement::builder(base.join("ws"))
+            .protected(["./sub/./locked"])
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        assert!(conf.write_refusal("p", &base.join("ws/sub/locked/x")).is_some());
+    }
+
+    #[test]
+    fn guarded_paths_say_why_and_plain_protected_ones_do_not() {
+        let (_dir, base, _) = fixture();
+        let conf = Confinement::builder(base.join("ws"))
+            .guard(Guarded::new("notes.md", "the note wield is keeping"))
+            .protect("plain")
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        let err = conf.write_refusal("notes.md", &base.join("ws/notes.md")).unwrap();
+        match err {
+            ConfineError::Guarded { path, guarded, why } => {
+                assert_eq!((path.as_str(), guarded.as_str()), ("notes.md", "notes.md"));
+                assert_eq!(why, "the note wield is keeping");
+            }
+            other => panic!("{other}"),
+        }
+        let err = conf.write_refusal("plain/x", &base.join("ws/plain/x")).unwrap();
+        match err {
+            ConfineError::Protected { path, protected } => {
+                assert_eq!((path.as_str(), protected.as_str()), ("plain/x", "plain"));
+            }
+            other => panic!("{other}"),
+        }
+        // The default `.wield` stays on the list beside them.
+        assert!(matches!(
+            conf.write_refusal("x", &base.join("ws/.wield")),
+            Some(ConfineError::ProjectState { .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_that_is_or_would_be_a_git_directory_is_refused_by_its_contents() {
+        let (_dir, base, conf) = fixture();
+        std::fs::create_dir_all(base.join("ws/store/objects")).unwrap();
+        let err = conf.write_refusal("store/refs", &base.join("ws/store/refs")).unwrap();
+        match err {
+            ConfineError::ProjectState { component, .. } => {
+                assert_eq!(component, "store is or would become a git directory");
+            }
+            other => panic!("{other}"),
+        }
+        assert!(conf.write_refusal("store/x", &base.join("ws/store/x")).is_none());
+        // Outside every root nothing is looked at on disk.
+        assert!(conf.write_refusal("x", &base.join("elsewhere/refs")).is_none());
+    }
+
+    #[test]
+    fn glob_refusals_name_the_glob() {
+        let (_dir, base, _) = fixture();
+        let conf = Confinement::builder(base.join("ws"))
+            .protected(["**/*.pem"])
+            .temp_dir(None)
+            .build()
+            .unwrap();
+        let err = conf.write_refusal("a/k.pem", &base.join("ws/a/k.pem")).unwrap();
+        match err {
+            ConfineError::Protected { protected, .. } => assert_eq!(protected, "the glob **/*.pem"),
+            other => panic!("{other}"),
+        }
+        // Globs replace the default list, which is plain paths only.
+        assert!(conf.write_refusal("x", &base.join("ws/x.txt")).is_none());
+    }
+
+    #[test]
+    fn paths_are_shown_as_given_and_the_empty_one_as_a_dot() {
+        assert_eq!(shown(Path::new("a/b")), "a/b");
+        assert_eq!(shown(Path::new("")), ".");
+        assert!(has_nul(OsStr::new("a\0b")));
+        assert!(!has_nul(OsStr::new("ab")));
+        assert_eq!(lexical_normal(Path::new("/a/./b/../c/")), PathBuf::from("/a/b/../c"));
+        assert_eq!(lexical_normal(Path::new("./a/b")), PathBuf::from("a/b"));
+    }
+
+    #[test]
+    fn a_workspace_given_through_a_link_keeps_its_spelling_as_an_alias() {
+        let (_dir, base, _) = fixture();
+        symlink(base.join("ws"), base.join("alias")).unwrap();
+        let root = open_root(&base.join("alias"), RootKind::Workspace).unwrap();
+        assert_eq!(root.real, base.join("ws"));
+        assert_eq!(root.alias, Some(base.join("alias")));
+        let root = open_root(&base.join("ws"), RootKind::Workspace).unwrap();
+        assert_eq!(root.alias, None);
+        assert_eq!(
+            root.strip(&base.join("ws/a/b")),
+            Some((Path::new("a/b"), base.components().count() + 1))
+        );
+    }
+}
