@@ -118,8 +118,6 @@ impl Runtime {
             },
             // Model providers and the agent are configured in the same files.
             config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
-            // wield finishes what the bridged servers started on its way out.
-            on_mcp_clients: Some(Arc::new(crate::commands::finish_on_exit)),
             stop: Some(stop),
             resolvers: Vec::new(),
             guarded: Vec::new(),
@@ -128,6 +126,8 @@ impl Runtime {
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;
         watcher.abort();
         let inner = loaded.map_err(exit_error)?;
+        // wield ends what the bridged servers started on its way out.
+        crate::commands::shut_down_after(&inner);
         Ok(Self {
             global: global.clone(),
             inner,

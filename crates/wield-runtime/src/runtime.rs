@@ -84,12 +84,9 @@ pub struct RuntimeOptions {
     /// any name, a trailing `**` any content), so that they are not refused
     /// as unknown.
     pub config_keys: Vec<&'static str>,
-    /// Given the way out of the bridged MCP servers as soon as they exist
-    /// (before they start), for a front-end that finishes their shutdown
-    /// after the runtime is gone.
-    pub on_mcp_clients: Option<Arc<dyn Fn(wield_mcp::client::ClientsExit) + Send + Sync>>,
     /// Cancelled to stop loading while bridged servers start
-    /// ([`Error::Interrupted`]).
+    /// ([`Error::Interrupted`]): those that started are stopped, in a
+    /// hurry, before the error returns.
     pub stop: Option<CancellationToken>,
     /// Approval resolvers of the front-end, in every executor's chain
     /// beside the configured ones (a `.chat` document's frontmatter, at
@@ -101,6 +98,48 @@ pub struct RuntimeOptions {
     /// read-only. The policy files wield executes are guarded too, by the
     /// runtime itself.
     pub guarded: Vec<wield_sandbox::fs::Guarded>,
+}
+
+/// How a [`Runtime::shutdown`] ends the bridged servers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ending {
+    /// Each local server gets time to exit on the end of its input, then
+    /// after SIGTERM.
+    #[default]
+    Graceful,
+    /// wield is stopping at a signal: SIGTERM at once.
+    Hurried,
+}
+
+/// How long the sessions with `url` servers have to end.
+const URL_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long a local server whose stop never finished has after SIGTERM.
+const STRAGGLER_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Ends `mcp`'s servers. Gracefully: their connections end, then the
+/// process group of any local server whose stop did not finish (one still
+/// starting, say) is killed. In a hurry: `url` sessions end while every
+/// local server's group gets SIGTERM at once and SIGKILL after a grace,
+/// without waiting for a start in progress to let go of its connection.
+async fn end_servers(mcp: &McpClients, ending: Ending) {
+    let exit = mcp.exit();
+    let stragglers = {
+        let exit = exit.clone();
+        move || async move {
+            let _ = tokio::task::spawn_blocking(move || exit.stop_stragglers(STRAGGLER_GRACE)).await;
+        }
+    };
+    match ending {
+        Ending::Graceful => {
+            mcp.shutdown(URL_LIMIT).await;
+            stragglers().await;
+        }
+        Ending::Hurried => {
+            exit.hurry();
+            futures::future::join(exit.end_sessions(URL_LIMIT), stragglers()).await;
+        }
+    }
 }
 
 /// Builds an executor from a runtime for one approver, services and event
@@ -198,18 +237,19 @@ impl Runtime {
             wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,
             options.front_end.clone(),
         );
-        if let Some(hand_over) = &options.on_mcp_clients {
-            hand_over(mcp.exit());
-        }
         let lua_sources = crate::lua::add_sources(lua.sources, &mut registry);
         if !mcp.is_empty() || lua_sources {
             mcp.add_sources(&mut registry, |name| options.servers.starts(name));
             let stop = options.stop.clone().unwrap_or_default();
             // A stop does not wait for slow servers: their starts are
             // dropped, which stops their processes.
-            let warnings = tokio::select! {
-                warnings = registry.load_sources() => warnings,
-                () = stop.cancelled() => return Err(Error::Interrupted),
+            let loaded = tokio::select! {
+                warnings = registry.load_sources() => Some(warnings),
+                () = stop.cancelled() => None,
+            };
+            let Some(warnings) = loaded else {
+                end_servers(&mcp, Ending::Hurried).await;
+                return Err(Error::Interrupted);
             };
             for warning in warnings {
                 crate::lua::report_source_warning(&warning);
@@ -245,6 +285,22 @@ impl Runtime {
         });
         let _ = batch_runtime.set(Arc::downgrade(&inner));
         Ok(Self { inner })
+    }
+
+    /// Ends what the runtime started that would outlive it: the bridged
+    /// MCP servers (wield's sessions with `url` servers end with their HTTP
+    /// `DELETE`; local servers are stopped by the end of their input, then
+    /// SIGTERM, then SIGKILL, each group whole). `ending` says whether to
+    /// give them their grace. Call it once a front-end is done with the
+    /// runtime, from every clone's owner that may be last; the runtime
+    /// stays usable (a later call of a bridged tool starts its server
+    /// again). The background processes of a session end with the session
+    /// ([`wield_core::end_session`]).
+    pub async fn shutdown(&self, ending: Ending) {
+        let Some(mcp) = self.mcp() else {
+            return;
+        };
+        end_servers(&mcp, ending).await;
     }
 
     /// The workspace, canonical.
@@ -436,6 +492,63 @@ fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
 mod tests {
     use super::*;
 
+    /// Whether a live process has `VAR=value` in its environment.
+    fn running_with(var: &str) -> bool {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        dir.filter_map(Result::ok).any(|e| {
+            let live = std::fs::read_to_string(e.path().join("stat"))
+                .is_ok_and(|s| !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+            live && std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == var.as_bytes()))
+        })
+    }
+
+    /// A front-end that is done with a runtime ends its bridged servers
+    /// itself, whoever else still holds the runtime: gracefully (the end
+    /// of their input), and the runtime stays usable.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_stops_the_bridged_servers_while_the_runtime_lives() {
+        let deps = std::env::var_os("WIELD_TEST_DEPS").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps"),
+            PathBuf::from,
+        );
+        let python = deps.join("venv/bin/python");
+        assert!(
+            python.exists(),
+            "{} is missing: run `bash scripts/test-deps.sh`",
+            python.display()
+        );
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wield-mcp/tests/peers/server.py");
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("PEER_VALUE=shutdown-{}", std::process::id());
+        std::fs::create_dir_all(dir.path().join(".wield")).unwrap();
+        std::fs::write(
+            dir.path().join(".wield/config.toml"),
+            format!(
+                "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ PEER_VALUE = {:?} }}\ntimeout = \"30s\"\n",
+                python.display().to_string(),
+                script.display().to_string(),
+                marker.trim_start_matches("PEER_VALUE="),
+            ),
+        )
+        .unwrap();
+        let rt = Runtime::load(dir.path(), RuntimeOptions::default()).await.unwrap();
+        let held = rt.clone();
+        assert!(rt.visible().iter().any(|t| t.tool.spec().name.starts_with("mcp__py__")));
+        assert!(running_with(&marker), "the server did not start");
+        rt.shutdown(Ending::Graceful).await;
+        assert!(!running_with(&marker), "the server outlived the shutdown");
+        // Still usable: the tools are known, a shutdown again does nothing.
+        assert!(
+            held.visible()
+                .iter()
+                .any(|t| t.tool.spec().name.starts_with("mcp__py__"))
+        );
+        held.shutdown(Ending::Hurried).await;
+    }
+
     #[test]
     fn a_call_starts_only_the_servers_it_needs() {
         assert_eq!(Servers::for_tool("read"), Servers::None);
@@ -545,7 +658,9 @@ mod tests {
         // The second runtime's own calls stay in the second workspace.
         let executor = second.executor(Arc::new(approval::YesApprover)).unwrap();
         let call = wield_core::Call::new("c", "loud", serde_json::json!({ "cut": true }));
-        let result = executor.run_one(call, &second.session("s", wield_core::Driver::Model), &cancel).await;
+        let result = executor
+            .run_one(call, &second.session("s", wield_core::Driver::Model), &cancel)
+            .await;
         let saved = result.metadata["full_output"].as_str().unwrap_or_default();
         assert!(std::path::Path::new(saved).starts_with(&second_outputs), "{saved}");
     }

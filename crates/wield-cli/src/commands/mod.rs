@@ -68,9 +68,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let loaded = Loaded::default();
+    let mut exits = Vec::new();
     let outcome = runtime.block_on(async {
         let stop = stop_token();
-        let run = run(cli);
+        let run = LOADED.scope(loaded.clone(), run(cli));
         tokio::pin!(run);
         let outcome = tokio::select! {
             biased;
@@ -78,18 +80,27 @@ pub fn main() -> ExitCode {
             // `call` and `mcp serve` answer the signal themselves and return
             // at once; anything else (starting bridged servers, say) stops
             // here.
-            () = stop.cancelled() => match tokio::time::timeout(std::time::Duration::from_secs(2), &mut run).await {
-                Ok(outcome) => outcome,
-                Err(_) => Ok(ExitCode::from(130)),
-            },
+            () = stop.cancelled() => {
+                loaded.hurry();
+                match tokio::time::timeout(std::time::Duration::from_secs(2), &mut run).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Ok(ExitCode::from(130)),
+                }
+            }
         };
-        // Sessions with bridged `url` servers end with an HTTP `DELETE`.
-        // (One set of servers per command: the limit is shared all the same.)
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
-        for exit in mcp_exits() {
-            exit.end_sessions(deadline.saturating_duration_since(tokio::time::Instant::now()))
-                .await;
+        // What the command's runtimes started ends with them: sessions
+        // with `url` servers with an HTTP `DELETE`, local servers stopped.
+        let ending = if stop.is_cancelled() {
+            wield_runtime::Ending::Hurried
+        } else {
+            wield_runtime::Ending::Graceful
+        };
+        let runtimes = loaded.take();
+        exits = runtimes.iter().filter_map(|rt| rt.mcp()).map(|m| m.exit()).collect();
+        for rt in &runtimes {
+            rt.shutdown(ending).await;
         }
+        drop(runtimes);
         outcome
     });
     // A read of stdin that cannot be cancelled (a blocking one, when stdin
@@ -97,7 +108,7 @@ pub fn main() -> ExitCode {
     // what the command started was stopped on its way out.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     // Bridged servers whose stop the runtime's end cut short.
-    for exit in mcp_exits() {
+    for exit in exits {
         exit.stop_stragglers(std::time::Duration::from_millis(500));
     }
     match outcome {
@@ -145,9 +156,6 @@ fn stop_token() -> CancellationToken {
                     _ = hup.recv() => {}
                 }
                 stop.cancel();
-                for exit in mcp_exits() {
-                    exit.hurry();
-                }
             });
         }
         token
@@ -155,28 +163,39 @@ fn stop_token() -> CancellationToken {
     .clone()
 }
 
-/// The way out of every set of bridged MCP servers the command made
-/// ([`finish_on_exit`]): the process, which outlives them, finishes what
-/// they started once the command returned.
-static MCP_EXITS: std::sync::Mutex<Vec<wield_mcp::client::ClientsExit>> = std::sync::Mutex::new(Vec::new());
-
-/// Have `exit` done on wield's way out (its `url` sessions ended, its
-/// local servers' stop finished), in a hurry if a stop signal has come.
-pub fn finish_on_exit(exit: wield_mcp::client::ClientsExit) {
-    if stop_token().is_cancelled() {
-        exit.hurry();
-    }
-    MCP_EXITS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(exit);
+tokio::task_local! {
+    /// The runtimes the running command loaded, shut down by [`main`] once
+    /// it returned: scoped to the command, not to the process.
+    static LOADED: Loaded;
 }
 
-fn mcp_exits() -> Vec<wield_mcp::client::ClientsExit> {
-    MCP_EXITS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone()
+/// The runtimes a command loaded.
+#[derive(Clone, Default)]
+struct Loaded(std::sync::Arc<std::sync::Mutex<Vec<wield_runtime::Runtime>>>);
+
+impl Loaded {
+    fn take(&self) -> Vec<wield_runtime::Runtime> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// A stop signal came: the bridged servers get no grace from now on.
+    fn hurry(&self) {
+        for rt in self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
+            if let Some(mcp) = rt.mcp() {
+                mcp.exit().hurry();
+            }
+        }
+    }
+}
+
+/// Has `rt` shut down ([`wield_runtime::Runtime::shutdown`]) once the
+/// command returned, in a hurry if a stop signal has come by then.
+pub fn shut_down_after(rt: &wield_runtime::Runtime) {
+    let _ = LOADED.try_with(|l| {
+        l.0.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(rt.clone());
+    });
 }
 
 fn init_tracing() {

@@ -358,6 +358,31 @@ impl McpClients {
         self.exit.clone()
     }
 
+    /// Ends every server's connection, all at once: wield's sessions with
+    /// `url` servers with their HTTP `DELETE` (within `limit`), and local
+    /// servers by the end of their input, then SIGTERM, then SIGKILL, each
+    /// step with its grace (none after [`ClientsExit::hurry`]). A call
+    /// still running on a server ends with it; a later call starts it
+    /// again.
+    pub async fn shutdown(&self, limit: std::time::Duration) {
+        let locals = futures::future::join_all(
+            self.servers
+                .iter()
+                .filter(|e| !matches!(e.config.transport, Transport::Http { .. }))
+                .map(|e| async move {
+                    let conn = e.conn.lock().await.take();
+                    if let Some(c) = conn {
+                        c.end().await;
+                    }
+                }),
+        );
+        // A connection held by a server that is still starting is not
+        // waited for past its stop's own bound: the groups' kill
+        // ([`ClientsExit::stop_stragglers`]) ends what is left.
+        let locals = tokio::time::timeout(limit + 2 * process::EXIT_GRACE, locals);
+        let _ = futures::future::join(locals, self.exit.end_sessions(limit)).await;
+    }
+
     /// For a long-running front-end: from now on, list a server's tools
     /// again when it says they changed or when it was restarted, try the
     /// servers that failed to start again in the background, and call

@@ -35,7 +35,7 @@ use crate::compat::client::Long;
 /// How long a server gets to exit after its stdin is closed, and again
 /// after SIGTERM, before the next step. Together they bound how long wield
 /// waits for a server on its way out.
-const EXIT_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How long a server whose output closed has to be seen exiting, so that
 /// its exit status and stderr, rather than the closed pipe, explain the
