@@ -35,6 +35,8 @@ mod budget;
 mod compact;
 mod guard;
 mod prune;
+#[cfg(feature = "runtime")]
+pub mod session;
 mod settings;
 mod system_prompt;
 pub mod task;
@@ -55,6 +57,8 @@ use wield_llm::{Block, LlmError, Message, Provider, Request, ResultPart, Role, S
 
 pub use compact::{Compaction, KEEP_USER_TOKENS};
 pub use guard::{conversation_tokens, estimate_tokens};
+#[cfg(feature = "runtime")]
+pub use session::{AgentSession, AgentSessionBuilder, AgentTools, SavedSession, SessionError};
 pub use settings::{AgentSettings, CONFIG_KEYS, SettingsError, subagents};
 pub use system_prompt::{PROJECT_FILES, SystemPrompt, project_instructions};
 pub use wire_names::{registry_names, tool_defs};

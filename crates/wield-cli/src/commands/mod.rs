@@ -12,8 +12,6 @@ mod providers;
 mod run_agent;
 mod run_interactive;
 mod sandbox;
-mod sessions;
-mod subagents;
 mod tools;
 mod tools_debug;
 
@@ -196,6 +194,16 @@ pub fn shut_down_after(rt: &wield_runtime::Runtime) {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(rt.clone());
     });
+}
+
+/// A session's error as a command reports it: what the person fixes is a
+/// usage error (exit 2).
+pub fn session_error(e: wield_agent::SessionError) -> anyhow::Error {
+    match e {
+        wield_agent::SessionError::Invalid(message) => crate::app::usage(message),
+        wield_agent::SessionError::Runtime(e) => crate::app::exit_error(e),
+        e @ wield_agent::SessionError::Save(_) => e.into(),
+    }
 }
 
 fn init_tracing() {

@@ -16,34 +16,18 @@ use crate::cli::{GlobalArgs, ProvidersCommand};
 /// The providers of the runtime's configuration (or of the SDKs'
 /// environment variables).
 pub fn providers(rt: &Runtime) -> anyhow::Result<Providers> {
-    let table = rt
-        .config()
-        .value("providers")
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|e| usage(format!("providers: {e}")))?;
-    let default = rt.config().value("default_provider").and_then(toml::Value::as_str);
-    Providers::from_config(table.as_ref(), default, |var| std::env::var(var).ok()).map_err(|e| usage(e.to_string()))
+    wield_agent::session::providers(rt.config()).map_err(super::session_error)
 }
 
 /// The provider `name` names (else the default one), with `model` instead
 /// of its own when given, ready to send requests.
 pub fn choose(rt: &Runtime, name: Option<&str>, model: Option<&str>) -> anyhow::Result<(ProviderSettings, Provider)> {
-    let all = providers(rt)?;
-    let mut settings = all.pick(name).map_err(|e| usage(e.to_string()))?.clone();
-    if let Some(model) = model {
-        settings.model = model.to_owned();
-    }
-    let provider = connect(&settings)?;
-    Ok((settings, provider))
+    wield_agent::session::choose(rt.config(), name, model).map_err(super::session_error)
 }
 
-/// A provider ready to send requests: its settings and the client.
+/// A client for `settings`.
 pub fn connect(settings: &ProviderSettings) -> anyhow::Result<Provider> {
-    let endpoint = settings
-        .endpoint(|var| std::env::var(var).ok())
-        .map_err(|e| usage(e.to_string()))?;
-    Ok(Provider::new(endpoint)?)
+    wield_agent::session::connect(settings).map_err(super::session_error)
 }
 
 pub async fn run(global: &GlobalArgs, cmd: ProvidersCommand) -> anyhow::Result<ExitCode> {

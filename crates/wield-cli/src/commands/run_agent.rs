@@ -7,15 +7,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wield_agent::tools::DoneStatus;
-use wield_agent::{Agent, AgentEvent, AgentSettings, StopReason, SystemPrompt};
-use wield_core::policy::Status;
-use wield_core::{Executor, Registered, Session, approval};
-use wield_llm::Provider;
-use wield_llm::settings::ProviderSettings;
+use wield_agent::{AgentEvent, AgentSession, AgentTools, StopReason};
+use wield_core::approval;
 
-use super::providers::choose;
 use super::run_interactive;
-use crate::app::{Runtime, Servers, exit_error, usage};
+use crate::app::{Runtime, Servers, usage};
 use crate::cli::{GlobalArgs, RunArgs};
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -27,17 +23,8 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         && std::io::stdout().is_terminal();
     let task = if interactive { String::new() } else { task(&args)? };
     // The agent's own tools (`done`, `ask`, `task`) join the built-in ones.
-    let task_tool = Arc::new(wield_agent::task::Task::new());
-    let mut own_tools = wield_agent::tools::agent_tools();
-    own_tools.push(Arc::clone(&task_tool) as wield_core::ToolRef);
-    let rt = Runtime::load_with(global, None, Servers::All, own_tools).await?;
-    let agent_settings =
-        AgentSettings::from_config(rt.config(), global.agent.as_deref()).map_err(|e| usage(e.to_string()))?;
-    let (settings, provider) = choose(
-        &rt,
-        args.provider.as_deref().or(agent_settings.provider.as_deref()),
-        args.model.as_deref().or(agent_settings.model.as_deref()),
-    )?;
+    let agent_tools = AgentTools::new();
+    let rt = Runtime::load_with(global, None, Servers::All, agent_tools.tools()).await?;
     // Headless: nobody to ask; a call that needs approval is refused with
     // a result telling the model so, unless --yes or a rule approves it.
     let spinner = run_interactive::Spinner::default();
@@ -48,53 +35,30 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     } else {
         Arc::new(approval::HeadlessApprover)
     };
-    let executor = rt.inner.executor(Arc::clone(&approver)).map_err(exit_error)?;
-    let session_id = run_interactive::new_session_id();
-    let session = rt.session(session_id.clone(), wield_core::Driver::Model);
-    task_tool.set(Arc::new(super::subagents::CliSubagents {
-        rt: rt.clone(),
-        approver,
-        parent: settings.clone(),
-        parent_agent: agent_settings.clone(),
-        session_id: session_id.clone(),
-        started: std::sync::atomic::AtomicU32::new(0),
-    }));
-    if interactive {
-        // `ask` asks the person at the terminal; headless, nobody is asked.
-        wield_core::ask::set_asker(&session, Some(run_interactive::asker(&spinner)));
-    }
-    let mut agent_settings = agent_settings;
-    let limits = &mut agent_settings.limits;
-    limits.max_steps = args.max_steps.unwrap_or(limits.max_steps);
-    limits.token_budget = args.token_budget;
-    limits.timeout = args.timeout;
     let resumed = match &args.resume {
-        Some(name) => Some(super::sessions::load(rt.workspace(), name)?),
+        Some(name) => Some(wield_agent::session::load(rt.workspace(), name).map_err(super::session_error)?),
         None => None,
     };
-    let mut agent = build_agent(
-        &rt,
-        session,
-        rt.visible(),
-        &agent_settings,
-        &settings,
-        provider,
-        executor,
-    );
-    let session_id = match resumed {
-        Some(saved) => {
-            agent.resume(saved.messages);
-            wield_tools::todo::restore(agent.session(), saved.todo);
-            saved.id
-        }
-        None => session_id,
-    };
+    let mut builder = AgentSession::builder(&rt.inner)
+        .tools(&agent_tools)
+        .agent(global.agent.as_deref())
+        .provider(args.provider.as_deref())
+        .model(args.model.as_deref())
+        .approver(approver)
+        .max_steps(args.max_steps)
+        .token_budget(args.token_budget)
+        .timeout(args.timeout)
+        .id(run_interactive::new_session_id())
+        .resume(resumed);
+    if interactive {
+        // `ask` asks the person at the terminal; headless, nobody is asked.
+        builder = builder.asker(run_interactive::asker(&spinner));
+    }
+    let mut session = builder.build().map_err(super::session_error)?;
     if interactive {
         return run_interactive::run(run_interactive::Interactive {
             rt,
-            settings,
-            agent,
-            session_id,
+            session,
             ephemeral: args.ephemeral,
             spinner,
             color: crate::terminal_approver::color(),
@@ -116,14 +80,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         let tools: Vec<String> = rt.visible().iter().map(|r| r.tool.spec().name.clone()).collect();
         emit(&json!({
             "type": "session.started",
-            "id": session_id,
-            "provider": settings.name,
-            "model": settings.model,
+            "id": session.id(),
+            "provider": session.provider().name,
+            "model": session.provider().model,
             "tools": tools,
         }));
     }
     let json_events = args.json;
-    let outcome = agent
+    let outcome = session
         .run(&task, &cancel, |event| {
             if json_events {
                 if let Some(line) = json_event(&event) {
@@ -154,24 +118,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         if args.ephemeral {
             return Ok(());
         }
-        let saved = super::sessions::Saved {
-            id: session_id.clone(),
-            provider: settings.name.clone(),
-            model: settings.model.clone(),
-            messages: agent_messages(&agent),
-            stop: stop.map(str::to_owned),
-            steps,
-            usage,
-            todo: wield_tools::todo::items(agent.session()),
-        };
-        let path = super::sessions::save(rt.workspace(), &saved)?;
+        let path = session.save(stop, steps, usage).map_err(super::session_error)?;
         eprintln!("[saved {}]", path.display());
         Ok(())
     };
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {}: {e}", settings.name);
+            eprintln!("error: {}: {e}", session.provider().name);
             save(None, 0, wield_llm::Usage::default())?;
             return Ok(ExitCode::from(1));
         }
@@ -244,69 +198,6 @@ fn task(args: &RunArgs) -> anyhow::Result<String> {
         return Err(usage("the task is empty"));
     }
     Ok(text)
-}
-
-/// The system prompt of an agent run and its deferred tools (listed in
-/// the prompt by name, offered once loaded), for the tool set as it is now.
-pub(crate) fn prompt_and_deferred(
-    rt: &Runtime,
-    session: &Session,
-    settings: &AgentSettings,
-) -> (String, Vec<Arc<Registered>>) {
-    let tool_set = rt.tools().current();
-    let deferred = tool_set
-        .registry
-        .list()
-        .filter(|r| {
-            tool_set
-                .policy
-                .get(&r.tool.spec().name)
-                .is_some_and(|d| d.status == Status::Deferred)
-        })
-        .cloned()
-        .collect();
-    let system = SystemPrompt::new(rt.workspace())
-        .sandboxed(rt.sandboxed())
-        .deferred(tool_set.policy.deferred_prompt(session))
-        .replace(settings.system_prompt.clone())
-        .instructions(settings.instructions.clone())
-        .build();
-    (system, deferred)
-}
-
-/// An agent on `session` offering `tools`: the system prompt, deferred
-/// tools and limits of `agent_settings`, and the provider `settings`
-/// describe (its context window among the limits).
-pub(crate) fn build_agent(
-    rt: &Runtime,
-    session: Arc<Session>,
-    tools: Vec<Arc<Registered>>,
-    agent_settings: &AgentSettings,
-    settings: &ProviderSettings,
-    provider: Provider,
-    executor: Executor,
-) -> Agent {
-    let mut limits = agent_settings.limits.clone();
-    limits.context_window = settings.context_window;
-    let (system, deferred) = prompt_and_deferred(rt, &session, agent_settings);
-    Agent::new(
-        provider,
-        executor,
-        session,
-        tools,
-        Some(system),
-        settings.tool_choice.clone(),
-        settings.max_tokens,
-        settings.temperature,
-        limits,
-    )
-    .with_deferred(deferred)
-    .with_names(settings.name.clone(), settings.model.clone())
-}
-
-/// The agent's conversation, to save.
-fn agent_messages(agent: &Agent) -> Vec<wield_llm::Message> {
-    agent.messages().to_vec()
 }
 
 /// Most characters of a tool's output a `tool.finished` event carries.

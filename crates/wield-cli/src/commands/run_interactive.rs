@@ -16,12 +16,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
-use wield_agent::{Agent, AgentEvent, Outcome, StopReason};
+use wield_agent::{AgentEvent, AgentSession, Outcome, StopReason};
 use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, approval};
-use wield_llm::settings::ProviderSettings;
 use wield_llm::{Message, Usage};
 
-use super::providers::{choose, providers};
+use super::providers::providers;
 use crate::app::Runtime;
 use crate::terminal_approver::paint;
 
@@ -53,9 +52,7 @@ enum Next {
 /// Everything a turn and the slash commands work with.
 pub struct Interactive {
     pub rt: Runtime,
-    pub settings: ProviderSettings,
-    pub agent: Agent,
-    pub session_id: String,
+    pub session: AgentSession,
     pub ephemeral: bool,
     pub spinner: Spinner,
     pub color: bool,
@@ -70,7 +67,7 @@ pub struct Interactive {
 pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
     let history = it.rt.workspace().join(".wield").join("history");
     let mut editor = Editor::open(&history)?;
-    let resumed = !it.agent.messages().is_empty();
+    let resumed = !it.session.agent().messages().is_empty();
     it.banner(resumed);
 
     // Ctrl-C while a step runs cancels it; a second one quits. (While the
@@ -155,13 +152,14 @@ impl Interactive {
             err,
             "{} {}/{} in {}",
             paint(self.color, "1", "wield"),
-            self.settings.name,
-            self.settings.model,
+            self.session.provider().name,
+            self.session.provider().model,
             self.rt.workspace().display()
         );
         if resumed {
             let last = self
-                .agent
+                .session
+                .agent()
                 .messages()
                 .iter()
                 .rev()
@@ -177,8 +175,8 @@ impl Interactive {
                     "2",
                     &format!(
                         "resumed session {} ({} messages); the model last said:",
-                        self.session_id,
-                        self.agent.messages().len()
+                        self.session.id(),
+                        self.session.agent().messages().len()
                     )
                 )
             );
@@ -194,7 +192,7 @@ impl Interactive {
     /// One exchange: the person's text, then the agent until it answers.
     async fn turn(&mut self, text: &str, cancel: &CancellationToken) -> Result<Outcome, wield_llm::LlmError> {
         let mut view = View::new(self.color, self.show_thinking, self.spinner.clone());
-        let outcome = self.agent.run(text, cancel, |event| view.show(&event)).await;
+        let outcome = self.session.run(text, cancel, |event| view.show(&event)).await;
         view.end();
         match &outcome {
             Ok(o) => {
@@ -220,7 +218,11 @@ impl Interactive {
             }
             Err(e) => eprintln!(
                 "{}",
-                paint(self.color, "31", &format!("error: {}: {e}", self.settings.name))
+                paint(
+                    self.color,
+                    "31",
+                    &format!("error: {}: {e}", self.session.provider().name)
+                )
             ),
         }
         outcome
@@ -244,7 +246,12 @@ impl Interactive {
                 super::approvals::list(&store, false, &mut out)?;
             }
             "/model" if rest.is_empty() => {
-                writeln!(out, "{}/{}", self.settings.name, self.settings.model)?;
+                writeln!(
+                    out,
+                    "{}/{}",
+                    self.session.provider().name,
+                    self.session.provider().model
+                )?;
                 let all = providers(&self.rt)?;
                 let names: Vec<&str> = all.providers.keys().map(String::as_str).collect();
                 writeln!(out, "providers: {}", names.join(", "))?;
@@ -263,13 +270,11 @@ impl Interactive {
                 self.compact().await;
             }
             "/clear" => {
-                self.agent.resume(Vec::new());
-                wield_tools::todo::restore(self.agent.session(), Vec::new());
-                self.session_id = new_session_id();
-                writeln!(out, "(a new conversation: session {})", self.session_id)?;
+                self.session.clear(new_session_id());
+                writeln!(out, "(a new conversation: session {})", self.session.id())?;
             }
             "/usage" => {
-                let used = wield_agent::conversation_tokens(self.agent.messages());
+                let used = wield_agent::conversation_tokens(self.session.agent().messages());
                 writeln!(
                     out,
                     "{} steps, {} tool calls, {} tokens in ({} from cache), {} out",
@@ -279,7 +284,7 @@ impl Interactive {
                     self.usage.cache_read,
                     self.usage.output
                 )?;
-                match self.settings.context_window {
+                match self.session.provider().context_window {
                     Some(window) if window > 0 => writeln!(
                         out,
                         "the conversation: about {used} tokens, {:.0} % of the context window ({window})",
@@ -302,22 +307,16 @@ impl Interactive {
 
     /// `/model NAME`: a configured provider, or another model of this one.
     fn switch(&mut self, name: &str) -> anyhow::Result<()> {
-        let all = providers(&self.rt)?;
-        let (settings, provider) = if all.providers.contains_key(name) {
-            choose(&self.rt, Some(name), None)?
-        } else {
-            choose(&self.rt, Some(&self.settings.name), Some(name))?
-        };
-        self.agent.switch_provider(provider, &settings);
-        self.settings = settings;
-        eprintln!("now {}/{}", self.settings.name, self.settings.model);
+        self.session.switch(name).map_err(super::session_error)?;
+        let now = self.session.provider();
+        eprintln!("now {}/{}", now.name, now.model);
         Ok(())
     }
 
     /// `/compact`: the hand-off summary now, instead of at the threshold.
     async fn compact(&mut self) {
         let cancel = CancellationToken::new();
-        let text = match self.agent.compact(&cancel).await {
+        let text = match self.session.agent_mut().compact(&cancel).await {
             Ok(Some(c)) => {
                 self.usage.add(c.usage);
                 format!(
@@ -326,40 +325,24 @@ impl Interactive {
                 )
             }
             Ok(None) => "[nothing to compact yet]".into(),
-            Err(e) => format!("error: cannot compact: {}: {e}", self.settings.name),
+            Err(e) => format!("error: cannot compact: {}: {e}", self.session.provider().name),
         };
         eprintln!("{}", paint(self.color, "2", &text));
     }
 
     /// Saves the session (unless `--ephemeral`).
     fn save(&self, stop: Option<&str>) -> anyhow::Result<()> {
-        if self.ephemeral || self.agent.messages().is_empty() {
+        if self.ephemeral || self.session.agent().messages().is_empty() {
             return Ok(());
         }
-        let saved = super::sessions::Saved {
-            id: self.session_id.clone(),
-            provider: self.settings.name.clone(),
-            model: self.settings.model.clone(),
-            messages: self.agent.messages().to_vec(),
-            stop: stop.map(str::to_owned),
-            steps: self.steps,
-            usage: self.usage,
-            todo: wield_tools::todo::items(self.agent.session()),
-        };
-        super::sessions::save(self.rt.workspace(), &saved)?;
+        self.session
+            .save(stop, self.steps, self.usage)
+            .map_err(super::session_error)?;
         Ok(())
     }
 }
 
-/// A new session's id.
-pub fn new_session_id() -> String {
-    format!(
-        "run-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis())
-    )
-}
+pub use wield_agent::session::new_session_id;
 
 /// The approver of the interactive agent: the terminal dialog, with the
 /// spinner out of its way while it asks.
