@@ -1,7 +1,8 @@
-//! wield-agent's integration tests, one test binary: the agent against a
-//! small local server standing in for a provider.
+//! wield-agent's integration tests, one test binary: the agent and its
+//! sessions against small local servers standing in for a provider.
 
 #[path = "suite/compact.rs"]
 mod compact;
-#[path = "../../wield-cli/tests/suite/support/http_request.rs"]
-mod http_request;
+#[path = "suite/session.rs"]
+mod session;
+use wield_test_support::http_request;

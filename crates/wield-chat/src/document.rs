@@ -70,6 +70,10 @@ pub struct CycleFlags {
     pub once: bool,
     /// The session's id (a fresh one when empty).
     pub session_id: String,
+    /// Where the documents every runtime guards between presses are
+    /// listed ([`Ledger`]); `None` for the user's, in the global
+    /// configuration directory.
+    pub ledger: Option<Ledger>,
 }
 
 impl ChatDocument {
@@ -205,7 +209,7 @@ impl ChatDocument {
         let id = if flags.session_id.is_empty() {
             session_id()
         } else {
-            flags.session_id
+            flags.session_id.clone()
         };
         Ok(Cycle {
             file: self.file,
@@ -221,7 +225,9 @@ impl ChatDocument {
             autopilot,
             max_steps,
             once: flags.once,
-            ledger: Ledger::in_config_dir(wield_core::config::global_config_dir()),
+            ledger: flags
+                .ledger
+                .or_else(|| Ledger::in_config_dir(wield_core::config::global_config_dir())),
             lock: Some(self.lock),
         })
     }

@@ -22,12 +22,10 @@ mod complete;
 mod core_cli;
 #[path = "suite/fs_tools.rs"]
 mod fs_tools;
-#[path = "suite/support/http_request.rs"]
-mod http_request;
+use wield_test_support::http_request;
 #[path = "suite/interactive.rs"]
 mod interactive;
-#[path = "../../wield-llm/tests/suite/support/local_model.rs"]
-mod local_model;
+use wield_test_support::local_model;
 #[path = "suite/lua_tools.rs"]
 mod lua_tools;
 #[path = "suite/mcp/mod.rs"]
@@ -40,8 +38,7 @@ mod peer_cmd;
 mod policy;
 #[path = "suite/run_agent.rs"]
 mod run_agent;
-#[path = "suite/support/scripted_provider.rs"]
-mod scripted_provider;
+use wield_test_support::scripted as scripted_provider;
 #[path = "suite/security/mod.rs"]
 mod security;
 #[path = "suite/shell/mod.rs"]

@@ -7,8 +7,7 @@
 mod decode;
 #[path = "suite/local_model.rs"]
 mod local_model;
-#[path = "suite/support/local_model.rs"]
-mod local_model_server;
+use wield_test_support::local_model as local_model_server;
 #[path = "suite/provider.rs"]
 mod provider;
 #[path = "suite/request_bodies.rs"]

@@ -1,6 +1,7 @@
 mod convert;
 mod corpus;
 mod diagnostics;
+mod document;
 mod edit;
 mod structure;
 

@@ -34,6 +34,7 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs, file: &Path) -> anyhow::Re
         no_autopilot: args.no_autopilot,
         once: args.once,
         session_id: super::run_interactive::new_session_id(),
+        ledger: None,
     };
     let cycle = doc
         .cycle(&rt.inner, provider, &settings, &agent, flags)

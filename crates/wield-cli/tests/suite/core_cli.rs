@@ -9,8 +9,6 @@ use predicates::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::wield_cmd::WieldEnv;
-
 struct Env {
     home: TempDir,
     ws: TempDir,
@@ -25,7 +23,7 @@ impl Env {
     }
 
     fn wield(&self) -> Command {
-        Command::from_std(WieldEnv::new(self.ws.path(), self.home.path()).command())
+        Command::from_std(crate::wield_cmd::wield_env(self.ws.path(), self.home.path()).command())
     }
 
     fn project_config(&self, text: &str) {
@@ -45,7 +43,7 @@ fn json_out(out: &[u8]) -> Value {
 #[test]
 fn wield_starts_with_only_the_allowed_variables() {
     let e = Env::new();
-    let env = WieldEnv::new(e.ws.path(), e.home.path()).with_tmp(e.home.path());
+    let env = crate::wield_cmd::wield_env(e.ws.path(), e.home.path()).with_tmp(e.home.path());
     let out = env.running("env").output().unwrap();
     assert!(out.status.success());
     let names: Vec<String> = String::from_utf8_lossy(&out.stdout)

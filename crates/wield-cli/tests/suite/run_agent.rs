@@ -994,17 +994,7 @@ fn ask_headless_tells_the_model_to_go_on_with_stated_assumptions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown tool"), "{out:?}");
 }
 
-/// The names of the tools a request offered.
-pub(crate) fn offered(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub(crate) use crate::scripted_provider::offered;
 
 #[test]
 fn task_runs_a_subagent_under_the_parent_s_rules_and_counts_its_tokens() {

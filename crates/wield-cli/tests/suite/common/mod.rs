@@ -46,7 +46,7 @@ impl Env {
 
     /// Where `wield` runs: the workspace, base/home and base/tmp.
     pub fn wield_env(&self) -> WieldEnv {
-        WieldEnv::new(&self.ws(""), &self.base.join("home")).with_tmp(&self.base.join("tmp"))
+        crate::wield_cmd::wield_env(&self.ws(""), &self.base.join("home")).with_tmp(&self.base.join("tmp"))
     }
 
     /// `wield` in the workspace, with no user configuration or tool

@@ -145,7 +145,7 @@ impl Ws {
 
     /// Where `wield` runs: the workspace, with this home and temp dir.
     pub fn wield_env(&self) -> WieldEnv {
-        WieldEnv::new(&self.ws(), &self.dir.path().join("home")).with_tmp(&self.dir.path().join("tmp"))
+        crate::wield_cmd::wield_env(&self.ws(), &self.dir.path().join("home")).with_tmp(&self.dir.path().join("tmp"))
     }
 
     /// `wield` with this home and a clean environment, to spawn with pipes

@@ -9,7 +9,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::wield_cmd::{WieldEnv, wield_bin};
+use crate::wield_cmd::wield_bin;
 
 pub struct Env {
     pub home: TempDir,
@@ -38,7 +38,7 @@ impl Env {
     /// `program` (wield, or a program that starts it) in the environment
     /// `wield` gets: the debug tool on, no colours.
     pub fn running(&self, program: impl AsRef<OsStr>) -> std::process::Command {
-        let mut c = WieldEnv::new(self.ws.path(), self.home.path()).running(program);
+        let mut c = crate::wield_cmd::wield_env(self.ws.path(), self.home.path()).running(program);
         c.env("WIELD_DEBUG_TOOLS", "1").env("NO_COLOR", "1");
         c
     }

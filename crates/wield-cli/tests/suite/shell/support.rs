@@ -44,7 +44,7 @@ impl Ws {
 
     /// Where `wield` runs: the workspace, with this home and temp dir.
     pub fn wield_env(&self) -> WieldEnv {
-        WieldEnv::new(&self.ws, &self.home).with_tmp(&self.tmp)
+        crate::wield_cmd::wield_env(&self.ws, &self.home).with_tmp(&self.tmp)
     }
 
     /// The binary with a clean environment (PATH only, plus the layout).

@@ -3,20 +3,11 @@
 //! `wield_cmd.rs`), without `wield`'s home: nothing of the shell that runs
 //! the tests reaches them either.
 
-use std::ffi::OsStr;
 use std::process::Command;
 
-use crate::wield_cmd::{WieldEnv, cleared};
+pub use wield_test_support::command::peer_command;
 
-/// A peer the tests drive `wield` with or against (the venv's Python, Node,
-/// `curl` through `setpriv`) or set up and compare with (`git`, `rg`), in
-/// the cleared environment: it finds its programs on `PATH`, and is given
-/// everything else it needs with `.env(..)` (a peer that starts `wield`
-/// passes that environment on), so no `GIT_DIR` or ripgrep config of the
-/// test run's changes what it does.
-pub fn peer_command(program: impl AsRef<OsStr>) -> Command {
-    cleared(program)
-}
+use crate::wield_cmd::wield_env;
 
 /// Whatever the test run's environment holds (cargo's and nextest's
 /// variables, a developer's `WIELD_*` or proxy settings), a peer sees only
@@ -49,7 +40,7 @@ fn peers_and_wield_see_only_the_allowed_environment() {
     assert!(std::env::var_os("PATH").is_some(), "the test run has a PATH");
     assert_eq!(names(peer_command("env")), ["LANG", "PATH"]);
     let dir = std::env::temp_dir();
-    let wield = WieldEnv::new(&dir, &dir).with_tmp(&dir);
+    let wield = wield_env(&dir, &dir).with_tmp(&dir);
     assert_eq!(
         names(wield.running("env")),
         ["HOME", "LANG", "PATH", "RUST_BACKTRACE", "TMPDIR", "XDG_CONFIG_HOME"]

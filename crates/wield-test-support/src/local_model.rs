@@ -2,11 +2,8 @@
 //! with a 135M model, installed by `scripts/test-deps.sh` under
 //! `target/test-deps/llm` (or `$WIELD_TEST_DEPS/llm`), started on a free
 //! port and stopped when dropped. Shared by wield-llm's and the CLI's tests.
-// Test support outside #[test] fns.
-#![allow(clippy::unwrap_used, dead_code)]
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,10 +23,7 @@ impl Drop for LocalModel {
 /// Starts the server on one core (tests run beside it) and waits until it
 /// is healthy; fails, saying how to install it, when it is missing.
 pub fn start() -> LocalModel {
-    let deps = std::env::var_os("WIELD_TEST_DEPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps"));
-    let dir = deps.join("llm");
+    let dir = crate::command::test_deps().join("llm");
     assert!(
         dir.join("bin/llama-server").is_file() && dir.join("model.gguf").is_file(),
         "the local model server is not installed in {}: run scripts/test-deps.sh (or scripts/llm-peer.sh)",

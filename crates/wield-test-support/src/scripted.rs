@@ -4,8 +4,6 @@
 //! request that each tool call has exactly one result right after it, as the
 //! real APIs demand (a request that breaks the rule gets a 400 naming the
 //! calls).
-// Helpers outside #[test] fns unwrap.
-#![allow(clippy::unwrap_used)]
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -114,6 +112,18 @@ pub fn check_pairing(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The names of the tools a request offered, in its order.
+pub fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A running scripted provider.
 pub struct Scripted {
     /// The base URL to configure (`…/v1`).
@@ -135,7 +145,9 @@ impl Scripted {
                 let body = crate::http_request::read_body(&s);
                 let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let pairing = check_pairing(&body);
-                seen.lock().unwrap().push(body);
+                seen.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(body);
                 if let Err(why) = pairing {
                     let e = json!({ "error": { "message": format!("unpaired tool calls: {why}") } }).to_string();
                     let _ = write!(
@@ -182,6 +194,9 @@ impl Scripted {
     }
 
     pub fn requests(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }

@@ -1,0 +1,14 @@
+//! What wield's tests share, for every crate's tests (a dev-dependency
+//! only): the scripted model provider ([`scripted`]), the one way tests
+//! start `wield` and its peers with a cleared environment ([`command`]),
+//! where the installed peers are ([`command::peer`]), and the local model
+//! server ([`local_model`]).
+//!
+//! These are test helpers: one that cannot do its job panics, which fails
+//! the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod command;
+pub mod http_request;
+pub mod local_model;
+pub mod scripted;
