@@ -135,10 +135,9 @@ impl Tool for CommandTool {
         // What the commands set in the repositories under the workspace
         // that git runs later is reported, as for `bash` (see `git_watch`).
         let workspace = svc.workspace().to_path_buf();
-        let watch = svc.settings.git_watch;
-        let git_before = snapshot(watch, workspace.clone()).await;
+        let git_before = snapshot(&svc).await;
         let result = self.run_all(&argvs, &svc, ctx).await;
-        let git_after = snapshot(watch, workspace.clone()).await;
+        let git_after = snapshot(&svc).await;
         report(result, &git_before.changes(&git_after, &workspace), &git_after, ctx)
     }
 }

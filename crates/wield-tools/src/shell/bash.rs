@@ -105,10 +105,9 @@ impl Tool for BashTool {
         // Nested repositories the command may create or change: what git
         // would run from them later is reported (see `git_watch`).
         let workspace = svc.workspace().to_path_buf();
-        let watch = settings.git_watch;
-        let git_before = snapshot(watch, workspace.clone()).await;
+        let git_before = snapshot(&svc).await;
         let result = run(&svc, argv, &workdir, Limit::whole(timeout), ctx).await;
-        let git_after = snapshot(watch, workspace.clone()).await;
+        let git_after = snapshot(&svc).await;
         let git_changes = git_before.changes(&git_after, &workspace);
         let ran = match result {
             Ok(r) => r,

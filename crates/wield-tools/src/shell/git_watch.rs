@@ -71,16 +71,12 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     /// Look at the repositories under `workspace`. Directory listings are
-    /// cached (per process) and listed again only when the directory's
+    /// cached (in `listings`, the command runner's) and listed again only when the directory's
     /// change time moved: an entry added, removed or renamed changes it, and
     /// unlike the modification time no command can set it back. So a
     /// snapshot of an unchanged tree costs one `stat` per directory.
-    pub(crate) fn take(workspace: &Path) -> Self {
-        static CACHE: std::sync::OnceLock<std::sync::Mutex<BTreeMap<PathBuf, Listing>>> = std::sync::OnceLock::new();
-        let mut cache = CACHE
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    pub(crate) fn take(workspace: &Path, listings: &Listings) -> Self {
+        let mut cache = listings.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut snap = Self::default();
         // With the workspace at HOME, its git config applies to every
         // repository.
@@ -197,15 +193,28 @@ impl Snapshot {
     }
 }
 
-/// [`Snapshot::take`] off the async runtime (an empty one when
-/// `bash.git_watch` is off).
-pub(crate) async fn snapshot(watch: bool, workspace: PathBuf) -> Snapshot {
-    if !watch {
+/// [`Snapshot::take`] of `svc`'s workspace off the async runtime (an empty
+/// one when `bash.git_watch` is off).
+pub(crate) async fn snapshot(svc: &super::ShellService) -> Snapshot {
+    if !svc.settings.git_watch {
         return Snapshot::default();
     }
-    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
+    let workspace = svc.workspace().to_path_buf();
+    let listings = std::sync::Arc::clone(&svc.listings);
+    tokio::task::spawn_blocking(move || Snapshot::take(&workspace, &listings))
         .await
         .unwrap_or_default()
+}
+
+/// The directory listings the snapshots of one command runner share (one
+/// runtime's: another runtime in the process keeps its own).
+#[derive(Default)]
+pub(crate) struct Listings(std::sync::Mutex<BTreeMap<PathBuf, Listing>>);
+
+impl std::fmt::Debug for Listings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Listings")
+    }
 }
 
 /// Tell of `changes` in a call's result (a `[git]` line each, and the
@@ -506,9 +515,10 @@ mod tests {
     fn reports_new_keys_and_hooks_in_nested_and_linked_repositories() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path();
+        let listings = Listings::default();
         std::fs::create_dir_all(ws.join("a/b/.git/hooks")).unwrap();
         std::fs::write(ws.join("a/b/.git/config"), "[core]\n\tbare = false\n").unwrap();
-        let before = Snapshot::take(ws);
+        let before = Snapshot::take(ws, &listings);
         std::fs::write(ws.join("a/b/.git/config"), "[core]\n\tbare = false\n\thooksPath = /x\n").unwrap();
         let hook = ws.join("a/b/.git/hooks/pre-commit");
         std::fs::write(&hook, "#!/bin/sh\nid\n").unwrap();
@@ -517,7 +527,7 @@ mod tests {
         std::fs::write(ws.join("store/config"), "[alias]\n\tx = !id\n").unwrap();
         std::fs::create_dir_all(ws.join("c")).unwrap();
         std::fs::write(ws.join("c/.git"), "gitdir: ../store\n").unwrap();
-        let after = Snapshot::take(ws);
+        let after = Snapshot::take(ws, &listings);
         let changes = before.changes(&after, ws);
         assert_eq!(changes.len(), 3, "{changes:?}");
         assert!(
@@ -530,10 +540,10 @@ mod tests {
                 .any(|c| c.contains("a/b/.git: hook pre-commit: a new executable hook"))
         );
         assert!(changes.iter().any(|c| c.contains("alias.x = \"!id\"")), "{changes:?}");
-        assert!(Snapshot::take(ws).changes(&after, ws).is_empty());
+        assert!(Snapshot::take(ws, &listings).changes(&after, ws).is_empty());
         // A workspace at HOME: its own git config counts too.
         std::fs::write(ws.join(".gitconfig"), "[core]\n\tpager = sh -c id\n").unwrap();
-        let changes = after.changes(&Snapshot::take(ws), ws);
+        let changes = after.changes(&Snapshot::take(ws, &listings), ws);
         assert_eq!(changes, [".gitconfig: core.pager = \"sh -c id\" (git runs this)"]);
         // A linked worktree: its common directory's config and hooks count.
         for d in ["common/objects", "common/refs", "common/hooks", "wt", "d"] {
@@ -542,12 +552,12 @@ mod tests {
         std::fs::write(ws.join("wt/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(ws.join("wt/commondir"), "../common\n").unwrap();
         std::fs::write(ws.join("d/.git"), "gitdir: ../wt\n").unwrap();
-        let linked = Snapshot::take(ws);
+        let linked = Snapshot::take(ws, &listings);
         std::fs::write(ws.join("common/config"), "[core]\n\tfsmonitor = id\n").unwrap();
         let hook = ws.join("common/hooks/post-checkout");
         std::fs::write(&hook, "#!/bin/sh\nid\n").unwrap();
         std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let changes = linked.changes(&Snapshot::take(ws), ws);
+        let changes = linked.changes(&Snapshot::take(ws, &listings), ws);
         assert_eq!(changes.len(), 2, "{changes:?}");
         assert!(
             changes.iter().any(|c| c.starts_with("common: core.fsmonitor = \"id\"")),

@@ -50,7 +50,7 @@ impl Entry {
     /// look, and the snapshot of now.
     async fn git_changes(&self, svc: &ShellService) -> (Vec<String>, Snapshot) {
         let mut seen = self.git_seen.lock().await;
-        let now = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
+        let now = snapshot(&svc).await;
         let changes = seen.changes(&now, svc.workspace());
         *seen = now.clone();
         (changes, now)
@@ -296,7 +296,7 @@ impl Tool for ProcessStartTool {
             Ok(dir) => dir.join(format!("{id}.log")),
             Err(e) => return ToolResult::error(e),
         };
-        let git_before = snapshot(svc.settings.git_watch, svc.workspace().to_path_buf()).await;
+        let git_before = snapshot(&svc).await;
         let runner = Runner::new(argv)
             .scope_signals(svc.scope_signals())
             .leader_reaps(svc.leader_reaps());

@@ -348,6 +348,8 @@ pub struct ShellService {
     /// The `.chat` documents wield chat ran on, read again for each
     /// command: those in the workspace are read-only to it.
     chat_documents: Option<Ledger>,
+    /// The directory listings `git_watch` keeps between commands.
+    pub(crate) listings: std::sync::Arc<super::git_watch::Listings>,
 }
 
 impl ShellService {
@@ -358,6 +360,7 @@ impl ShellService {
             workspace: workspace.into(),
             plan: OnceLock::new(),
             chat_documents: None,
+            listings: std::sync::Arc::default(),
         }
     }
 
@@ -385,6 +388,7 @@ impl ShellService {
         sandbox.write = write;
         let mut service = Self::new(self.settings.clone(), sandbox, self.workspace.clone());
         service.chat_documents = self.chat_documents.clone();
+        service.listings = std::sync::Arc::clone(&self.listings);
         service
     }
 
