@@ -50,7 +50,7 @@ impl Entry {
     /// look, and the snapshot of now.
     async fn git_changes(&self, svc: &ShellService) -> (Vec<String>, Snapshot) {
         let mut seen = self.git_seen.lock().await;
-        let now = snapshot(&svc).await;
+        let now = snapshot(svc).await;
         let changes = seen.changes(&now, svc.workspace());
         *seen = now.clone();
         (changes, now)
