@@ -25,12 +25,14 @@ pub mod calculator;
 pub mod command;
 pub mod fs;
 pub mod load_tools;
+#[cfg(feature = "memory")]
 pub mod memory;
 pub mod patch;
 pub mod shell;
 pub mod skill;
 pub mod system_info;
 pub mod todo;
+#[cfg(feature = "web")]
 pub mod web;
 
 /// Errors while preparing the services the tools need.
@@ -46,9 +48,11 @@ pub fn builtin_tools() -> Vec<ToolRef> {
     tools.extend(fs::tools());
     tools.extend(patch::tools());
     tools.extend(shell::tools());
+    #[cfg(feature = "web")]
     tools.extend(web::tools());
     tools.push(std::sync::Arc::new(load_tools::LoadTools::new()));
     tools.extend(todo::tools());
+    #[cfg(feature = "memory")]
     tools.extend(memory::tools());
     tools.push(std::sync::Arc::new(system_info::SystemInfo::new()));
     tools
@@ -83,6 +87,7 @@ pub fn install_services(
 ) -> Result<(), SetupError> {
     fs::install_services(services, config, workspace, guarded)?;
     shell::install_services(services, config, workspace, guarded)?;
+    #[cfg(feature = "web")]
     web::check_config(config)?;
     Ok(())
 }
