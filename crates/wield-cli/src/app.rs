@@ -104,24 +104,26 @@ impl Runtime {
             crate::commands::stop_signal().await;
             on_signal.cancel();
         });
-        let mut options = RuntimeOptions {
-            config_file: global.config.clone(),
-            env: std::env::vars().collect(),
-            set: global.set.clone(),
-            policy: policy_options(global)?,
-            audit: global.audit.clone(),
-            servers,
-            front_end: front,
-            tools: {
-                tools.extend(crate::test_hooks::debug_tools());
-                tools
-            },
+        tools.extend(crate::test_hooks::debug_tools());
+        let mut builder = RuntimeOptions::builder()
+            .env(std::env::vars())
+            .set(global.set.iter().cloned())
+            .policy(policy_options(global)?)
+            .servers(servers)
+            .tools(tools)
             // Model providers and the agent are configured in the same files.
-            config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
-            stop: Some(stop),
-            resolvers: Vec::new(),
-            guarded: Vec::new(),
-        };
+            .config_keys(&[wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat())
+            .stop(stop);
+        if let Some(file) = &global.config {
+            builder = builder.config_file(file);
+        }
+        if let Some(audit) = &global.audit {
+            builder = builder.audit(audit);
+        }
+        if let Some(front) = front {
+            builder = builder.front_end(front);
+        }
+        let mut options = builder.build();
         adjust(&mut options)?;
         let loaded = wield_runtime::Runtime::load(&workspace, options).await;
         watcher.abort();

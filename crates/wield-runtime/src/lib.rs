@@ -28,7 +28,9 @@ mod tool_set;
 
 pub use approvals::{ApprovalsError, FileApprovalStore, check_pattern, update_file, write_atomic};
 pub use error::Error;
-pub use runtime::{Ending, ExecutorFactory, Runtime, RuntimeOptions, Servers, canonical_workspace};
+pub use runtime::{
+    Ending, ExecutorFactory, Runtime, RuntimeOptions, RuntimeOptionsBuilder, Servers, canonical_workspace,
+};
 pub use serve::ServeOptions;
 pub use tool_set::{SharedTools, ToolSet};
 

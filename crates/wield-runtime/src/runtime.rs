@@ -100,6 +100,92 @@ pub struct RuntimeOptions {
     pub guarded: Vec<wield_sandbox::fs::Guarded>,
 }
 
+impl RuntimeOptions {
+    /// Options built a piece at a time, the rest left at their defaults:
+    /// `RuntimeOptions::builder().tools(mine).set(["bash.timeout=30"]).build()`.
+    pub fn builder() -> RuntimeOptionsBuilder {
+        RuntimeOptionsBuilder(Self::default())
+    }
+}
+
+/// Builds [`RuntimeOptions`]; each method sets one of its fields (see
+/// there), those that take a list add to it.
+#[must_use]
+#[derive(Default)]
+pub struct RuntimeOptionsBuilder(RuntimeOptions);
+
+impl RuntimeOptionsBuilder {
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.0.config_file = Some(path.into());
+        self
+    }
+
+    /// The environment `WIELD_*` settings are read from.
+    pub fn env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.0.env.extend(vars);
+        self
+    }
+
+    /// `KEY=VALUE` settings, the highest layer.
+    pub fn set<S: Into<String>>(mut self, settings: impl IntoIterator<Item = S>) -> Self {
+        self.0.set.extend(settings.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn policy(mut self, policy: PolicyOptions) -> Self {
+        self.0.policy = policy;
+        self
+    }
+
+    pub fn audit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.0.audit = Some(path.into());
+        self
+    }
+
+    pub fn servers(mut self, servers: Servers) -> Self {
+        self.0.servers = servers;
+        self
+    }
+
+    pub fn front_end(mut self, front: Arc<dyn FrontEnd>) -> Self {
+        self.0.front_end = Some(front);
+        self
+    }
+
+    /// The front-end's own tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = ToolRef>) -> Self {
+        self.0.tools.extend(tools);
+        self
+    }
+
+    /// Configuration keys the front-end reads itself.
+    pub fn config_keys(mut self, keys: &[&'static str]) -> Self {
+        self.0.config_keys.extend_from_slice(keys);
+        self
+    }
+
+    pub fn stop(mut self, stop: CancellationToken) -> Self {
+        self.0.stop = Some(stop);
+        self
+    }
+
+    /// An approval resolver of the front-end's.
+    pub fn resolver(mut self, resolver: Arc<dyn approval::Resolver>) -> Self {
+        self.0.resolvers.push(resolver);
+        self
+    }
+
+    /// A path the front-end protects while it runs.
+    pub fn guard(mut self, guarded: wield_sandbox::fs::Guarded) -> Self {
+        self.0.guarded.push(guarded);
+        self
+    }
+
+    pub fn build(self) -> RuntimeOptions {
+        self.0
+    }
+}
+
 /// How a [`Runtime::shutdown`] ends the bridged servers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ending {
@@ -491,6 +577,24 @@ fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builder_sets_each_field_and_adds_to_the_lists() {
+        let options = RuntimeOptions::builder()
+            .set(["a=1"])
+            .set(["b=2"])
+            .config_keys(&["x.y"])
+            .servers(Servers::None)
+            .audit("/tmp/audit")
+            .guard(wield_sandbox::fs::Guarded::new("doc.chat", "a document"))
+            .build();
+        assert_eq!(options.set, ["a=1", "b=2"]);
+        assert_eq!(options.config_keys, ["x.y"]);
+        assert_eq!(options.servers, Servers::None);
+        assert_eq!(options.audit.as_deref(), Some(Path::new("/tmp/audit")));
+        assert_eq!(options.guarded.len(), 1);
+        assert!(options.tools.is_empty() && options.config_file.is_none());
+    }
 
     /// Whether a live process has `VAR=value` in its environment.
     fn running_with(var: &str) -> bool {
