@@ -2,7 +2,8 @@
 //! only): the scripted model provider ([`scripted`]), the one way tests
 //! start `wield` and its peers with a cleared environment ([`command`]),
 //! where the installed peers are ([`command::peer`]), and the local model
-//! server ([`local_model`]).
+//! server ([`local_model`]), and a local server standing in for the web
+//! ([`pages`]).
 //!
 //! These are test helpers: one that cannot do its job panics, which fails
 //! the test that called it.
@@ -11,4 +12,5 @@
 pub mod command;
 pub mod http_request;
 pub mod local_model;
+pub mod pages;
 pub mod scripted;
