@@ -1,6 +1,6 @@
 //! wield-cli's integration tests, one test binary: each module under
-//! `suite/` drives the real `wield` binary (commands, the file, patch and
-//! shell tools, MCP against real peers, policy and approval, attacks on the
+//! `suite/` drives the real `wield` binary (commands, the patch and shell
+//! tools, MCP against real peers, policy and approval, attacks on the
 //! sandboxes, completions and the agent against model servers).
 //! `.config/nextest.toml` picks the process-heavy modules out by name.
 
@@ -20,8 +20,6 @@ mod common;
 mod complete;
 #[path = "suite/core_cli.rs"]
 mod core_cli;
-#[path = "suite/fs_tools.rs"]
-mod fs_tools;
 use wield_test_support::http_request;
 #[path = "suite/interactive.rs"]
 mod interactive;

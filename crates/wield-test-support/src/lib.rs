@@ -1,7 +1,8 @@
 //! What wield's tests share, for every crate's tests (a dev-dependency
 //! only): the scripted model provider ([`scripted`]), the one way tests
 //! start `wield` and its peers with a cleared environment ([`command`]),
-//! where the installed peers are ([`command::peer`]), and the local model
+//! where the installed peers are ([`command::peer`]), the file layout the
+//! confinement tests attack ([`layout`]), and the local model
 //! server ([`local_model`]), and a local server standing in for the web
 //! ([`pages`]).
 //!
@@ -11,6 +12,7 @@
 
 pub mod command;
 pub mod http_request;
+pub mod layout;
 pub mod local_model;
 pub mod pages;
 pub mod scripted;

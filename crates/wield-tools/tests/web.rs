@@ -8,14 +8,14 @@
 // Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-use wield_core::{Call, Driver, approval::YesApprover};
-use wield_runtime::{Runtime, RuntimeOptions};
+use wield_core::approval::YesApprover;
 use wield_test_support::pages::{Server, UTF8_PAGE};
 
 /// A workspace of its own for each test.
@@ -34,24 +34,10 @@ impl Env {
 }
 
 /// A call of `tool` through the pipeline of a runtime loaded with `sets`,
-/// approved as `wield -y call` approves: 0 and the result when it
-/// succeeded, 1 and the result when not.
+/// approved as `wield -y call` approves.
 fn call(e: &Env, sets: &[String], tool: &str, args: Value) -> (i32, Value) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let options = RuntimeOptions::builder().set(sets.iter().cloned()).build();
-        let runtime = Runtime::load(&e.ws, options).await.unwrap();
-        let executor = runtime.executor(Arc::new(YesApprover)).unwrap();
-        let session = runtime.session("web", Driver::Person);
-        let result = executor
-            .run_one(Call::new("1", tool, args), &session, &CancellationToken::new())
-            .await;
-        (i32::from(!result.success), serde_json::to_value(&result).unwrap())
-    })
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    support::call(&e.ws, &sets, Arc::new(YesApprover), tool, args)
 }
 
 fn allow_local() -> Vec<String> {

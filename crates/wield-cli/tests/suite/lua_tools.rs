@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::{Env, SECRET};
-use crate::fs_tools::{DOTDOT_ESCAPES, LINK_ESCAPES, NUL_ESCAPE, absolute_escapes, outside_links};
 use crate::scripted_provider::{Scripted, Turn};
 use crate::shell::support::{Mcp, Ws};
+use wield_test_support::layout::{DOTDOT_ESCAPES, LINK_ESCAPES, NUL_ESCAPE};
 
 /// The example, as written there.
 const WORD_COUNT: &str = include_str!("../../../wield-lua/examples/word_count.lua");
@@ -255,13 +255,13 @@ fn ctx_fs_refuses_the_file_tools_escape_corpus() {
     env.put(".wield/tools/peek.lua", PEEK);
     env.put("sub/x.txt", "x");
     env.put("a.txt", "a");
-    outside_links(&env);
+    env.outside_links();
     let mut paths: Vec<String> = DOTDOT_ESCAPES
         .iter()
         .chain(LINK_ESCAPES)
         .map(|p| (*p).to_owned())
         .collect();
-    paths.extend(absolute_escapes(&env));
+    paths.extend(env.absolute_escapes());
     for p in &paths {
         let (code, v, _) = call(&env, &["--yes"], "peek", &json!({ "path": p }));
         assert_eq!(code, 0, "{p}: {v}");

@@ -1,7 +1,10 @@
-//! The file tools through the real `wield` binary: happy paths, every escape
-//! against every tool that takes a path, edit errors, atomic writes under a
-//! concurrent reader, and grep equal to `rg -n` on a fixture tree.
+//! The file tools through the runtime's pipeline, as a person-driven
+//! `wield call` runs them: happy paths, every escape against every tool
+//! that takes a path, edit errors, atomic writes under a concurrent reader,
+//! and grep equal to `rg -n` on a fixture tree.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -9,21 +12,37 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
+use wield_core::approval::HeadlessApprover;
+use wield_test_support::command::peer_command;
+use wield_test_support::layout::{DOTDOT_ESCAPES, LINK_ESCAPES, Layout, NUL_ESCAPE, SECRET};
 
-use crate::common::{Env, SECRET};
-use crate::peer_cmd::peer_command;
+/// The layout, outside the temp root of this process (the runtime's temp
+/// root would otherwise hold `outside` and `ws-evil`).
+struct Env(Layout);
+
+impl std::ops::Deref for Env {
+    type Target = Layout;
+
+    fn deref(&self) -> &Layout {
+        &self.0
+    }
+}
 
 impl Env {
-    /// `wield call --json TOOL ARGS` → (exit code, parsed result).
+    fn new() -> Self {
+        Self(Layout::new_in(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))))
+    }
+
+    /// One call as `wield call --json TOOL ARGS` makes it: a person-driven
+    /// session, headless (a call that needs approval is refused) → (exit
+    /// code, the result as JSON).
     fn call(&self, tool: &str, args: Value) -> (i32, Value) {
-        let out = self
-            .wield()
-            .args(["call", "--json", tool, &args.to_string()])
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|_| panic!("{tool}: stdout is not JSON: {}", String::from_utf8_lossy(&out.stdout)));
-        (out.status.code().unwrap(), v)
+        self.call_with(&[], tool, args)
+    }
+
+    /// [`Env::call`] with `KEY=VALUE` settings (`--set`).
+    fn call_with(&self, sets: &[&str], tool: &str, args: Value) -> (i32, Value) {
+        support::call(&self.ws(""), sets, Arc::new(HeadlessApprover), tool, args)
     }
 
     fn ok(&self, tool: &str, args: Value) -> String {
@@ -38,21 +57,6 @@ impl Env {
         assert_eq!(code, 1, "{tool} {args} should fail: {v}");
         assert_eq!(v["success"], false);
         v["error"].as_str().unwrap().to_owned()
-    }
-
-    /// Nothing outside the roots was changed, and the secret is intact.
-    fn assert_outside_untouched(&self) {
-        for dir in ["outside", "ws-evil"] {
-            let names: Vec<String> = fs::read_dir(self.base.join(dir))
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            assert_eq!(names, vec!["secret.txt"], "{dir} was changed");
-            assert_eq!(
-                fs::read_to_string(self.base.join(dir).join("secret.txt")).unwrap(),
-                SECRET
-            );
-        }
     }
 }
 
@@ -152,45 +156,6 @@ fn assert_every_tool_refuses(e: &Env, path: &str, expect: &str) {
     e.assert_outside_untouched();
 }
 
-/// Paths that climb out of the workspace with `..` (`sub/` exists).
-pub(crate) const DOTDOT_ESCAPES: &[&str] = &["../outside/secret.txt", "sub/../../outside", "../outside/new.txt"];
-
-/// Paths through the links [`outside_links`] makes, all leading outside.
-pub(crate) const LINK_ESCAPES: &[&str] = &[
-    "file-link",
-    "dir-link",
-    "dir-link/secret.txt",
-    "rel-dir-link/secret.txt",
-    "dangling",
-];
-
-/// Absolute paths outside every root, the prefix sibling among them.
-pub(crate) fn absolute_escapes(e: &Env) -> Vec<String> {
-    let evil = e.base.join("ws-evil");
-    [
-        e.base.join("outside/secret.txt"),
-        e.base.join("outside"),
-        evil.join("secret.txt"),
-        evil.clone(),
-        evil.join("new.txt"),
-    ]
-    .iter()
-    .map(|p| p.display().to_string())
-    .chain(["../ws-evil/secret.txt".to_owned()])
-    .collect()
-}
-
-/// A path with a NUL byte that would lead outside if cut there.
-pub(crate) const NUL_ESCAPE: &str = "a.txt\u{0}../../outside/secret.txt";
-
-/// The links of [`LINK_ESCAPES`] in the workspace.
-pub(crate) fn outside_links(e: &Env) {
-    symlink(e.base.join("outside/secret.txt"), e.ws("file-link")).unwrap();
-    symlink(e.base.join("outside"), e.ws("dir-link")).unwrap();
-    symlink("../outside", e.ws("rel-dir-link")).unwrap();
-    symlink(e.base.join("outside/not-yet.txt"), e.ws("dangling")).unwrap();
-}
-
 #[test]
 fn dotdot_climbing_out_is_refused_by_every_tool() {
     let e = Env::new();
@@ -203,7 +168,7 @@ fn dotdot_climbing_out_is_refused_by_every_tool() {
 #[test]
 fn absolute_paths_outside_every_root_are_refused_by_every_tool() {
     let e = Env::new();
-    for p in &absolute_escapes(&e)[..2] {
+    for p in &e.absolute_escapes()[..2] {
         assert_every_tool_refuses(&e, p, "outside");
     }
     let err = e.fails("read", json!({"path": "/etc/passwd"}));
@@ -216,7 +181,7 @@ fn absolute_paths_outside_every_root_are_refused_by_every_tool() {
 #[test]
 fn cve_prefix_sibling_of_the_workspace_is_refused_by_every_tool() {
     let e = Env::new();
-    for p in &absolute_escapes(&e)[2..] {
+    for p in &e.absolute_escapes()[2..] {
         assert_every_tool_refuses(&e, p, "outside");
     }
 }
@@ -224,7 +189,7 @@ fn cve_prefix_sibling_of_the_workspace_is_refused_by_every_tool() {
 #[test]
 fn symlinks_leading_outside_are_refused_by_every_tool() {
     let e = Env::new();
-    outside_links(&e);
+    e.outside_links();
     for p in LINK_ESCAPES {
         assert_every_tool_refuses(&e, p, "outside");
     }
@@ -392,13 +357,12 @@ fn small_files_are_read_whole_unless_the_threshold_is_lowered() {
         "{out}"
     );
     // With `read.small_file_tokens` lowered, the range is honoured.
-    let out = e
-        .wield()
-        .args(["--set", "read.small_file_tokens=10", "call", "read"])
-        .arg(json!({"path": "small.txt", "offset": 50, "limit": 2}).to_string())
-        .output()
-        .unwrap();
-    let out = String::from_utf8(out.stdout).unwrap();
+    let (_, v) = e.call_with(
+        &["read.small_file_tokens=10"],
+        "read",
+        json!({"path": "small.txt", "offset": 50, "limit": 2}),
+    );
+    let out = v["output"].as_str().unwrap().to_owned();
     assert!(out.starts_with("    50\tline 50\n    51\tline 51\n"), "{out}");
     assert!(!out.contains("line 49\n") && out.contains("offset=52"), "{out}");
 }
@@ -425,11 +389,7 @@ fn a_concurrent_reader_never_sees_a_half_written_file() {
     for i in 0..8 {
         let c = if i % 2 == 0 { "b" } else { "a" };
         let args = json!({"path": "big.txt", "content": c.repeat(size)});
-        e.wield()
-            .args(["call", "write", "-"])
-            .write_stdin(args.to_string())
-            .assert()
-            .success();
+        e.ok("write", args);
     }
     stop.store(true, Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);
