@@ -14,25 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 use wield_core::approval::HeadlessApprover;
 use wield_test_support::command::peer_command;
-use wield_test_support::layout::{DOTDOT_ESCAPES, LINK_ESCAPES, Layout, NUL_ESCAPE, SECRET};
+use wield_test_support::layout::{DOTDOT_ESCAPES, LINK_ESCAPES, NUL_ESCAPE, SECRET};
 
-/// The layout, outside the temp root of this process (the runtime's temp
-/// root would otherwise hold `outside` and `ws-evil`).
-struct Env(Layout);
-
-impl std::ops::Deref for Env {
-    type Target = Layout;
-
-    fn deref(&self) -> &Layout {
-        &self.0
-    }
-}
+use support::Env;
 
 impl Env {
-    fn new() -> Self {
-        Self(Layout::new_in(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))))
-    }
-
     /// One call as `wield call --json TOOL ARGS` makes it: a person-driven
     /// session, headless (a call that needs approval is refused) → (exit
     /// code, the result as JSON).

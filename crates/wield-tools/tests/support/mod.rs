@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wield_core::{Approver, Call, Driver};
 use wield_runtime::{Runtime, RuntimeOptions};
+use wield_test_support::layout::Layout;
 
 /// One call of `tool` in a person-driven session of a runtime loaded on
 /// `workspace` with `sets` (`--set`), `approver` deciding what needs a
@@ -31,4 +32,23 @@ pub fn call(workspace: &Path, sets: &[&str], approver: Arc<dyn Approver>, tool: 
             .await;
         (i32::from(!result.success), serde_json::to_value(&result).unwrap())
     })
+}
+
+/// The attack layout ([`Layout`]), outside the temp root of this process
+/// (the in-process runtime's temp root would otherwise hold `outside` and
+/// `ws-evil`).
+pub struct Env(Layout);
+
+impl std::ops::Deref for Env {
+    type Target = Layout;
+
+    fn deref(&self) -> &Layout {
+        &self.0
+    }
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self(Layout::new_in(Path::new(env!("CARGO_TARGET_TMPDIR"))))
+    }
 }
