@@ -2,6 +2,8 @@
 //! `suite/` checks path confinement against real files
 //! and the command runner against real processes.
 
+#[path = "suite/chat_ledger.rs"]
+mod chat_ledger;
 #[path = "suite/fs_confinement.rs"]
 mod fs_confinement;
 #[path = "suite/process.rs"]

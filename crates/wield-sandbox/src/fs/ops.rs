@@ -622,4 +622,97 @@ mod tests {
                 .is_ok()
         );
     }
+
+    /// A named pipe put in place of a resolved file must not block the open
+    /// until someone writes to it.
+    #[test]
+    fn a_file_swapped_for_a_named_pipe_is_refused_without_waiting() {
+        let (_dir, base, conf) = fixture();
+        let conf = std::sync::Arc::new(conf);
+        let r = conf.resolve("sub/file.txt", Access::Read).unwrap();
+        let path = base.join("ws/sub/file.txt");
+        std::fs::remove_file(&path).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, &path, Mode::from_raw_mode(0o600)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opener = std::sync::Arc::clone(&conf);
+        std::thread::spawn(move || {
+            let _ = tx.send(opener.open_resolved(&r).map(|_| ()));
+        });
+        let outcome = rx.recv_timeout(std::time::Duration::from_secs(10));
+        if outcome.is_err() {
+            // Let the blocked open go before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&path);
+            panic!("opening a named pipe put in place of a resolved file blocked");
+        }
+        let err = outcome.unwrap().unwrap_err();
+        assert!(matches!(err, ConfineError::Changed { .. }), "{err}");
+    }
+
+    /// Runs `open` on another thread; `None` when it is still blocked after
+    /// a while (then `unblock` lets it go).
+    fn without_blocking<T: Send + 'static>(
+        open: impl FnOnce() -> T + Send + 'static,
+        unblock: impl FnOnce(),
+    ) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open());
+        });
+        let outcome = rx.recv_timeout(std::time::Duration::from_secs(10)).ok();
+        if outcome.is_none() {
+            unblock();
+        }
+        outcome
+    }
+
+    #[test]
+    fn a_walked_named_pipe_is_refused_without_waiting_for_a_writer() {
+        let (_dir, base, conf) = fixture();
+        let fifo = base.join("ws/sub/fifo");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
+        let conf = std::sync::Arc::new(conf);
+        let walked = fifo.clone();
+        let outcome = without_blocking(
+            move || conf.open_walked(&walked).map(|_| ()),
+            || drop(std::fs::OpenOptions::new().write(true).open(&fifo)),
+        );
+        let err = outcome.expect("open_walked blocked on a named pipe").unwrap_err();
+        assert!(matches!(err, ConfineError::NotRegular { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_named_pipe_named_in_the_configuration_is_refused_without_waiting() {
+        let (_dir, base, _) = fixture();
+        let fifo = base.join("ws/hook");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
+        let path = fifo.clone();
+        let outcome = without_blocking(
+            move || super::super::open_ordinary_path(&path).map(|_| ()),
+            || drop(std::fs::OpenOptions::new().write(true).open(&fifo)),
+        );
+        let err = outcome
+            .expect("open_ordinary_path blocked on a named pipe")
+            .unwrap_err();
+        assert!(matches!(err, ConfineError::NotRegular { .. }), "{err}");
+    }
+
+    /// The temp file of an atomic write is created, never opened: a link
+    /// (or file) already holding its name is not written through.
+    #[test]
+    fn a_temp_name_already_taken_is_never_written_through() {
+        let (_dir, base, conf) = fixture();
+        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        // Tests running beside this one take numbers too: cover plenty.
+        for n in next..next + 256 {
+            let name = format!(".wield-tmp-{}-{n}", std::process::id());
+            symlink(base.join(format!("outside/{n}")), base.join("ws/sub").join(name)).unwrap();
+        }
+        let written = conf.write_atomic("sub/file.txt", b"pwned");
+        assert!(written.is_err(), "{written:?}");
+        assert_eq!(std::fs::read_dir(base.join("outside")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_to_string(base.join("ws/sub/file.txt")).unwrap(),
+            "inside\n"
+        );
+    }
 }

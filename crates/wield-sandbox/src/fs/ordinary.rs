@@ -193,4 +193,22 @@ mod tests {
         let (_, meta) = open_ordinary_path(&dir.path().join("a.txt")).unwrap();
         assert_eq!(meta.len(), 2);
     }
+
+    /// devtmpfs says it is tmpfs: a regular file on the file system `/dev`
+    /// is on is still refused (made only where this process may write
+    /// there).
+    #[test]
+    fn a_regular_file_on_the_devices_file_system_is_refused() {
+        let Ok(dir) = tempfile::tempdir_in("/dev") else {
+            return;
+        };
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "hi").unwrap();
+        let on_dev_fs = rustix::fs::statfs(&path).unwrap().f_type as u32 == TMPFS_MAGIC;
+        if !on_dev_fs {
+            return;
+        }
+        let err = open_ordinary_path(&path).unwrap_err();
+        assert!(matches!(err, ConfineError::SystemFile { fs: "devtmpfs", .. }), "{err}");
+    }
 }

@@ -715,4 +715,32 @@ mod tests {
             ConfineError::Empty
         ));
     }
+
+    /// `f`'s result, or `None` when it has not returned after a while (a
+    /// walk that never ends; its thread is left behind).
+    fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).ok()
+    }
+
+    #[test]
+    fn a_link_loop_ends_promptly_with_an_error() {
+        let (_dir, base, conf) = fixture();
+        symlink("b", base.join("ws/a")).unwrap();
+        symlink("a", base.join("ws/b")).unwrap();
+        let outcome = finishes(move || conf.resolve("a/x", Access::Read).map(|r| r.real));
+        let err = outcome.expect("resolving a link loop never ended").unwrap_err();
+        assert!(matches!(err, ConfineError::SymlinkLoop { .. }), "{err}");
+    }
+
+    #[test]
+    fn missing_directories_are_created_once_each() {
+        let (_dir, base, conf) = fixture();
+        let outcome = finishes(move || conf.create_dir_all("a/b/c"));
+        assert!(outcome.expect("mkdir -p never ended").unwrap());
+        assert!(base.join("ws/a/b/c").is_dir());
+    }
 }
