@@ -105,14 +105,33 @@ impl Ledger {
         written
     }
 
-    /// The files of each listed document that lies under one of `roots`,
-    /// with why each is guarded (see [`cycle_files`]). A list that cannot
-    /// be read is an error: guarding nothing would fail open.
+    /// What to guard for the listed documents that lie under one of
+    /// `roots`: each one, its lock and the files wield chat wrote beside it
+    /// (those that exist), with why each is guarded. Each directory is
+    /// listed once, however many documents it holds. A list that cannot be
+    /// read is an error: guarding nothing would fail open.
     pub fn guarded_under(&self, roots: &[&Path]) -> io::Result<Vec<(PathBuf, &'static str)>> {
-        let mut out = Vec::new();
+        let mut dirs: std::collections::BTreeMap<PathBuf, std::collections::BTreeSet<String>> = Default::default();
         for doc in self.read()? {
-            if roots.iter().any(|r| doc.starts_with(r)) && doc.is_file() {
-                out.extend(cycle_files(&doc));
+            if roots.iter().any(|r| doc.starts_with(r))
+                && doc.is_file()
+                && let Some(name) = doc.file_name().and_then(OsStr::to_str)
+            {
+                dirs.entry(doc_dir(&doc).to_path_buf())
+                    .or_default()
+                    .insert(name.to_ascii_lowercase());
+            }
+        }
+        let mut out = Vec::new();
+        for (dir, docs) in dirs {
+            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name();
+                if let Some(why) = chat_file(&name)
+                    && name.to_str().is_some_and(|n| docs.contains(&owner(n)))
+                {
+                    out.push((entry.path(), why));
+                }
             }
         }
         Ok(out)
@@ -145,6 +164,17 @@ pub fn chat_file(name: &OsStr) -> Option<&'static str> {
         }
     });
     (!stem.is_empty() && ["reply", "results", "frontmatter"].contains(&what)).then_some(BESIDE)
+}
+
+/// The document a file named by [`chat_file`] belongs to, lowercased:
+/// its name up to the first `.chat` (a leading `.` dropped).
+fn owner(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let bare = lower.strip_prefix('.').unwrap_or(&lower);
+    match bare.find(".chat") {
+        Some(at) => bare[..at + ".chat".len()].to_owned(),
+        None => bare.to_owned(),
+    }
 }
 
 /// The directory holding `doc` (`.` for a bare file name).
@@ -210,6 +240,9 @@ mod tests {
         let doc = ws.path().join("a.chat");
         fs::write(&doc, "@You:\nhi\n").unwrap();
         fs::write(ws.path().join("a.chat.reply.2"), "").unwrap();
+        fs::write(ws.path().join(".a.chat.lock"), "").unwrap();
+        fs::write(ws.path().join("notes.txt"), "").unwrap();
+        fs::write(ws.path().join("other.chat"), "").unwrap();
         let elsewhere = home.path().join("b.chat");
         fs::write(&elsewhere, "").unwrap();
         assert!(ledger.guarded_under(&[ws.path()]).unwrap().is_empty());
@@ -226,6 +259,10 @@ mod tests {
         assert!(guarded.contains(&ws.path().join(".a.chat.lock")));
         assert!(guarded.contains(&ws.path().join("a.chat.reply.2")));
         assert!(!guarded.contains(&elsewhere));
+        assert!(!guarded.contains(&ws.path().join("notes.txt")));
+        // A document never listed is not the list's (file tools refuse it
+        // by its name all the same).
+        assert!(!guarded.contains(&ws.path().join("other.chat")));
         // Private, and a document that went is dropped at the next record.
         use std::os::unix::fs::PermissionsExt as _;
         let mode = fs::metadata(home.path().join("cfg")).unwrap().permissions().mode();
