@@ -3,3 +3,5 @@
 
 #[path = "suite/executor.rs"]
 mod executor;
+#[path = "suite/executor_checks.rs"]
+mod executor_checks;

@@ -319,4 +319,17 @@ mod tests {
         assert_eq!(r.shown_preview(), "$ echo \\u{1b}[2Jok");
         assert!(r.shown_detail().unwrap().text().contains("echo \\u{1b}[2Jok"));
     }
+
+    #[test]
+    fn line_breaks_in_a_run_are_kept_up_to_the_longest_run_and_counted_past_it() {
+        let kept = format!("a{} b", "\n".repeat(LONGEST_RUN));
+        assert_eq!(condensed(&kept), kept);
+        let counted = format!("a{} b", "\n".repeat(LONGEST_RUN + 1));
+        assert_eq!(condensed(&counted), "a[18 blank or invisible characters]b");
+        // Each line's part of a run is counted on its own.
+        let line = format!("a{}\n{}b", " ".repeat(LONGEST_RUN), " ".repeat(LONGEST_RUN + 1));
+        assert_eq!(condensed(&line), format!("a{}\n[17 blanks]b", " ".repeat(LONGEST_RUN)));
+        let tabs = format!("a{}b", "\t ".repeat(9));
+        assert_eq!(condensed(&tabs), "a[18 blanks]b");
+    }
 }

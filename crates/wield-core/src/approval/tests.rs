@@ -436,3 +436,197 @@ fn a_tool_s_subject_is_only_what_it_says() {
     let input = json!({"command": "rm -rf /", "path": "/etc/passwd"});
     assert_eq!(tool.approval_subject(&input), Subject::None);
 }
+
+/// A resolver that says nothing of its priority.
+struct Unranked;
+impl Resolver for Unranked {
+    fn name(&self) -> &str {
+        "unranked"
+    }
+    fn resolve(&self, _c: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
+        Ok(Decision::Pass)
+    }
+}
+
+#[test]
+fn a_resolver_without_a_priority_sits_at_the_default_one() {
+    assert_eq!(Unranked.priority(), PRIORITY_DEFAULT);
+    let mut chain = ResolverChain::new();
+    assert!(chain.is_empty());
+    chain.add(Arc::new(Unranked));
+    assert!(!chain.is_empty());
+    assert_eq!(chain.list(), vec![("unranked".to_owned(), 50)]);
+}
+
+fn request(pattern: &str, always_asks: bool) -> ApprovalRequest {
+    ApprovalRequest {
+        call_id: "1".into(),
+        tool: "bash".into(),
+        input: json!({}),
+        preview: String::new(),
+        detail: None,
+        pattern: pattern.into(),
+        always_asks,
+    }
+}
+
+#[test]
+fn a_refusal_for_want_of_approval_says_how_to_grant_it() {
+    let message = needs_approval_message(&request("bash:git status*", false));
+    assert_eq!(
+        message,
+        "approval required: the call to `bash` needs approval and no one can approve it here. A person can allow \
+         it with --yes, with `wield approvals add 'bash:git status*'`, or by adding a pattern to \
+         approval.auto_approve in .wield/config.toml."
+    );
+    let message = needs_approval_message(&request("bash:ls $(id)", true));
+    assert!(
+        message.starts_with(
+            "approval required: the call to `bash` needs approval and no one can approve it here. Remembered \
+             approvals do not apply to it"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("wield approvals add"), "{message}");
+    let answer = futures::executor::block_on(HeadlessApprover.ask(&request("bash:ls*", false)));
+    assert_eq!(
+        answer,
+        ApprovalAnswer::Deny(Some(needs_approval_message(&request("bash:ls*", false))))
+    );
+    let answer = futures::executor::block_on(YesApprover.ask(&request("bash:ls*", false)));
+    assert_eq!(answer, ApprovalAnswer::Allow(Scope::Once));
+}
+
+#[test]
+fn the_built_in_readonly_preset_is_the_read_only_tools() {
+    let c = cfg(&["$readonly"], &[]);
+    assert_eq!(decide(&c, "read", json!({}), true), Decision::Approve);
+    assert_eq!(decide(&c, "read", json!({}), false), Decision::RequireApproval);
+    assert_eq!(decide_writer(&c, "write"), Decision::RequireApproval);
+    assert_eq!(
+        decide(&cfg(&["$nosuch"], &[]), "read", json!({}), true),
+        Decision::RequireApproval
+    );
+}
+
+/// `$p1` names `$p2`, ..., `$pN` approves `read`.
+fn preset_chain(n: usize) -> ApprovalConfig {
+    let mut c = cfg(&["$p1"], &[]);
+    for i in 1..=n {
+        let approve = if i == n {
+            "read".to_owned()
+        } else {
+            format!("$p{}", i + 1)
+        };
+        c.presets.insert(
+            format!("$p{i}"),
+            PresetConfig {
+                approve: vec![approve],
+                deny: vec![],
+            },
+        );
+    }
+    c
+}
+
+#[test]
+fn presets_may_name_presets_eight_deep_and_no_deeper() {
+    assert_eq!(decide(&preset_chain(8), "read", json!({}), false), Decision::Approve);
+    assert_eq!(
+        decide(&preset_chain(9), "read", json!({}), false),
+        Decision::RequireApproval
+    );
+}
+
+#[test]
+fn a_relative_workspace_is_not_taken_off_a_derived_pattern() {
+    let subject = Subject::Paths(vec![PathSubject::new("x/a.rs")]);
+    assert_eq!(
+        derive_pattern("write", &subject, Path::new("ws")).pattern,
+        "write:ws/x/*"
+    );
+    assert_eq!(derive_pattern("write", &subject, Path::new("/ws")).pattern, "write:x/*");
+}
+
+#[test]
+fn the_catch_all_comes_last() {
+    let mut c = cfg(&[], &[]);
+    c.require = false;
+    let chain = standard_chain(&c, vec![]);
+    assert_eq!(chain.list().last(), Some(&("catch_all".to_owned(), PRIORITY_CATCH_ALL)));
+    assert_eq!(CatchAllResolver.priority(), PRIORITY_CATCH_ALL);
+}
+
+#[test]
+fn a_tool_s_declared_paths_are_its_subject() {
+    use crate::tool::{Access, PathUse};
+    assert_eq!(Subject::from_paths(&[]), Subject::None);
+    let declared = [PathUse {
+        path: "src/a.rs".into(),
+        access: Access::Write,
+    }];
+    assert_eq!(
+        Subject::from_paths(&declared),
+        Subject::Paths(vec![PathSubject::new("src/a.rs")])
+    );
+}
+
+fn resolved(workspace: &Path, given: &str) -> String {
+    let mut p = PathSubject::new(given);
+    p.resolve(workspace);
+    p.resolved.unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_resolved_path_follows_links_as_the_kernel_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let ws = base.join("ws");
+    std::fs::create_dir_all(ws.join("real")).unwrap();
+    std::os::unix::fs::symlink("./real", ws.join("dot")).unwrap();
+    std::os::unix::fs::symlink(base.join("ws/real"), ws.join("abs")).unwrap();
+    let real = ws.join("real/x").to_string_lossy().into_owned();
+    assert_eq!(resolved(&ws, "dot/x"), real);
+    assert_eq!(resolved(&ws, "abs/x"), real);
+    assert_eq!(resolved(&ws, "./real/./x"), real);
+    assert_eq!(resolved(&ws, "real/../real/x"), real);
+}
+
+#[test]
+fn a_link_loop_is_resolved_no_further_than_the_kernel_would_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::os::unix::fs::symlink("b", ws.join("a")).unwrap();
+    std::os::unix::fs::symlink("a", ws.join("b")).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = ws.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(resolved(&w, "a/x"));
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("resolving a link loop never ended");
+    assert!(out.starts_with(&*ws.to_string_lossy()), "{out}");
+}
+
+#[test]
+fn a_resolved_path_follows_as_many_links_as_the_kernel_and_no_more() {
+    for (n, stops_at) in [(40, None), (41, Some(40))] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(ws.join("real")).unwrap();
+        for i in 0..n {
+            let target = if i + 1 == n {
+                "real".to_owned()
+            } else {
+                format!("l{}", i + 1)
+            };
+            std::os::unix::fs::symlink(target, ws.join(format!("l{i}"))).unwrap();
+        }
+        let want = match stops_at {
+            None => ws.join("real/x"),
+            Some(i) => ws.join(format!("l{i}/x")),
+        };
+        assert_eq!(resolved(&ws, "l0/x"), want.to_string_lossy(), "{n} links");
+    }
+}
