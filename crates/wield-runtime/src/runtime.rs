@@ -210,22 +210,22 @@ const STRAGGLER_GRACE: std::time::Duration = std::time::Duration::from_millis(50
 /// without waiting for a start in progress to let go of its connection.
 async fn end_servers(mcp: &McpClients, ending: Ending) {
     let exit = mcp.exit();
-    let stragglers = {
-        let exit = exit.clone();
-        move || async move {
-            let _ = tokio::task::spawn_blocking(move || exit.stop_stragglers(STRAGGLER_GRACE)).await;
-        }
-    };
     match ending {
         Ending::Graceful => {
             mcp.shutdown(URL_LIMIT).await;
-            stragglers().await;
+            kill_stragglers(exit).await;
         }
         Ending::Hurried => {
             exit.hurry();
-            futures::future::join(exit.end_sessions(URL_LIMIT), stragglers()).await;
+            futures::future::join(exit.end_sessions(URL_LIMIT), kill_stragglers(exit.clone())).await;
         }
     }
+}
+
+/// The process groups of `exit`'s local servers whose stop did not finish,
+/// killed off the async runtime.
+async fn kill_stragglers(exit: wield_mcp::client::ClientsExit) {
+    let _ = tokio::task::spawn_blocking(move || exit.stop_stragglers(STRAGGLER_GRACE)).await;
 }
 
 /// Builds an executor from a runtime for one approver, services and event

@@ -365,8 +365,8 @@ impl<'a> AgentSessionBuilder<'a> {
         );
         let id = match self.resume {
             Some(saved) => {
-                agent.resume(saved.messages.clone());
                 saved.restore_into(agent.session());
+                agent.resume(saved.messages);
                 saved.id
             }
             None => id,

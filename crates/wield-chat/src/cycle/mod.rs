@@ -405,7 +405,7 @@ impl Cycle {
             Ok((!still.is_empty()).then(|| phases::insert_blocks(now, &doc, &still)))
         })?;
         if let Some(wrote) = wrote {
-            known.wrote(&crate::parse(&wrote));
+            known.wrote(&wrote);
         }
         Ok((placements.len(), pending))
     }
@@ -514,7 +514,7 @@ impl Cycle {
             }
             r => {
                 if let Some(wrote) = r? {
-                    known.wrote(&crate::parse(&wrote));
+                    known.wrote(&wrote);
                 }
             }
         }
@@ -739,7 +739,7 @@ impl Cycle {
                 Ok(Some(phases::insert_blocks(now, &crate::parse(now), &bad)))
             })?;
             if let Some(wrote) = wrote {
-                known.wrote(&crate::parse(&wrote));
+                known.wrote(&wrote);
             }
         }
         Ok(if calls.is_empty() { Sent::Answer } else { Sent::Calls })
