@@ -337,9 +337,10 @@ impl ProcessTree {
     /// Once a killed tree's leader has been reaped, a member that outlived
     /// it for a moment (bubblewrap's PID namespace init, which dies after
     /// bubblewrap) is handed to wield after the last walk and would stay
-    /// wield's zombie: a thread reaps such members as they come (and any
-    /// zombie adopted from a PID namespace), until the leader is gone and
-    /// no member seen is left, for up to a minute.
+    /// wield's zombie: a thread reaps such members as they come, until the
+    /// leader is gone and no member seen is left, for up to a minute; then
+    /// the process's one watcher of orphans adopted from a PID namespace
+    /// takes over, for as long as one lives and half a minute after.
     pub fn reap_stragglers_later(&self) {
         self.reap_later(false);
     }
@@ -361,29 +362,27 @@ impl ProcessTree {
             }
             tree.reap_known_zombies() == 0 && Stat::read(tree.leader).is_none()
         };
+        // A tree that looks settled now may still hand wield its namespace
+        // init later (it dies once every process of its namespace is
+        // gone, seconds after bubblewrap on a loaded machine): the watcher
+        // looks for it either way.
         if settled(self) {
+            watch_adopted();
             return;
         }
         let tree = self.clone();
-        let _ = std::thread::Builder::new().name("wield-reap".into()).spawn(move || {
+        let spawned = std::thread::Builder::new().name("wield-reap".into()).spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
             let mut pause = Duration::from_millis(10);
-            while Instant::now() < deadline {
+            while Instant::now() < deadline && !settled(&tree) {
                 std::thread::sleep(pause);
-                if settled(&tree) {
-                    // The leader's children are handed over as it goes, a
-                    // while later on a loaded machine (bubblewrap's
-                    // namespace init has been seen to die seconds after
-                    // bubblewrap): keep looking for ten seconds.
-                    for _ in 0..ADOPTED_LOOKS {
-                        std::thread::sleep(Duration::from_millis(100));
-                        reap_adopted_namespace_zombies();
-                    }
-                    return;
-                }
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
+            watch_adopted();
         });
+        if spawned.is_err() {
+            watch_adopted();
+        }
     }
 
     /// Synchronous last resort (a dropped run): SIGKILL everything and reap
@@ -460,21 +459,71 @@ fn children_of(pid: i32) -> Vec<i32> {
     out
 }
 
+/// How long after the last tree settled the watcher still looks for
+/// zombies adopted from a PID namespace.
+const ADOPTED_WATCH: Duration = Duration::from_secs(30);
+/// The pause between two looks of the watcher.
+const ADOPTED_PAUSE: Duration = Duration::from_millis(100);
+/// Until when the watcher looks; `None` while no watcher runs.
+static WATCH_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Look for zombies adopted from a PID namespace for [`ADOPTED_WATCH`]
+/// from now, and for as long as an adopted orphan of one is alive (a
+/// namespace init killed while it faults in a binary from a cold disk dies
+/// only once the read is done): one thread for the whole process, whose
+/// watch each settled tree extends, so no tree's init is missed because
+/// its own look had ended.
+fn watch_adopted() {
+    watch_adopted_for(ADOPTED_WATCH);
+}
+
+fn watch_adopted_for(tail: Duration) {
+    let mut until = WATCH_UNTIL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let running = until.is_some();
+    let end = Instant::now() + tail;
+    *until = Some(until.map_or(end, |u| u.max(end)));
+    if running {
+        return;
+    }
+    drop(until);
+    let spawned = std::thread::Builder::new().name("wield-adopted".into()).spawn(|| {
+        loop {
+            std::thread::sleep(ADOPTED_PAUSE);
+            let pending = reap_adopted_namespace_zombies();
+            let mut until = WATCH_UNTIL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // An adopted orphan still alive is a zombie to come.
+            if !pending && until.is_none_or(|u| Instant::now() >= u) {
+                *until = None;
+                return;
+            }
+        }
+    });
+    if spawned.is_err() {
+        *WATCH_UNTIL.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
 /// Reap wield's zombie children that lived in a PID namespace below
 /// wield's: orphans adopted from a sandbox (the init of a bubblewrap
 /// sandbox that outlived bubblewrap), never processes wield started itself,
-/// so reaping them takes no one's exit status.
-/// How many times, 100 ms apart, a settled tree's reaper still looks for
-/// zombies adopted from its PID namespace.
-const ADOPTED_LOOKS: usize = 100;
-
-fn reap_adopted_namespace_zombies() {
+/// so reaping them takes no one's exit status. Returns whether such an
+/// orphan is still alive: one that will be a zombie to reap.
+fn reap_adopted_namespace_zombies() -> bool {
     let me = rustix::process::getpid().as_raw_nonzero().get();
+    let mut pending = false;
     for child in children_of(me) {
-        if Stat::read(child).is_some_and(|s| s.state == 'Z') && in_child_namespace(child) {
-            reap(child);
+        if !in_child_namespace(child) {
+            continue;
+        }
+        match Stat::read(child) {
+            Some(s) if s.state == 'Z' => {
+                reap(child);
+            }
+            Some(_) => pending = true,
+            None => {}
         }
     }
+    pending
 }
 
 /// Whether `pid` lives in a PID namespace below wield's (`NSpid` in its
@@ -552,6 +601,43 @@ mod tests {
         let line = "123 (a) b) (c) S 1 123 123 0 -1 4194560 10 0 0 0 0 0 0 0 20 0 1 0 987654 0";
         let s = Stat::parse(line).unwrap();
         assert_eq!((s.state, s.ppid, s.pgrp, s.start), ('S', 1, 123, 987654));
+    }
+
+    /// The namespace init of a killed sandbox can outlive every look a
+    /// tree's reaper makes (it dies once a read from a cold disk is done):
+    /// it is reaped when it dies, however long the watch was asked for.
+    #[test]
+    fn an_adopted_namespace_init_is_reaped_when_it_dies_late() {
+        assert!(ensure_subreaper());
+        // `unshare -f` forks the new namespace's init, which runs `sleep`;
+        // killing `unshare` hands that init to this process, alive.
+        let mut unshare = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "--pid", "--fork", "sleep", "2"])
+            .spawn()
+            .expect("util-linux's unshare runs");
+        let outer = i32::try_from(unshare.id()).unwrap();
+        let init = loop {
+            if let Some(&child) = children_of(outer).first() {
+                break child;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        unshare.kill().unwrap();
+        unshare.wait().unwrap();
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let adopted = Instant::now() + Duration::from_secs(5);
+        while Stat::read(init).is_some_and(|s| s.ppid != me) && Instant::now() < adopted {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(in_child_namespace(init), "the init lives in a PID namespace below");
+        // A watch far shorter than the init's life.
+        watch_adopted_for(Duration::from_millis(100));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Stat::read(init).is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left = Stat::read(init);
+        assert!(left.is_none(), "the adopted init was left: {left:?}");
     }
 
     #[test]

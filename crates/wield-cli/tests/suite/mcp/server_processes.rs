@@ -29,12 +29,14 @@ fn zombie_children(pid: u32) -> Vec<String> {
     out
 }
 
-/// Regression: under bubblewrap, about one cancelled call in three left a
+/// Regression: under bubblewrap, a cancelled call could leave a
 /// zombie child of wield for the life of the server. Killing bwrap kills
 /// the processes of its PID namespace, which are handed to wield and die at
 /// once: zombies whose marker can no longer be read, so they were reaped
 /// only if a walk of the tree had seen them alive, and the first walk came
-/// after bwrap's group was signalled.
+/// after bwrap's group was signalled; and a sandbox's namespace init that
+/// died after every reaper had stopped looking (a killed process finishes
+/// faulting in its binary first: seconds, from a cold disk) stayed too.
 #[test]
 fn cancelled_sandboxed_calls_leave_no_zombie() {
     let ws = Ws::new("[sandbox]\nenabled = true\nbackend = \"bwrap\"\n\n[approval]\nauto_approve = [\"bash\"]\n");
