@@ -5,4 +5,6 @@
 mod compact;
 #[path = "suite/session.rs"]
 mod session;
+#[path = "suite/user_tools.rs"]
+mod user_tools;
 use wield_test_support::http_request;

@@ -2,17 +2,22 @@
 //! only): the scripted model provider ([`scripted`]), the one way tests
 //! start `wield` and its peers with a cleared environment ([`command`]),
 //! where the installed peers are ([`command::peer`]), the file layout the
-//! confinement tests attack ([`layout`]), and the local model
-//! server ([`local_model`]), and a local server standing in for the web
-//! ([`pages`]).
+//! confinement tests attack ([`layout`]), the command tools of the command
+//! tools' tests ([`command_tools`]), the local model
+//! server ([`local_model`]), a local server standing in for the web
+//! ([`pages`]), and (with the `runtime` feature) a runtime loaded in the
+//! test's process with calls through its pipeline ([`pipeline`]).
 //!
 //! These are test helpers: one that cannot do its job panics, which fails
 //! the test that called it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod command;
+pub mod command_tools;
 pub mod http_request;
 pub mod layout;
 pub mod local_model;
 pub mod pages;
+#[cfg(feature = "runtime")]
+pub mod pipeline;
 pub mod scripted;

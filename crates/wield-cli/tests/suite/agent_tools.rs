@@ -1,9 +1,11 @@
-//! The agent-side built-in tools through the real `wield` binary: the todo
-//! list's one-in-progress rule and promotion (over MCP, where a connection
-//! is one session), memory (keys that try to leave the store, concurrent
-//! writers in several processes, a file edited by hand then searched, the
-//! global store), skills (disclosed by name and description, loaded on
-//! demand, absent without skills) and system_info.
+//! The agent-side built-in tools as `wield` reaches them: over MCP (where a
+//! connection is one session, so the todo list lives across its calls),
+//! memory written by several `wield` processes at once, and the global
+//! memory and skills in the config directory under `wield`'s HOME. What
+//! the tools do (the todo rules, memory keys, search and hand edits,
+//! skills, system_info) is wield-tools' suite
+//! (`crates/wield-tools/tests/agent_tools.rs`), in one process whose HOME
+//! is the user's.
 #![allow(clippy::unwrap_used)]
 
 use std::fs;
@@ -41,60 +43,23 @@ fn fails(env: &Env, tool: &str, args: Value) -> String {
     v["error"].as_str().unwrap().to_owned()
 }
 
+/// One MCP connection is one session: the list one call wrote is there
+/// for the next, and a refused change is an error result. (The list's
+/// rules and promotion are wield-tools' suite.)
 #[test]
-fn a_second_item_in_progress_is_refused_and_nothing_changes() {
-    let env = Env::new();
-    let out = ok(
-        &env,
-        "todo_write",
-        json!({"items": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]}),
-    );
-    assert!(out.starts_with("2 items: 0 done, 1 in progress, 1 pending"), "{out}");
-    let err = fails(
-        &env,
-        "todo_write",
-        json!({"items": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]}),
-    );
-    assert!(
-        err.contains("at most one item may be in_progress") && err.contains("nothing was changed"),
-        "{err}"
-    );
-}
-
-/// One MCP connection is one session: the list lives across its calls, a
-/// refused change leaves it as it was, and finishing an item promotes the
-/// next pending one.
-#[test]
-fn todo_progress_promotes_the_next_pending_item_over_mcp() {
+fn the_todo_list_lives_across_the_calls_of_one_mcp_connection() {
     let ws = Ws::new();
     let mut mcp = Mcp::start(&ws, &[]);
-    let (err, _) = mcp.call(
-        "todo_write",
-        json!({"items": [
-            {"content": "one", "status": "in_progress"},
-            {"content": "two", "status": "pending"},
-            {"content": "three", "status": "pending"}
-        ]}),
-    );
+    let items = json!([{"content": "first", "status": "in_progress"}, {"content": "second", "status": "pending"}]);
+    let (err, _) = mcp.call("todo_write", json!({ "items": items }));
     assert!(!err);
     let (err, text) = mcp.call(
         "todo_progress",
-        json!({"updates": [{"index": 3, "status": "in_progress"}]}),
+        json!({"updates": [{"index": 2, "status": "in_progress"}]}),
     );
     assert!(err && text.contains("at most one item may be in_progress"), "{text}");
-    let (err, text) = mcp.call("todo_list", json!({}));
-    assert!(
-        !err && text.contains("1. [~] one") && text.contains("3. [ ] three"),
-        "{text}"
-    );
     let (err, text) = mcp.call("todo_progress", json!({"updates": [{"index": 1, "status": "done"}]}));
-    assert!(!err, "{text}");
-    assert!(
-        text.starts_with("3 items: 1 done, 1 in progress, 1 pending") && text.contains("2. [~] two"),
-        "{text}"
-    );
-    let (err, text) = mcp.call("todo_progress", json!({"updates": [{"index": 9, "status": "done"}]}));
-    assert!(err && text.contains("no item 9"), "{text}");
+    assert!(!err && text.starts_with("2 items: 1 done, 1 in progress"), "{text}");
     assert_eq!(mcp.finish(), 0);
 }
 
@@ -128,121 +93,10 @@ fn memory_skills_and_system_info_work_over_mcp() {
     assert_eq!(mcp.finish(), 0);
 }
 
-#[test]
-fn memory_keys_that_could_leave_the_store_are_refused() {
-    let env = Env::new();
-    for key in [
-        "../escape",
-        "../../outside/secret",
-        "a/b",
-        "/etc/passwd",
-        "..",
-        ".hidden",
-        "back\\slash",
-        "nul\u{0}byte",
-        "",
-    ] {
-        let err = fails(&env, "memory_write", json!({"key": key, "content": "x"}));
-        assert!(err.contains("a key is a plain file name"), "{key:?}: {err}");
-        let err = fails(&env, "memory_read", json!({"key": key}));
-        assert!(err.contains("a key is a plain file name"), "{key:?}: {err}");
-    }
-    let long = "k".repeat(101);
-    assert!(fails(&env, "memory_write", json!({"key": long, "content": "x"})).contains("longer than 100"));
-    // Nothing was written anywhere: not in the store, not beside it.
-    assert!(!env.ws(".wield/memory").exists() || fs::read_dir(env.ws(".wield/memory")).unwrap().count() == 0);
-    assert!(!env.ws(".wield/escape.md").exists());
-    assert_eq!(fs::read_dir(env.base.join("outside")).unwrap().count(), 1);
-    // A link planted in the store does not lead out of it.
-    fs::create_dir_all(env.ws(".wield/memory")).unwrap();
-    std::os::unix::fs::symlink(env.base.join("outside/secret.txt"), env.ws(".wield/memory/leak.md")).unwrap();
-    let err = fails(&env, "memory_read", json!({"key": "leak"}));
-    assert!(!err.contains(crate::common::SECRET), "{err}");
-    fails(&env, "memory_write", json!({"key": "leak", "content": "overwritten"}));
-    assert_eq!(
-        fs::read_to_string(env.base.join("outside/secret.txt")).unwrap(),
-        crate::common::SECRET
-    );
-}
-
-#[test]
-fn memory_is_written_listed_read_and_searched_with_ranked_snippets() {
-    let env = Env::new();
-    ok(
-        &env,
-        "memory_write",
-        json!({"key": "deploy", "content": "How to deploy\nPress the blue button, then wait for the green light."}),
-    );
-    ok(
-        &env,
-        "memory_write",
-        json!({"key": "style", "content": "Code style\nTabs, never spaces; the button component is legacy."}),
-    );
-    let out = ok(
-        &env,
-        "memory_write",
-        json!({"key": "me", "content": "Prefers short answers", "scope": "global"}),
-    );
-    assert!(out.contains("saved global memory"), "{out}");
-    assert!(env.base.join("home/.config/wield/memory/me.md").is_file());
-    assert_eq!(
-        fs::read_to_string(env.ws(".wield/memory/deploy.md")).unwrap(),
-        "How to deploy\nPress the blue button, then wait for the green light."
-    );
-    let listed = ok(&env, "memory_read", json!({}));
-    assert_eq!(
-        listed,
-        "- deploy (local): How to deploy\n- style (local): Code style\n- me (global): Prefers short answers\n"
-    );
-    assert_eq!(
-        ok(&env, "memory_read", json!({"key": "style"})),
-        "Code style\nTabs, never spaces; the button component is legacy."
-    );
-    let err = fails(&env, "memory_read", json!({"key": "nope"}));
-    assert!(
-        err.contains("there is no memory \"nope\"") && err.contains("deploy, style, me"),
-        "{err}"
-    );
-    // Ranked: the entry where the words matter more comes first.
-    let found = ok(&env, "memory_read", json!({"query": "blue button"}));
-    let lines: Vec<&str> = found.lines().collect();
-    assert_eq!(lines.len(), 2, "{found}");
-    assert!(
-        lines[0].starts_with("1. deploy (local): ") && lines[0].contains("**blue**"),
-        "{found}"
-    );
-    assert!(lines[1].starts_with("2. style (local): "), "{found}");
-    assert!(ok(&env, "memory_read", json!({"query": "short", "scope": "global"})).starts_with("1. me (global)"));
-    assert!(ok(&env, "memory_read", json!({"query": "short", "scope": "local"})).starts_with("No memory entry"));
-    // Query syntax is taken as words.
-    ok(&env, "memory_read", json!({"query": "NEAR(\"blue\" OR *"}));
-    // The index is private.
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(env.ws(".wield/index")).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700);
-}
-
-/// A memory file edited by hand (or removed) is searched as it is now.
-#[test]
-fn a_memory_file_edited_by_hand_is_found_by_search() {
-    let env = Env::new();
-    ok(
-        &env,
-        "memory_write",
-        json!({"key": "db", "content": "The database is postgres"}),
-    );
-    assert!(ok(&env, "memory_read", json!({"query": "postgres"})).starts_with("1. db"));
-    fs::write(env.ws(".wield/memory/db.md"), "The database moved to sqlite").unwrap();
-    fs::write(env.ws(".wield/memory/added.md"), "Written by hand: the cache is redis").unwrap();
-    assert!(ok(&env, "memory_read", json!({"query": "postgres"})).starts_with("No memory entry"));
-    assert!(ok(&env, "memory_read", json!({"query": "sqlite"})).starts_with("1. db"));
-    assert!(ok(&env, "memory_read", json!({"query": "redis"})).starts_with("1. added"));
-    fs::remove_file(env.ws(".wield/memory/added.md")).unwrap();
-    assert!(ok(&env, "memory_read", json!({"query": "redis"})).starts_with("No memory entry"));
-}
-
 /// Several processes write at once, to different keys and to the same
-/// one, and search at once: every entry is whole and found.
+/// one, and search at once: every entry is whole and found. Processes, not
+/// threads: the stores' locks and atomic renames are between processes,
+/// which a library test in one process cannot be.
 #[test]
 fn concurrent_memory_writes_from_several_processes_are_all_whole() {
     let env = Env::new();
@@ -281,6 +135,37 @@ fn concurrent_memory_writes_from_several_processes_are_all_whole() {
     assert_eq!(names.len(), 9, "temp files left: {names:?}");
 }
 
+/// The global store is `memory/` in the config directory under HOME, read
+/// after the workspace's.
+#[test]
+fn global_memory_lives_under_home_and_is_read_after_the_local() {
+    let env = Env::new();
+    ok(
+        &env,
+        "memory_write",
+        json!({"key": "deploy", "content": "How to deploy"}),
+    );
+    let out = ok(
+        &env,
+        "memory_write",
+        json!({"key": "me", "content": "Prefers short answers", "scope": "global"}),
+    );
+    assert!(out.contains("saved global memory"), "{out}");
+    assert_eq!(
+        fs::read_to_string(env.base.join("home/.config/wield/memory/me.md")).unwrap(),
+        "Prefers short answers"
+    );
+    assert_eq!(
+        ok(&env, "memory_read", json!({})),
+        "- deploy (local): How to deploy\n- me (global): Prefers short answers\n"
+    );
+    let err = fails(&env, "memory_read", json!({"key": "nope"}));
+    assert!(err.contains("deploy, me"), "{err}");
+    assert!(ok(&env, "memory_read", json!({"query": "short"})).starts_with("1. me (global)"));
+    assert!(ok(&env, "memory_read", json!({"query": "short", "scope": "global"})).starts_with("1. me (global)"));
+    assert!(ok(&env, "memory_read", json!({"query": "short", "scope": "local"})).starts_with("No memory entry"));
+}
+
 fn skill(env: &Env, dir: &str, name: &str, description: &str, body: &str) {
     env.put(
         &format!("{dir}/{name}/SKILL.md"),
@@ -288,22 +173,19 @@ fn skill(env: &Env, dir: &str, name: &str, description: &str, body: &str) {
     );
 }
 
+/// The global skills are `skills/` in the config directory under HOME,
+/// disclosed by `wield tools show skill` after the workspace's own.
 #[test]
-fn skills_are_disclosed_by_name_and_loaded_on_demand() {
+fn global_skills_live_under_home_after_the_workspace_s() {
     let env = Env::new();
-    // No skill, no tool.
-    let err = fails(&env, "skill", json!({"name": "x"}));
-    assert!(err.contains("skill"), "{err}");
     skill(
         &env,
         ".wield/skills",
         "release",
         "Cut a release of the project",
-        "Run the SECRET-STEPS.\n",
+        "Tag it.\n",
     );
-    env.put(".wield/skills/release/scripts/tag.sh", "git tag\n");
     skill(&env, ".claude/skills", "review", "Review a change", "Read the diff.\n");
-    skill(&env, ".agents/skills", "triage", "Sort new issues", "Label them.\n");
     let home_skill = env.base.join("home/.config/wield/skills/notes");
     fs::create_dir_all(&home_skill).unwrap();
     fs::write(
@@ -316,49 +198,11 @@ fn skills_are_disclosed_by_name_and_loaded_on_demand() {
     for line in [
         "- release: Cut a release of the project",
         "- review: Review a change",
-        "- triage: Sort new issues",
         "- notes: Keep meeting notes",
     ] {
         assert!(shown.contains(line), "{line} missing: {shown}");
     }
-    assert!(
-        !shown.contains("SECRET-STEPS"),
-        "a body leaked into the description: {shown}"
-    );
-    let out = ok(&env, "skill", json!({"name": "release"}));
-    assert!(out.contains("Run the SECRET-STEPS."), "{out}");
-    assert!(out.contains("- scripts/tag.sh"), "{out}");
-    assert!(!out.contains("- SKILL.md"), "{out}");
     assert!(ok(&env, "skill", json!({"name": "notes"})).contains("Use markdown."));
     let err = fails(&env, "skill", json!({"name": "deploy"}));
-    assert!(
-        err.contains("there is no skill \"deploy\"") && err.contains("release, notes, review, triage"),
-        "{err}"
-    );
-}
-
-#[test]
-fn system_info_names_the_system_the_workspace_and_the_version() {
-    let env = Env::new();
-    let (code, v) = call(&env, "system_info", &json!({}));
-    assert_eq!(code, 0, "{v}");
-    let meta = &v["metadata"];
-    assert_eq!(meta["arch"], std::env::consts::ARCH);
-    assert!(meta["os"].as_str().unwrap().starts_with(std::env::consts::OS));
-    assert!(meta["kernel"].as_str().unwrap().starts_with("Linux "), "{v}");
-    assert_eq!(meta["workspace"], env.ws("").to_string_lossy().trim_end_matches('/'));
-    assert_eq!(meta["wield"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(meta["shell"], "bash -c");
-    let out = v["output"].as_str().unwrap();
-    assert!(out.contains("sandbox: "), "{out}");
-    let out = env
-        .wield()
-        .args(["--set", "sandbox.enabled=false", "call", "--json", "system_info", "{}"])
-        .output()
-        .unwrap();
-    let off: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        off["metadata"]["sandbox"].as_str().unwrap().starts_with("none"),
-        "{off}"
-    );
+    assert!(err.contains("release, notes, review"), "{err}");
 }
