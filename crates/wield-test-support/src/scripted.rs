@@ -124,6 +124,25 @@ pub fn offered(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The `tool` messages of a request, as (the call's id, its content).
+pub fn tool_results(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| {
+                    (
+                        m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                        m["content"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A running scripted provider.
 pub struct Scripted {
     /// The base URL to configure (`…/v1`).

@@ -8,12 +8,10 @@
 use std::path::Path;
 
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use wield_chat::cycle::Stop;
-use wield_chat::{ChatDocument, CycleFlags};
-use wield_runtime::{Runtime, RuntimeOptions};
-use wield_sandbox::fs::chat::Ledger;
 use wield_test_support::scripted::{Scripted, Turn};
+
+use super::press::Press;
 
 /// A workspace talking to `provider` (with `config` besides), holding
 /// `chats/a.chat` with `doc`.
@@ -30,33 +28,9 @@ fn project(provider: &Scripted, config: &str, doc: &str) -> tempfile::TempDir {
     dir
 }
 
-/// One press on `chats/a.chat`: the document opened, the runtime loaded
-/// with what it decides, the cycle run to its stop.
+/// One press on `chats/a.chat`.
 async fn press(dir: &Path) -> Stop {
-    let doc = ChatDocument::open(&dir.join("chats/a.chat")).unwrap();
-    let mut options = RuntimeOptions {
-        tools: wield_agent::tools::agent_tools(),
-        config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
-        ..RuntimeOptions::default()
-    };
-    doc.adjust(&mut options).unwrap();
-    let rt = Runtime::load(dir, options).await.unwrap();
-    let agent = wield_agent::AgentSettings::from_config(rt.config(), None).unwrap();
-    let all = wield_llm::settings::Providers::from_config(
-        Some(&serde_json::to_value(rt.config().value("providers").unwrap()).unwrap()),
-        None,
-        |_| None,
-    )
-    .unwrap();
-    let settings = doc.provider(&all, None, None, &agent).unwrap();
-    let endpoint = settings.endpoint(|_| None).unwrap();
-    let provider = wield_llm::Provider::new(endpoint).unwrap();
-    let flags = CycleFlags {
-        ledger: Some(Ledger::at(dir.join("ledger"))),
-        ..CycleFlags::default()
-    };
-    let cycle = doc.cycle(&rt, provider, &settings, &agent, flags).unwrap();
-    cycle.run(&CancellationToken::new(), |_| {}).await.unwrap()
+    Press::default().on(dir, "chats/a.chat").await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

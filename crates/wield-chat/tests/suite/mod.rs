@@ -1,8 +1,10 @@
 mod convert;
 mod corpus;
+mod cycle;
 mod diagnostics;
 mod document;
 mod edit;
+mod press;
 mod structure;
 
 use std::path::PathBuf;

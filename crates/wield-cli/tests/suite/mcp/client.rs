@@ -1,9 +1,13 @@
-//! wield's MCP client: external servers as `mcp__NAME__*` tools.
+//! wield's MCP client as the commands show it: what `tools list`, `mcp
+//! list`, `call` and `tools debug` say of bridged servers, which servers a
+//! command starts, and what needs the `wield` binary itself (`wield mcp
+//! serve` as a server or bridging one, signals, the process's end). The
+//! client's behaviour through the runtime is tested in wield-mcp
+//! (`tests/suite/bridged.rs`).
 
 mod raw_http;
 mod raw_server;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -11,169 +15,26 @@ use serde_json::Value;
 
 use super::support;
 use super::support::{Ws, everything_config, python, python_scenarios, repo_root};
-use crate::peer_cmd::peer_command;
 
+/// How the commands report servers that could not start: `tools list`
+/// warns on stderr and lists the rest, `mcp list` exits 1 (its JSON and its
+/// lines), a call of a disabled server's tool exits 1 saying so, and
+/// `tools debug` names the failed source. What the runtime does with such
+/// servers is tested in wield-mcp (`tests/suite/bridged.rs`).
 #[test]
-fn server_everything_tools_work_through_wield_call() {
-    let ws = Ws::new(&everything_config());
-    let out = ws.wield().args(["tools", "list"]).output().unwrap();
-    let list = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{list}");
-    for t in ["mcp__everything__echo", "mcp__everything__get-sum"] {
-        assert!(list.contains(t), "{t} missing:\n{list}");
-    }
-    // The server's description and schema pass through.
-    let echo = super::support::mcp_schema_of(&ws, "mcp__everything__echo");
-    assert_eq!(echo["description"], "Echoes back the input string", "{echo}");
-    assert_eq!(echo["inputSchema"]["properties"]["message"]["type"], "string", "{echo}");
-    assert_eq!(
-        echo["inputSchema"]["required"],
-        serde_json::json!(["message"]),
-        "{echo}"
-    );
-
-    let out = ws
-        .wield()
-        .args([
-            "call",
-            "--json",
-            "mcp__everything__echo",
-            r#"{"message":"hello wield"}"#,
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], true, "{v}");
-    assert!(v["output"].as_str().unwrap().contains("hello wield"), "{v}");
-
-    // Also by its provider-safe name, as a model would send it.
-    let out = ws
-        .wield()
-        .args(["call", "--json", "mcp__everything__get-sum", r#"{"a":2,"b":40}"#])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], true, "{v}");
-    assert!(v["output"].as_str().unwrap().contains("42"), "{v}");
-
-    // The server's schema is enforced before the call leaves wield.
-    let out = ws
-        .wield()
-        .args(["call", "--json", "mcp__everything__get-sum", r#"{"a":"two"}"#])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], false, "{v}");
-
-    // A server's readOnlyHint is not trusted: without an approval rule its
-    // tools need approval like any other.
-    let plain = everything_config().replace("\"mcp__everything__*\"", "");
-    let out = Ws::new(&plain)
-        .wield()
-        .args(["call", "--json", "mcp__everything__echo", r#"{"message":"x"}"#])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], false, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
-
-    // Images come back as attachments.
-    let out = ws
-        .wield()
-        .args(["call", "--json", "mcp__everything__get-tiny-image", "{}"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], true, "{v}");
-    assert_eq!(v["metadata"]["attachments"][0]["mime"], "image/png", "{v}");
-}
-
-#[test]
-fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
-    // Start-up is quick (under 4 s even on a busy machine); the limit
-    // applies to the call itself.
-    let ws = Ws::new(&everything_config().replace("timeout = \"30s\"", "timeout = \"4s\""));
-    let started = std::time::Instant::now();
-    let out = ws
-        .wield()
-        .args([
-            "call",
-            "--json",
-            "mcp__everything__trigger-long-running-operation",
-            r#"{"duration":20,"steps":20}"#,
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], false, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("did not answer within 4s"), "{v}");
-    assert_eq!(v["metadata"]["timed_out"], true, "{v}");
-    assert!(started.elapsed().as_secs() < 15, "the call was not cut short");
-}
-
-#[test]
-fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
-    // A port nothing listens on.
-    let refused = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+fn the_commands_report_a_server_that_did_not_start() {
     let config = format!(
-        "{}\n[mcp.servers.refused]\nurl = \"http://127.0.0.1:{refused}/mcp\"\n\n\
-         [mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
-         [mcp.servers.hangs]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 300 & echo $! > grandchild.pid; wait\"]\ntimeout = \"1s\"\n\n\
-         [mcp.servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n\n\
-         [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n\n\
-         [mcp.servers.typo]\ncommand = \"sh\"\ntimeout = \"soon\"\n",
+        "{}\n[mcp.servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n\n\
+         [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
         everything_config()
     );
     let ws = Ws::new(&config);
 
-    // Every server starts at once: the hanging one costs its own 1 s, the
-    // others report at once, and the working one's tools are all there.
-    let start = Instant::now();
     let out = ws.wield().args(["tools", "list"]).output().unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "a hanging server blocked start-up: {:?}",
-        start.elapsed()
-    );
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("mcp__everything__echo"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot open the database"), "{stderr}");
-    let out = ws
-        .wield()
-        .args([
-            "call",
-            "--json",
-            "mcp__everything__echo",
-            r#"{"message":"still works"}"#,
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["success"], true, "{v}");
-
-    // A server that does not finish starting is killed with everything it
-    // started (here the shell's `sleep`), not just the process wield ran.
-    let pid = std::fs::read_to_string(ws.ws().join("grandchild.pid")).unwrap();
-    let proc_dir = Path::new("/proc").join(pid.trim());
-    let gone = |dir: &Path| {
-        std::fs::read_to_string(dir.join("stat")).map_or(true, |s| {
-            s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone(&proc_dir) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        gone(&proc_dir),
-        "the hanging server's child {} outlived wield",
-        pid.trim()
-    );
 
     // `mcp list` exits 1 when an enabled server could not be started.
     let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
@@ -190,32 +51,15 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     };
     assert_eq!(server("everything")["state"], "ready");
     assert!(server("everything")["tools"].as_u64().unwrap() >= 10, "{v}");
-    let broken = server("broken");
-    assert_eq!(broken["state"], "failed");
-    let why = broken["error"].as_str().unwrap();
+    assert_eq!(server("broken")["state"], "failed");
     assert!(
-        why.contains("exited") && why.contains("cannot open the database"),
-        "{why}"
-    );
-    assert_eq!(server("hangs")["state"], "failed");
-    assert!(server("hangs")["error"].as_str().unwrap().contains("1s"), "{v}");
-    assert!(
-        server("missing")["error"].as_str().unwrap().contains("no such file"),
+        server("broken")["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot open the database"),
         "{v}"
     );
     assert_eq!(server("off")["state"], "disabled");
-    // Regression: an HTTP server whose connection was refused said only
-    // "error sending request for url"; the cause is told.
-    let why = server("refused")["error"].as_str().unwrap().to_owned();
-    assert!(why.contains("Connection refused"), "{why}");
-    // Regression: a mistake in one server's table stopped every command;
-    // it fails that server's start, saying what is wrong.
-    assert_eq!(server("typo")["state"], "failed");
-    let why = server("typo")["error"].as_str().unwrap().to_owned();
-    assert!(
-        why.contains("mcp.servers.typo.timeout") && why.contains("\"soon\""),
-        "{why}"
-    );
 
     // Regression: a call of a disabled server's tool said only "unknown tool".
     let out = ws.wield().args(["call", "mcp__off__x"]).output().unwrap();
@@ -227,6 +71,7 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     );
 
     let out = ws.wield().args(["mcp", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("broken") && text.contains("failed") && text.contains("error:"),
@@ -257,6 +102,8 @@ fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
 
 /// Commands that use no bridged tool start no server, so a slow one
 /// delays nothing; a call of a bridged tool starts only its own server.
+/// (Which servers a command starts is the command's choice, so this stays
+/// with the commands.)
 #[test]
 fn commands_start_only_the_servers_they_need() {
     let ws = Ws::new(
@@ -308,64 +155,11 @@ fn commands_start_only_the_servers_they_need() {
     assert!(start.elapsed() < Duration::from_secs(11), "{:?}", start.elapsed());
 }
 
-/// A built-in tool runs in `ws`, whatever its servers do.
-#[allow(clippy::unwrap_used)]
-fn calculator_runs(ws: &Ws) {
-    let out = ws
-        .wield()
-        .args(["call", "calculator", r#"{"expression":"1+1"}"#])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
+/// A configuration whose `mcp` section has the wrong type is a usage
+/// error (exit 2) of every command.
 #[test]
-fn deferred_servers_and_bad_config() {
-    let ws = Ws::new(&format!("{}deferred = true\n", everything_config()));
-    let out = ws.wield().args(["tools", "debug", "--json"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let echo = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "mcp__everything__echo")
-        .cloned()
-        .unwrap();
-    assert_eq!(echo["status"], "deferred", "{echo}");
-
-    // A mistake in a server's table fails that server (`mcp list` exits 1
-    // saying why), not every command.
-    let ws = Ws::new("[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n");
-    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("both"), "{out:?}");
-    calculator_runs(&ws);
-
-    // Regression: a `${VAR}` that is not set became an empty string.
-    let ws = Ws::new(
-        "[mcp.servers.x]\nurl = \"http://127.0.0.1:1/mcp\"\n\
-         headers = { Authorization = \"Bearer ${WIELD_TEST_SURELY_UNSET_TOKEN}\" }\n",
-    );
-    // It fails that server only (a warning, `mcp list` exits 1), and
-    // commands that do not use it run.
-    let out = ws.wield().args(["mcp", "list"]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("failed")
-            && stdout.contains("mcp.servers.x.headers.Authorization")
-            && stdout.contains("WIELD_TEST_SURELY_UNSET_TOKEN is not set"),
-        "{stdout}"
-    );
-    calculator_runs(&ws);
-
-    // Regression: sections of the wrong type read as "no servers".
-    for config in [
-        "[mcp]\nservers = 5\n",
-        "[mcp]\nservers = []\n",
-        "mcp = \"x\"\n",
-        "mcp = 5\n",
-    ] {
+fn an_mcp_section_of_the_wrong_type_exits_2() {
+    for config in ["[mcp]\nservers = 5\n", "mcp = \"x\"\n"] {
         let out = Ws::new(config).wield().args(["mcp", "list"]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{config}: {stderr}");
@@ -376,12 +170,16 @@ fn deferred_servers_and_bad_config() {
 /// server-everything bridged through `wield mcp serve`, seen by the Python
 /// SDK's client: its progress notifications reach the client, its task-only
 /// tool is left out, its roots are the workspace, and it is restarted on
-/// next use after a crash.
+/// next use after a crash. (It stays here: the server is `wield mcp
+/// serve`, the binary.)
 #[test]
 fn server_everything_progress_roots_and_restart_through_mcp_serve() {
     python_scenarios("http", &["everything_restart"]);
 }
 
+/// A workspace bridging another's tools served over streamable HTTP behind
+/// a token. (It stays here: the server is `wield mcp serve --http`, the
+/// binary.)
 #[test]
 fn a_streamable_http_server_with_a_token_header() {
     // Workspace A serves its tools over HTTP behind a token.
@@ -434,181 +232,12 @@ fn a_streamable_http_server_with_a_token_header() {
     let _ = server.wait();
 }
 
-/// A `url` that redirects in a way wield does not follow (a 302, which
-/// would turn the POST into a GET; a 307 to another port, which would hand
-/// it the session and headers) fails the start with where it leads and the
-/// `url` to set instead.
-#[test]
-fn a_redirecting_url_says_where_it_leads() {
-    const REDIRECTOR: &str = "import http.server, sys\n\
-        class H(http.server.BaseHTTPRequestHandler):\n\
-        \x20   def do_POST(self):\n\
-        \x20       code, to = (302, '/mcp/') if self.path == '/mcp' else (307, 'http://127.0.0.1:9/mcp')\n\
-        \x20       self.send_response(code); self.send_header('Location', to)\n\
-        \x20       self.send_header('Content-Length', '0'); self.end_headers()\n\
-        \x20   do_GET = do_POST\n\
-        \x20   def log_message(self, *a): pass\n\
-        s = http.server.HTTPServer(('127.0.0.1', 0), H)\n\
-        print(s.server_address[1], flush=True)\n\
-        s.serve_forever()\n";
-    let mut redirector = peer_command(python())
-        .args(["-c", REDIRECTOR])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(redirector.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let port = port.trim();
-    let ws = Ws::new(&format!(
-        "[mcp.servers.found]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"10s\"\n\n\
-         [mcp.servers.moved]\nurl = \"http://127.0.0.1:{port}/old\"\ntimeout = \"10s\"\n"
-    ));
-    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
-    let _ = redirector.kill();
-    let _ = redirector.wait();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let found = v["servers"][0]["error"].as_str().unwrap_or_default();
-    assert!(
-        found.contains(&format!(
-            "it redirects to http://127.0.0.1:{port}/mcp/ (HTTP 302 Found), and wield follows only"
-        )) && found.contains(&format!("set `url = \"http://127.0.0.1:{port}/mcp/\"`")),
-        "{v}"
-    );
-    let moved = v["servers"][1]["error"].as_str().unwrap_or_default();
-    assert!(
-        moved.contains(
-            "it redirects to http://127.0.0.1:9/mcp (HTTP 307 Temporary Redirect), which is another host or port"
-        ) && moved.contains("set `url = \"http://127.0.0.1:9/mcp\"`"),
-        "{v}"
-    );
-}
-
-/// A server on the official Python SDK (`tests/peers/server.py` of
-/// wield-mcp), started from a relative script path in its configured `cwd`
-/// with its configured `env`: its working directory and environment, its
-/// structured content, and its sampling and elicitation requests, which
-/// `wield call` (no front-end that offers them) refuses.
-#[test]
-fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
-    let config = format!(
-        "[approval]\nauto_approve = [\"$standard\", \"mcp__peer__*\"]\n\n\
-         [mcp.servers.peer]\ncommand = {:?}\nargs = [\"peer.py\"]\ncwd = \"servers/peer\"\n\
-         env = {{ PEER_VALUE = \"from-config\" }}\ntimeout = \"30s\"\n",
-        python().display().to_string()
-    );
-    let ws = Ws::new(&config);
-    let dir = ws.ws().join("servers/peer");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        repo_root().join("crates/wield-mcp/tests/peers/server.py"),
-        dir.join("peer.py"),
-    )
-    .unwrap();
-    let call = |tool: &str, args: &str| -> Value {
-        let out = ws.wield().args(["call", "--json", tool, args]).output().unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
-    };
-
-    // Without `cwd` a server runs in the workspace, wherever wield was
-    // started from.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let out = ws
-        .wield()
-        .current_dir(elsewhere.path())
-        .arg("-C")
-        .arg(ws.ws())
-        .args([
-            "-y",
-            "--set",
-            &format!("mcp.servers.abs.command={:?}", python().display().to_string()),
-            "--set",
-            &format!("mcp.servers.abs.args=[{:?}]", dir.join("peer.py").display().to_string()),
-            "call",
-            "--json",
-            "mcp__abs__where",
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let seen: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        Path::new(seen["cwd"].as_str().unwrap()),
-        ws.ws().canonicalize().unwrap(),
-        "{seen}"
-    );
-
-    // The script is found only from `cwd`; `env` reaches the server.
-    let v = call("mcp__peer__where", "{}");
-    assert_eq!(v["success"], true, "{v}");
-    let seen: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        Path::new(seen["cwd"].as_str().unwrap()),
-        dir.canonicalize().unwrap(),
-        "{seen}"
-    );
-    assert_eq!(seen["value"], "from-config", "{seen}");
-
-    // Structured content the text leaves out follows the text.
-    let v = call("mcp__peer__weather", r#"{"city":"Oslo"}"#);
-    assert_eq!(v["success"], true, "{v}");
-    let output = v["output"].as_str().unwrap();
-    assert!(output.starts_with("Mild in Oslo.\n"), "{output}");
-    let data: Value = serde_json::from_str(&output["Mild in Oslo.\n".len()..]).unwrap();
-    assert_eq!(data["temperature"], 21, "{output}");
-    assert_eq!(v["metadata"]["structured_content"]["city"], "Oslo", "{v}");
-
-    // A list the SDK sends as one block per item and as structured content
-    // is shown once.
-    let v = call("mcp__peer__primes", r#"{"below":12}"#);
-    assert_eq!(v["output"], "2\n3\n5\n7\n11", "{v}");
-
-    // `read.file` and `read_file` both stay reachable: the name that needed
-    // no change keeps it, the other gets a hash of its original name.
-    let (list, hashed) = super::support::listed_tools(&ws, "mcp__peer__read_file_");
-    assert_eq!(hashed.len(), 1, "{list}");
-    assert_eq!(call("mcp__peer__read_file", "{}")["output"], "underscored");
-    assert_eq!(call(&hashed[0], "{}")["output"], "dotted");
-
-    // A tool's own `timeout` argument is passed to it and is not wield's
-    // time limit; the server's `timeout` (30 s) is, not `executor.timeout`.
-    let out = ws
-        .wield()
-        .args([
-            "--set",
-            "executor.timeout=1",
-            "call",
-            "--json",
-            "mcp__peer__pause",
-            r#"{"seconds":1.5,"timeout":1}"#,
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["output"], "slept 1.5s (timeout argument 1 ms)", "{v}");
-
-    // Requests to the client's model or user get a clear refusal.
-    let v = call("mcp__peer__ask_model", r#"{"prompt":"hi"}"#);
-    let output = v["output"].as_str().unwrap();
-    assert!(
-        output.contains("client error") && output.contains("sampling is not supported"),
-        "{v}"
-    );
-    let v = call("mcp__peer__ask_user", r#"{"question":"name?"}"#);
-    let output = v["output"].as_str().unwrap();
-    assert!(
-        output.contains("client error") && output.contains("elicitation is not supported"),
-        "{v}"
-    );
-}
-
 /// What a bridged server starts itself (here a `sleep` beside the server,
 /// as `npx` and shell wrappers do) is stopped with it when wield is done:
 /// after `wield call`, after `wield mcp serve` reaches the end of its input,
-/// and after `wield mcp serve` gets SIGTERM.
+/// and after `wield mcp serve` gets SIGTERM. (It stays here: it is about
+/// the `wield` process ending; that the runtime's end stops them is tested
+/// in wield-mcp.)
 #[test]
 fn a_bridged_servers_children_end_with_wield() {
     let ws = Ws::new("");
@@ -682,7 +311,8 @@ fn a_bridged_servers_children_end_with_wield() {
 /// SIGTERM while a bridged server is still starting (for `wield call`, and
 /// for `wield mcp serve --http`, which starts its servers in the
 /// background) ends wield at once, and the server's whole group with it,
-/// even one that ignores SIGTERM.
+/// even one that ignores SIGTERM. (It stays here: signals are the
+/// process's.)
 #[test]
 fn sigterm_while_a_server_starts_stops_it_too() {
     let ws = Ws::new(
@@ -751,21 +381,4 @@ fn sigterm_while_a_server_starts_stops_it_too() {
             started.elapsed()
         );
     }
-}
-
-/// A command that is not there says where it was looked for: a path is
-/// relative to the server's `cwd`, a bare name is looked up on PATH.
-#[test]
-fn a_missing_command_says_where_it_was_looked_for() {
-    let ws = Ws::new(
-        "[mcp.servers.rel]\ncommand = \"./not-here.sh\"\n\n[mcp.servers.bare]\ncommand = \"wield-no-such-command\"\n",
-    );
-    let out = ws.wield().args(["mcp", "list", "--json"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let why = |i: usize| v["servers"][i]["error"].as_str().unwrap_or_default().to_owned();
-    assert!(why(0).contains("command not found (check `command` and PATH)"), "{v}");
-    assert!(
-        why(1).contains("no such file (a path in `command` is relative to the server's `cwd`"),
-        "{v}"
-    );
 }

