@@ -16,6 +16,7 @@ mod tools;
 mod tools_debug;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
@@ -148,10 +149,13 @@ fn stop_token() -> CancellationToken {
         ) {
             let stop = token.clone();
             tokio::spawn(async move {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                    _ = hup.recv() => {}
+                loop {
+                    tokio::select! {
+                        _ = int.recv() => if SIGINT_KEPT.load(Ordering::SeqCst) { continue },
+                        _ = term.recv() => {}
+                        _ = hup.recv() => {}
+                    }
+                    break;
                 }
                 stop.cancel();
             });
@@ -159,6 +163,22 @@ fn stop_token() -> CancellationToken {
         token
     })
     .clone()
+}
+
+/// Set while a command answers Ctrl-C itself (the interactive agent: one
+/// cancels the step, and the conversation goes on however long the person
+/// then waits): SIGINT is no stop signal. SIGTERM and SIGHUP still are.
+static SIGINT_KEPT: AtomicBool = AtomicBool::new(false);
+
+/// The command answers Ctrl-C itself from now on (see [`SIGINT_KEPT`]).
+pub fn keep_sigint() {
+    SIGINT_KEPT.store(true, Ordering::SeqCst);
+}
+
+/// Stop now, as a stop signal would: what a command that keeps SIGINT does
+/// when the person asks to quit while a step will not end.
+pub fn stop_now() {
+    stop_token().cancel();
 }
 
 tokio::task_local! {

@@ -70,9 +70,11 @@ pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
     let resumed = !it.session.agent().messages().is_empty();
     it.banner(resumed);
 
-    // Ctrl-C while a step runs cancels it; a second one quits. (While the
+    // Ctrl-C while a step runs cancels it, and the conversation goes on
+    // however long the person then waits; a second one quits. (While the
     // line editor or an approval dialog has the terminal, Ctrl-C is a key
-    // they read themselves.)
+    // they read themselves.) SIGINT is no stop signal for wield meanwhile.
+    super::keep_sigint();
     let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
     let quit = Arc::new(AtomicBool::new(false));
     {
@@ -83,7 +85,12 @@ pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
             while tokio::signal::ctrl_c().await.is_ok() {
                 let token = current.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 match token {
-                    Some(t) if t.is_cancelled() => quit.store(true, Ordering::SeqCst),
+                    // The step is winding down and the person wants out:
+                    // quit now, as SIGTERM would (the history is saved).
+                    Some(t) if t.is_cancelled() => {
+                        quit.store(true, Ordering::SeqCst);
+                        super::stop_now();
+                    }
                     Some(t) => {
                         t.cancel();
                         eprintln!("\n{}", paint(color, "2", "(cancelling the step; Ctrl-C again quits)"));
@@ -692,13 +699,20 @@ impl Editor {
             .map_err(|e| ReadlineError::Io(std::io::Error::other(e)))?
     }
 
+    /// Add `line` to the history, saved at once: whatever way wield then
+    /// ends (a signal, a second Ctrl-C during a step), it is not lost.
     fn remember(&mut self, line: &str) {
         if self.entries.last().map(String::as_str) != Some(line) {
             self.entries.push(line.to_owned());
+            self.save();
         }
     }
 
     fn close(&mut self) {
+        self.save();
+    }
+
+    fn save(&self) {
         let Ok(mut editor) = self.with_entries() else { return };
         if let Some(dir) = self.history.parent() {
             let _ = wield_core::private_dir::ensure_private_dir(dir);

@@ -194,7 +194,10 @@ fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() 
     let screen = t.wait_for("cancelled; every call answered");
     assert!(!screen.contains("twelve"), "the stream went on after Ctrl-C:\n{screen}");
 
-    // The conversation goes on; thinking is collapsed by default.
+    // The conversation goes on, however long the person waits (longer than
+    // the grace a stop signal gives commands); thinking is collapsed by
+    // default.
+    std::thread::sleep(Duration::from_secs(4));
     t.type_line("Are you there?");
     let screen = t.wait_for("Still here.");
     assert!(screen.contains("/thinking shows it"), "{screen}");
@@ -239,6 +242,9 @@ fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
     t.wait_for_prompt();
     t.keys(&["C-c"]);
     assert_eq!(t.exit_status(), 130, "{}", t.screen());
+    // The prompt history is saved on this way out too.
+    let history = std::fs::read_to_string(env.ws(".wield/history")).unwrap();
+    assert!(history.contains("Second question"), "{history}");
 
     let requests = model.requests();
     let second = requests[1].to_string();
