@@ -82,10 +82,16 @@ impl ChatDocument {
     /// locked, its frontmatter read.
     pub fn open(file: &Path) -> Result<Self, DocumentError> {
         let invalid = DocumentError::Invalid;
+        if !file.exists() {
+            return Err(invalid(format!(
+                "{} does not exist; `wield chat new {}` starts a document there",
+                file.display(),
+                file.display()
+            )));
+        }
         if !file.is_file() {
             return Err(invalid(format!(
-                "{} is no document; `wield chat new {}` starts one",
-                file.display(),
+                "{} is not a file: a .chat document is a plain text file; `wield chat new FILE.chat` starts one",
                 file.display()
             )));
         }

@@ -30,7 +30,11 @@ pub fn run(cmd: ChatCommand) -> anyhow::Result<ExitCode> {
             text.push_str(wield_chat::write::new_prompt().trim_start_matches('\n'));
             wield_runtime::write_atomic(&file, text.as_bytes())
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
-            writeln!(std::io::stdout().lock(), "started {}", file.display())?;
+            writeln!(
+                std::io::stdout().lock(),
+                "started {f}: write your message under `@You:`, then run `wield chat {f}`",
+                f = file.display()
+            )?;
         }
         ChatCommand::Status { file, json } => {
             let text = read(&file)?;
@@ -40,7 +44,8 @@ pub fn run(cmd: ChatCommand) -> anyhow::Result<ExitCode> {
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&state)?)?;
             } else {
-                writeln!(out, "{} messages", state.messages.len())?;
+                let n = state.messages.len();
+                writeln!(out, "{n} message{}", if n == 1 { "" } else { "s" })?;
                 for call in &state.tool_uses {
                     writeln!(
                         out,
@@ -57,6 +62,15 @@ pub fn run(cmd: ChatCommand) -> anyhow::Result<ExitCode> {
                 if state.blocked {
                     writeln!(out, "blocked: an error above stops the document from being sent")?;
                 }
+                writeln!(out, "next: {}", next_step(&file, &state))?;
+            }
+            // A document with an error is not acted on: say so to scripts.
+            if state
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == wield_chat::Severity::Error)
+            {
+                return Ok(ExitCode::from(1));
             }
         }
         ChatCommand::Approve { file, ids, all } => {
@@ -94,6 +108,14 @@ pub fn run(cmd: ChatCommand) -> anyhow::Result<ExitCode> {
                 ids.join(", ")
             };
             writeln!(std::io::stdout().lock(), "approved {what}")?;
+            if !ids.is_empty() {
+                writeln!(
+                    std::io::stdout().lock(),
+                    "next: `wield chat {}` runs {} and sends the model the result",
+                    file.display(),
+                    if ids.len() == 1 { "it" } else { "them" }
+                )?;
+            }
         }
         ChatCommand::Reject { file, id, message } => {
             let text = read(&file)?;
@@ -114,9 +136,33 @@ pub fn run(cmd: ChatCommand) -> anyhow::Result<ExitCode> {
             };
             replace(&file, &text, &new)?;
             writeln!(std::io::stdout().lock(), "rejected {id}")?;
+            writeln!(
+                std::io::stdout().lock(),
+                "next: `wield chat {}` tells the model, which goes on without it",
+                file.display()
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the person does next with the document in `state`, in words.
+fn next_step(file: &Path, state: &wield_chat::State) -> String {
+    let f = file.display();
+    if state.blocked {
+        return format!("fix the error above, then run `wield chat {f}`");
+    }
+    if !state.pending.is_empty() {
+        return format!(
+            "`wield chat approve {f} {}` (or --all) or `wield chat reject {f} ID`, then `wield chat {f}`",
+            state.pending.join(" ")
+        );
+    }
+    match state.messages.last().map(|m| m.role.as_str()) {
+        Some("you") if !state.unresolved.is_empty() => format!("`wield chat {f}` runs the approved calls"),
+        Some("you") => format!("`wield chat {f}` sends your message to the model"),
+        _ => format!("write your message under `@You:`, then run `wield chat {f}`"),
+    }
 }
 
 fn status_word(status: CallStatus) -> &'static str {
@@ -142,6 +188,12 @@ fn unknown(id: &str, calls: &[wield_chat::ToolCall]) -> String {
 }
 
 fn read(file: &Path) -> anyhow::Result<String> {
+    if !file.exists() {
+        return Err(usage(format!(
+            "{f} does not exist; `wield chat new {f}` starts a document there",
+            f = file.display()
+        )));
+    }
     std::fs::read_to_string(file).map_err(|e| usage(format!("cannot read {}: {e}", file.display())))
 }
 

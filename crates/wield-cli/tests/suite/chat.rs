@@ -44,7 +44,8 @@ fn new_starts_a_document_and_status_reads_it() {
         "c.chat",
         "@You:\nHi\n\n@Assistant:\n**Tool Use:** `read` (`t1`)\n\n```json\n{not json}\n```\n",
     );
-    let (_, out, _) = chat(&env, &["status", "c.chat"]);
+    let (code, out, _) = chat(&env, &["status", "c.chat"]);
+    assert_eq!(code, 1, "a document with an error is reported as failing: {out}");
     assert!(
         out.contains("line 8: error: the input of the tool use `t1` is not valid JSON"),
         "{out}"
@@ -87,4 +88,25 @@ fn approve_and_reject_rewrite_only_the_headers_and_the_rejection() {
     assert_eq!(code, 0);
     assert!(out.contains("toolu_1, toolu_2"), "{out}");
     assert!(!std::fs::read_to_string(env.ws("e.chat")).unwrap().contains("(pending)"));
+}
+
+/// Each command says what happened and what the person does next, in
+/// plain words (the text people read, as a snapshot).
+#[test]
+fn each_command_says_what_to_do_next() {
+    let env = Env::new();
+    let mut transcript = String::new();
+    let mut run = |args: &[&str]| {
+        let (code, out, err) = chat(&env, args);
+        transcript.push_str(&format!("$ wield chat {}\n{out}{err}[exit {code}]\n\n", args.join(" ")));
+    };
+    run(&["new", "a.chat"]);
+    run(&["status", "a.chat"]);
+    env.put("b.chat", DOC);
+    run(&["status", "b.chat"]);
+    run(&["approve", "b.chat", "toolu_1"]);
+    run(&["reject", "b.chat", "toolu_2"]);
+    run(&["status", "b.chat"]);
+    run(&["status", "nonexistent.chat"]);
+    insta::assert_snapshot!(transcript);
 }
