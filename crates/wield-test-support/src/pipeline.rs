@@ -67,6 +67,13 @@ impl Loaded {
         self.call_in(&self.session(), approver, tool, args)
     }
 
+    /// Ends the runtime's bridged MCP servers, as a front-end does on its
+    /// way out ([`Runtime::shutdown`]).
+    pub fn end(&self) {
+        self.tokio
+            .block_on(self.runtime.shutdown(wield_runtime::Ending::Graceful));
+    }
+
     /// The names and descriptions of the tools a model sees, one
     /// `NAME  DESCRIPTION` line each, in name order.
     pub fn listed(&self) -> String {

@@ -14,10 +14,10 @@ use wield_test_support::command::peer_command;
 
 use super::workspace::{Workspace, everything_config, peer_server, python};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_everything_tools_work_through_the_runtime() {
+#[test]
+fn server_everything_tools_work_through_the_runtime() {
     let ws = Workspace::new(&everything_config());
-    let rt = ws.load().await;
+    let rt = ws.load();
     let tools = rt.tools();
     for t in ["mcp__everything__echo", "mcp__everything__get-sum"] {
         assert!(tools.iter().any(|n| n == t), "{t} missing: {tools:?}");
@@ -28,55 +28,51 @@ async fn server_everything_tools_work_through_the_runtime() {
     assert_eq!(echo["inputSchema"]["properties"]["message"]["type"], "string", "{echo}");
     assert_eq!(echo["inputSchema"]["required"], json!(["message"]), "{echo}");
 
-    let v = rt
-        .call("mcp__everything__echo", json!({"message": "hello wield"}))
-        .await;
+    let v = rt.call("mcp__everything__echo", json!({"message": "hello wield"}));
     assert_eq!(v["success"], true, "{v}");
     assert!(v["output"].as_str().unwrap().contains("hello wield"), "{v}");
 
     // Also by its provider-safe name, as a model would send it.
-    let v = rt.call("mcp__everything__get-sum", json!({"a": 2, "b": 40})).await;
+    let v = rt.call("mcp__everything__get-sum", json!({"a": 2, "b": 40}));
     assert_eq!(v["success"], true, "{v}");
     assert!(v["output"].as_str().unwrap().contains("42"), "{v}");
 
     // The server's schema is enforced before the call leaves wield.
-    let v = rt.call("mcp__everything__get-sum", json!({"a": "two"})).await;
+    let v = rt.call("mcp__everything__get-sum", json!({"a": "two"}));
     assert_eq!(v["success"], false, "{v}");
 
     // Images come back as attachments.
-    let v = rt.call("mcp__everything__get-tiny-image", json!({})).await;
+    let v = rt.call("mcp__everything__get-tiny-image", json!({}));
     assert_eq!(v["success"], true, "{v}");
     assert_eq!(v["metadata"]["attachments"][0]["mime"], "image/png", "{v}");
-    rt.end().await;
+    rt.end();
 
     // A server's readOnlyHint is not trusted: without an approval rule its
     // tools need approval like any other.
     let plain = everything_config().replace("\"mcp__everything__*\"", "");
-    let rt = Workspace::new(&plain).load().await;
-    let v = rt.call("mcp__everything__echo", json!({"message": "x"})).await;
+    let rt = Workspace::new(&plain).load();
+    let v = rt.call("mcp__everything__echo", json!({"message": "x"}));
     assert_eq!(v["success"], false, "{v}");
     assert!(v["error"].as_str().unwrap().contains("approval required"), "{v}");
-    rt.end().await;
+    rt.end();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
+#[test]
+fn a_bridged_call_that_outlives_the_server_timeout_is_an_error() {
     // Start-up is quick (under 4 s even on a busy machine); the limit
     // applies to the call itself.
     let ws = Workspace::new(&everything_config().replace("timeout = \"30s\"", "timeout = \"4s\""));
-    let rt = ws.load().await;
+    let rt = ws.load();
     let started = Instant::now();
-    let v = rt
-        .call(
-            "mcp__everything__trigger-long-running-operation",
-            json!({"duration": 20, "steps": 20}),
-        )
-        .await;
+    let v = rt.call(
+        "mcp__everything__trigger-long-running-operation",
+        json!({"duration": 20, "steps": 20}),
+    );
     assert_eq!(v["success"], false, "{v}");
     assert!(v["error"].as_str().unwrap().contains("did not answer within 4s"), "{v}");
     assert_eq!(v["metadata"]["timed_out"], true, "{v}");
     assert!(started.elapsed().as_secs() < 15, "the call was not cut short");
-    rt.end().await;
+    rt.end();
 }
 
 /// Whether the process `pid` has ended (gone, or a zombie).
@@ -87,16 +83,16 @@ fn gone(pid: &str) -> bool {
 }
 
 /// Waits up to `limit` for the process `pid` to end; whether it did.
-async fn ends_within(pid: &str, limit: Duration) -> bool {
+fn ends_within(pid: &str, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while !gone(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        std::thread::sleep(Duration::from_millis(50));
     }
     gone(pid)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
+#[test]
+fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing() {
     // A port nothing listens on.
     let refused = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -117,23 +113,21 @@ async fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing(
     // Every server starts at once: the hanging one costs its own 1 s, the
     // others report at once, and the working one's tools are all there.
     let start = Instant::now();
-    let rt = ws.load().await;
+    let rt = ws.load();
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "a hanging server blocked start-up: {:?}",
         start.elapsed()
     );
     assert!(rt.tools().iter().any(|t| t == "mcp__everything__echo"));
-    let v = rt
-        .call("mcp__everything__echo", json!({"message": "still works"}))
-        .await;
+    let v = rt.call("mcp__everything__echo", json!({"message": "still works"}));
     assert_eq!(v["success"], true, "{v}");
 
     // A server that does not finish starting is killed with everything it
     // started (here the shell's `sleep`), not just the process wield ran.
     let pid = std::fs::read_to_string(ws.path().join("grandchild.pid")).unwrap();
     assert!(
-        ends_within(pid.trim(), Duration::from_secs(5)).await,
+        ends_within(pid.trim(), Duration::from_secs(5)),
         "the hanging server's child {} outlived its start",
         pid.trim()
     );
@@ -165,7 +159,7 @@ async fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing(
     );
 
     // Regression: a call of a disabled server's tool said only "unknown tool".
-    let v = rt.call("mcp__off__x", json!({})).await;
+    let v = rt.call("mcp__off__x", json!({}));
     assert_eq!(v["success"], false, "{v}");
     let why = v["error"].as_str().unwrap();
     assert!(
@@ -175,7 +169,7 @@ async fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing(
 
     // The failed server is a source whose tools are missing, saying why;
     // none of its tools is registered.
-    let set = rt.0.tools().current();
+    let set = rt.0.runtime.tools().current();
     let warnings = set.registry.warnings();
     assert!(
         warnings
@@ -184,22 +178,22 @@ async fn a_server_that_exits_or_hangs_at_startup_is_reported_and_blocks_nothing(
         "{warnings:?}"
     );
     assert!(!rt.tools().iter().any(|t| t.starts_with("mcp__broken__")));
-    rt.end().await;
+    rt.end();
 }
 
 /// A built-in tool runs in `ws`, whatever its servers do.
-async fn calculator_runs(ws: &Workspace) {
-    let rt = ws.load().await;
-    let v = rt.call("calculator", json!({"expression": "1+1"})).await;
+fn calculator_runs(ws: &Workspace) {
+    let rt = ws.load();
+    let v = rt.call("calculator", json!({"expression": "1+1"}));
     assert_eq!(v["success"], true, "{v}");
-    rt.end().await;
+    rt.end();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deferred_servers_and_bad_config() {
+#[test]
+fn deferred_servers_and_bad_config() {
     let ws = Workspace::new(&format!("{}deferred = true\n", everything_config()));
-    let rt = ws.load().await;
-    let decisions = serde_json::to_value(rt.0.tools().current().policy.decisions()).unwrap();
+    let rt = ws.load();
+    let decisions = serde_json::to_value(rt.0.runtime.tools().current().policy.decisions()).unwrap();
     let echo = decisions
         .as_array()
         .unwrap()
@@ -208,16 +202,16 @@ async fn deferred_servers_and_bad_config() {
         .cloned()
         .unwrap_or_else(|| panic!("{decisions}"));
     assert_eq!(echo["status"], "deferred", "{echo}");
-    rt.end().await;
+    rt.end();
 
     // A mistake in a server's table fails that server, saying why, not
     // every command.
     let ws = Workspace::new("[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n");
-    let rt = ws.load().await;
+    let rt = ws.load();
     assert_eq!(rt.server("x").state.as_str(), "failed");
     assert!(rt.error("x").contains("both"), "{:?}", rt.servers());
-    rt.end().await;
-    calculator_runs(&ws).await;
+    rt.end();
+    calculator_runs(&ws);
 
     // Regression: a `${VAR}` that is not set became an empty string.
     let ws = Workspace::new(
@@ -225,15 +219,15 @@ async fn deferred_servers_and_bad_config() {
          headers = { Authorization = \"Bearer ${WIELD_TEST_SURELY_UNSET_TOKEN}\" }\n",
     );
     // It fails that server only, and what does not use it runs.
-    let rt = ws.load().await;
+    let rt = ws.load();
     assert_eq!(rt.server("x").state.as_str(), "failed");
     let why = rt.error("x");
     assert!(
         why.contains("mcp.servers.x.headers.Authorization") && why.contains("WIELD_TEST_SURELY_UNSET_TOKEN is not set"),
         "{why}"
     );
-    rt.end().await;
-    calculator_runs(&ws).await;
+    rt.end();
+    calculator_runs(&ws);
 
     // Regression: sections of the wrong type read as "no servers".
     for config in [
@@ -242,7 +236,7 @@ async fn deferred_servers_and_bad_config() {
         "mcp = \"x\"\n",
         "mcp = 5\n",
     ] {
-        let Err(e) = Workspace::new(config).load_with(&[]).await else {
+        let Err(e) = Workspace::new(config).load_with(&[]) else {
             panic!("{config}: loaded");
         };
         assert!(e.is_usage(), "{config}: {e}");
@@ -254,8 +248,8 @@ async fn deferred_servers_and_bad_config() {
 /// would turn the POST into a GET; a 307 to another port, which would hand
 /// it the session and headers) fails the start with where it leads and the
 /// `url` to set instead.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redirecting_url_says_where_it_leads() {
+#[test]
+fn a_redirecting_url_says_where_it_leads() {
     const REDIRECTOR: &str = "import http.server, sys\n\
         class H(http.server.BaseHTTPRequestHandler):\n\
         \x20   def do_POST(self):\n\
@@ -283,7 +277,7 @@ async fn a_redirecting_url_says_where_it_leads() {
         "[mcp.servers.found]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"10s\"\n\n\
          [mcp.servers.moved]\nurl = \"http://127.0.0.1:{port}/old\"\ntimeout = \"10s\"\n"
     ));
-    let rt = ws.load().await;
+    let rt = ws.load();
     let _ = redirector.kill();
     let _ = redirector.wait();
     let found = rt.error("found");
@@ -300,7 +294,7 @@ async fn a_redirecting_url_says_where_it_leads() {
         ) && moved.contains("set `url = \"http://127.0.0.1:9/mcp\"`"),
         "{moved}"
     );
-    rt.end().await;
+    rt.end();
 }
 
 /// A server on the official Python SDK, started from a relative script
@@ -308,8 +302,8 @@ async fn a_redirecting_url_says_where_it_leads() {
 /// directory and environment, its structured content, and its sampling and
 /// elicitation requests, which a runtime without a front-end that offers
 /// them refuses.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
+#[test]
+fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
     let config = format!(
         "[approval]\nauto_approve = [\"$standard\", \"mcp__peer__*\"]\n\n\
          [mcp.servers.peer]\ncommand = {:?}\nargs = [\"peer.py\"]\ncwd = \"servers/peer\"\n\
@@ -329,20 +323,19 @@ async fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
             &format!("mcp.servers.abs.args=[{:?}]", dir.join("peer.py").display().to_string()),
             "approval.auto_approve=[\"mcp__abs__*\"]",
         ])
-        .await
         .unwrap();
-    let v = abs.call("mcp__abs__where", json!({})).await;
+    let v = abs.call("mcp__abs__where", json!({}));
     let seen: Value = serde_json::from_str(v["output"].as_str().unwrap_or_else(|| panic!("{v}"))).unwrap();
     assert_eq!(
         Path::new(seen["cwd"].as_str().unwrap()),
         ws.path().canonicalize().unwrap(),
         "{seen}"
     );
-    abs.end().await;
+    abs.end();
 
-    let rt = ws.load_with(&["executor.timeout=1"]).await.unwrap();
+    let rt = ws.load_with(&["executor.timeout=1"]).unwrap();
     // The script is found only from `cwd`; `env` reaches the server.
-    let v = rt.call("mcp__peer__where", json!({})).await;
+    let v = rt.call("mcp__peer__where", json!({}));
     assert_eq!(v["success"], true, "{v}");
     let seen: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
     assert_eq!(
@@ -353,7 +346,7 @@ async fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
     assert_eq!(seen["value"], "from-config", "{seen}");
 
     // Structured content the text leaves out follows the text.
-    let v = rt.call("mcp__peer__weather", json!({"city": "Oslo"})).await;
+    let v = rt.call("mcp__peer__weather", json!({"city": "Oslo"}));
     assert_eq!(v["success"], true, "{v}");
     let output = v["output"].as_str().unwrap();
     assert!(output.starts_with("Mild in Oslo.\n"), "{output}");
@@ -363,7 +356,7 @@ async fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
 
     // A list the SDK sends as one block per item and as structured content
     // is shown once.
-    let v = rt.call("mcp__peer__primes", json!({"below": 12})).await;
+    let v = rt.call("mcp__peer__primes", json!({"below": 12}));
     assert_eq!(v["output"], "2\n3\n5\n7\n11", "{v}");
 
     // `read.file` and `read_file` both stay reachable: the name that needed
@@ -374,39 +367,36 @@ async fn python_sdk_server_env_cwd_structured_content_and_refused_requests() {
         .filter(|t| t.starts_with("mcp__peer__read_file_"))
         .collect();
     assert_eq!(hashed.len(), 1, "{tools:?}");
-    assert_eq!(
-        rt.call("mcp__peer__read_file", json!({})).await["output"],
-        "underscored"
-    );
-    assert_eq!(rt.call(hashed[0], json!({})).await["output"], "dotted");
+    assert_eq!(rt.call("mcp__peer__read_file", json!({}))["output"], "underscored");
+    assert_eq!(rt.call(hashed[0], json!({}))["output"], "dotted");
 
     // A tool's own `timeout` argument is passed to it and is not wield's
     // time limit; the server's `timeout` (30 s) is, not `executor.timeout`
     // (1 s here).
-    let v = rt.call("mcp__peer__pause", json!({"seconds": 1.5, "timeout": 1})).await;
+    let v = rt.call("mcp__peer__pause", json!({"seconds": 1.5, "timeout": 1}));
     assert_eq!(v["output"], "slept 1.5s (timeout argument 1 ms)", "{v}");
 
     // Requests to the client's model or user get a clear refusal.
-    let v = rt.call("mcp__peer__ask_model", json!({"prompt": "hi"})).await;
+    let v = rt.call("mcp__peer__ask_model", json!({"prompt": "hi"}));
     let output = v["output"].as_str().unwrap();
     assert!(
         output.contains("client error") && output.contains("sampling is not supported"),
         "{v}"
     );
-    let v = rt.call("mcp__peer__ask_user", json!({"question": "name?"})).await;
+    let v = rt.call("mcp__peer__ask_user", json!({"question": "name?"}));
     let output = v["output"].as_str().unwrap();
     assert!(
         output.contains("client error") && output.contains("elicitation is not supported"),
         "{v}"
     );
-    rt.end().await;
+    rt.end();
 }
 
 /// What a bridged server starts itself (here a `sleep` beside the server,
 /// as `npx` and shell wrappers do) is stopped with it when the front-end
 /// ends the runtime's servers.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bridged_servers_children_end_with_the_runtime() {
+#[test]
+fn a_bridged_servers_children_end_with_the_runtime() {
     let ws = Workspace::new(&format!(
         "[approval]\nauto_approve = [\"$standard\", \"mcp__g__*\"]\n\n\
          [mcp.servers.g]\ncommand = \"sh\"\n\
@@ -414,27 +404,27 @@ async fn a_bridged_servers_children_end_with_the_runtime() {
         python().display()
     ));
     std::fs::copy(peer_server(), ws.path().join("peer.py")).unwrap();
-    let rt = ws.load().await;
-    let v = rt.call("mcp__g__where", json!({})).await;
+    let rt = ws.load();
+    let v = rt.call("mcp__g__where", json!({}));
     assert_eq!(v["success"], true, "{v}");
     let pid = std::fs::read_to_string(ws.path().join("child.pid")).unwrap();
     let pid = pid.trim();
     assert!(!gone(pid), "the server's child {pid} ended before the runtime");
-    rt.end().await;
+    rt.end();
     assert!(
-        ends_within(pid, Duration::from_secs(10)).await,
+        ends_within(pid, Duration::from_secs(10)),
         "after the runtime's end, the server's child {pid} still runs"
     );
 }
 
 /// A command that is not there says where it was looked for: a path is
 /// relative to the server's `cwd`, a bare name is looked up on PATH.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_command_says_where_it_was_looked_for() {
+#[test]
+fn a_missing_command_says_where_it_was_looked_for() {
     let ws = Workspace::new(
         "[mcp.servers.rel]\ncommand = \"./not-here.sh\"\n\n[mcp.servers.bare]\ncommand = \"wield-no-such-command\"\n",
     );
-    let rt = ws.load().await;
+    let rt = ws.load();
     let bare = rt.error("bare");
     assert!(bare.contains("command not found (check `command` and PATH)"), "{bare}");
     let rel = rt.error("rel");
@@ -442,5 +432,5 @@ async fn a_missing_command_says_where_it_was_looked_for() {
         rel.contains("no such file (a path in `command` is relative to the server's `cwd`"),
         "{rel}"
     );
-    rt.end().await;
+    rt.end();
 }

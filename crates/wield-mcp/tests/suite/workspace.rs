@@ -1,6 +1,7 @@
 //! What the bridging tests share: a workspace whose configuration names MCP
 //! servers, the runtime a front-end loads on it (in process), and calls
-//! through that runtime's pipeline as `wield call --json` makes them.
+//! through that runtime's pipeline as `wield call --json` makes them
+//! ([`wield_test_support::pipeline`]).
 // Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
 #![allow(clippy::unwrap_used)]
 
@@ -8,12 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use wield_core::approval::HeadlessApprover;
-use wield_core::{Call, Driver};
 use wield_mcp::ServerStatus;
-use wield_runtime::{Ending, Runtime, RuntimeOptions};
 use wield_test_support::command::peer;
+use wield_test_support::pipeline::Loaded;
 
 pub fn python() -> PathBuf {
     peer("venv/bin/python")
@@ -57,35 +56,28 @@ impl Workspace {
 
     /// The runtime loaded on it with `sets` (`--set`), every server
     /// started.
-    pub async fn load_with(&self, sets: &[&str]) -> Result<Bridged, wield_runtime::Error> {
-        let options = RuntimeOptions::builder().set(sets.iter().copied()).build();
-        Ok(Bridged(Runtime::load(self.path(), options).await?))
+    pub fn load_with(&self, sets: &[&str]) -> Result<Bridged, wield_runtime::Error> {
+        Ok(Bridged(Loaded::load(self.path(), sets)?))
     }
 
-    pub async fn load(&self) -> Bridged {
-        self.load_with(&[]).await.unwrap()
+    pub fn load(&self) -> Bridged {
+        self.load_with(&[]).unwrap()
     }
 }
 
 /// A loaded runtime and its bridged servers.
-pub struct Bridged(pub Runtime);
+pub struct Bridged(pub Loaded);
 
 impl Bridged {
     /// One call of `tool` in a person-driven session, approvals decided by
     /// the configuration alone (no person to ask) → the result as JSON.
-    pub async fn call(&self, tool: &str, args: Value) -> Value {
-        let executor = self.0.executor(Arc::new(HeadlessApprover)).unwrap();
-        let session = self.0.session("call", Driver::Person);
-        let result = executor
-            .run_one(Call::new("call-1", tool, args), &session, &CancellationToken::new())
-            .await;
-        wield_core::end_session(executor.services(), &session).await;
-        serde_json::to_value(&result).unwrap()
+    pub fn call(&self, tool: &str, args: Value) -> Value {
+        self.0.call(Arc::new(HeadlessApprover), tool, args).1
     }
 
     /// The configured servers, as `wield mcp list --json` shows them.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        self.0.mcp().map(|m| m.status()).unwrap_or_default()
+        self.0.runtime.mcp().map(|m| m.status()).unwrap_or_default()
     }
 
     /// The server `name`'s status.
@@ -106,6 +98,7 @@ impl Bridged {
     pub fn tools(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .0
+            .runtime
             .tools()
             .current()
             .registry
@@ -118,7 +111,7 @@ impl Bridged {
 
     /// The tool `name` as `wield tools schema --format mcp` offers it.
     pub fn mcp_schema_of(&self, name: &str) -> Value {
-        let visible = self.0.visible();
+        let visible = self.0.runtime.visible();
         let entry = visible
             .iter()
             .find(|r| r.tool.spec().name == name)
@@ -131,7 +124,7 @@ impl Bridged {
     }
 
     /// Ends the bridged servers, as a front-end does on its way out.
-    pub async fn end(self) {
-        self.0.shutdown(Ending::Graceful).await;
+    pub fn end(self) {
+        self.0.end();
     }
 }
