@@ -432,3 +432,15 @@ fn help_is_available_everywhere() {
         .assert()
         .stdout(predicate::str::contains("read-before-write"));
 }
+
+/// The help texts people read first, as snapshots: a command, option or
+/// word that changes shows in review.
+#[test]
+fn the_first_help_texts_people_read() {
+    let e = Env::new();
+    for (name, args) in [("top", vec!["--help"]), ("run", vec!["run", "--help"]), ("chat", vec!["chat", "--help"])] {
+        let out = e.wield().args(&args).output().unwrap();
+        assert!(out.status.success());
+        insta::assert_snapshot!(format!("help_{name}"), String::from_utf8_lossy(&out.stdout));
+    }
+}
