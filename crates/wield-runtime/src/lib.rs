@@ -17,10 +17,14 @@
 
 mod approvals;
 mod batch;
+#[cfg_attr(not(feature = "mcp"), path = "bridge_off.rs")]
+mod bridge;
 mod error;
 mod links;
+#[cfg_attr(not(feature = "lua"), path = "lua_off.rs")]
 mod lua;
 mod runtime;
+#[cfg(feature = "mcp")]
 mod serve;
 mod shell_hooks;
 mod subagent;
@@ -31,6 +35,7 @@ pub use error::Error;
 pub use runtime::{
     Ending, ExecutorFactory, Runtime, RuntimeOptions, RuntimeOptionsBuilder, Servers, canonical_workspace,
 };
+#[cfg(feature = "mcp")]
 pub use serve::ServeOptions;
 pub use tool_set::{SharedTools, ToolSet};
 

@@ -13,8 +13,6 @@ use wield_core::{
     Approver, Config, ConfigLoader, EventSink, Executor, ExecutorBuilder, KeyTree, Registered, Services, Session,
     ToolRef, approval,
 };
-use wield_mcp::McpClients;
-use wield_mcp::client::FrontEnd;
 
 use crate::approvals::FileApprovalStore;
 use crate::tool_set::{SharedTools, ToolSet};
@@ -48,7 +46,8 @@ impl Servers {
         }
     }
 
-    fn starts(&self, server: &str) -> bool {
+    #[cfg(feature = "mcp")]
+    pub(crate) fn starts(&self, server: &str) -> bool {
         match self {
             Self::All => true,
             Self::None => false,
@@ -77,7 +76,8 @@ pub struct RuntimeOptions {
     pub servers: Servers,
     /// Who answers the sampling and elicitation requests of bridged MCP
     /// servers.
-    pub front_end: Option<Arc<dyn FrontEnd>>,
+    #[cfg(feature = "mcp")]
+    pub front_end: Option<Arc<dyn wield_mcp::client::FrontEnd>>,
     /// The front-end's own tools, registered with the built-in ones.
     pub tools: Vec<ToolRef>,
     /// Configuration keys the front-end reads itself (dotted paths; `*` is
@@ -147,7 +147,8 @@ impl RuntimeOptionsBuilder {
         self
     }
 
-    pub fn front_end(mut self, front: Arc<dyn FrontEnd>) -> Self {
+    #[cfg(feature = "mcp")]
+    pub fn front_end(mut self, front: Arc<dyn wield_mcp::client::FrontEnd>) -> Self {
         self.0.front_end = Some(front);
         self
     }
@@ -195,37 +196,6 @@ pub enum Ending {
     Graceful,
     /// wield is stopping at a signal: SIGTERM at once.
     Hurried,
-}
-
-/// How long the sessions with `url` servers have to end.
-const URL_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// How long a local server whose stop never finished has after SIGTERM.
-const STRAGGLER_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Ends `mcp`'s servers. Gracefully: their connections end, then the
-/// process group of any local server whose stop did not finish (one still
-/// starting, say) is killed. In a hurry: `url` sessions end while every
-/// local server's group gets SIGTERM at once and SIGKILL after a grace,
-/// without waiting for a start in progress to let go of its connection.
-async fn end_servers(mcp: &McpClients, ending: Ending) {
-    let exit = mcp.exit();
-    match ending {
-        Ending::Graceful => {
-            mcp.shutdown(URL_LIMIT).await;
-            kill_stragglers(exit).await;
-        }
-        Ending::Hurried => {
-            exit.hurry();
-            futures::future::join(exit.end_sessions(URL_LIMIT), kill_stragglers(exit.clone())).await;
-        }
-    }
-}
-
-/// The process groups of `exit`'s local servers whose stop did not finish,
-/// killed off the async runtime.
-async fn kill_stragglers(exit: wield_mcp::client::ClientsExit) {
-    let _ = tokio::task::spawn_blocking(move || exit.stop_stragglers(STRAGGLER_GRACE)).await;
 }
 
 /// Builds an executor from a runtime for one approver, services and event
@@ -277,7 +247,7 @@ impl Runtime {
         let lua = crate::lua::load_tools(&workspace, &mut registry, &mut local_tools);
         let mut known = KeyTree::core();
         wield_tools::register_config_keys(&mut known);
-        wield_mcp::register_config_keys(&mut known);
+        crate::bridge::register_config_keys(&mut known);
         crate::lua::register_config_keys(&mut known, &lua.tool_names);
         for r in registry.list() {
             known.insert_under(&r.tool.spec().name, &r.tool.config_keys());
@@ -319,13 +289,10 @@ impl Runtime {
         guarded.extend(crate::lua::policy_files(&config, &workspace).map_err(Error::usage)?);
         guarded.extend(shell_hooks::script_files(&config, &workspace).map_err(Error::usage)?);
         wield_tools::install_services(&mut services, &config, &workspace, &guarded).map_err(Error::usage)?;
-        let mcp = McpClients::with_front_end(
-            wield_mcp::ServerConfig::all_from(&config, &workspace).map_err(Error::usage)?,
-            options.front_end.clone(),
-        );
+        let bridged = crate::bridge::Bridged::from_config(&config, &workspace, &options).map_err(Error::usage)?;
         let lua_sources = crate::lua::add_sources(lua.sources, &mut registry);
-        if !mcp.is_empty() || lua_sources {
-            mcp.add_sources(&mut registry, |name| options.servers.starts(name));
+        if !bridged.is_empty() || lua_sources {
+            bridged.add_sources(&mut registry, &options.servers);
             let stop = options.stop.clone().unwrap_or_default();
             // A stop does not wait for slow servers: their starts are
             // dropped, which stops their processes.
@@ -334,16 +301,16 @@ impl Runtime {
                 () = stop.cancelled() => None,
             };
             let Some(warnings) = loaded else {
-                end_servers(&mcp, Ending::Hurried).await;
+                bridged.end(Ending::Hurried).await;
                 return Err(Error::Interrupted);
             };
             for warning in warnings {
                 crate::lua::report_source_warning(&warning);
             }
-            crate::tool_set::warn_left_out(&mut registry, &mcp);
             crate::lua::keep_source_tools(&registry, &mut local_tools);
         }
-        services.insert(mcp);
+        bridged.warn_left_out(&mut registry);
+        bridged.install(&mut services);
         let mut resolvers = crate::lua::install(&mut services, &config, &workspace).map_err(Error::usage)?;
         resolvers.extend(options.resolvers);
         let policy = PolicyBuilder::from_config(&config, &options.policy)
@@ -383,10 +350,7 @@ impl Runtime {
     /// again). The background processes of a session end with the session
     /// ([`wield_core::end_session`]).
     pub async fn shutdown(&self, ending: Ending) {
-        let Some(mcp) = self.mcp() else {
-            return;
-        };
-        end_servers(&mcp, ending).await;
+        crate::bridge::shutdown(&self.inner.services, ending).await;
     }
 
     /// The workspace, canonical.
@@ -427,8 +391,9 @@ impl Runtime {
     }
 
     /// The bridged MCP servers.
-    pub fn mcp(&self) -> Option<Arc<McpClients>> {
-        self.inner.services.get::<McpClients>()
+    #[cfg(feature = "mcp")]
+    pub fn mcp(&self) -> Option<Arc<wield_mcp::McpClients>> {
+        self.inner.services.get::<wield_mcp::McpClients>()
     }
 
     /// The tools a model sees with their schemas (the policy's `in` tools;
@@ -597,6 +562,7 @@ mod tests {
     }
 
     /// Whether a live process has `VAR=value` in its environment.
+    #[cfg(feature = "mcp")]
     fn running_with(var: &str) -> bool {
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return false;
@@ -612,6 +578,7 @@ mod tests {
     /// A front-end that is done with a runtime ends its bridged servers
     /// itself, whoever else still holds the runtime: gracefully (the end
     /// of their input), and the runtime stays usable.
+    #[cfg(feature = "mcp")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn shutdown_stops_the_bridged_servers_while_the_runtime_lives() {
         let deps = std::env::var_os("WIELD_TEST_DEPS").map_or_else(
@@ -653,6 +620,7 @@ mod tests {
         held.shutdown(Ending::Hurried).await;
     }
 
+    #[cfg(feature = "mcp")]
     #[test]
     fn a_call_starts_only_the_servers_it_needs() {
         assert_eq!(Servers::for_tool("read"), Servers::None);

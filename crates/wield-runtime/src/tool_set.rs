@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use wield_core::policy::{Layer, PolicyBuilder, PolicyError, PolicyOptions, RuleList, Stage, Status, ToolPolicy};
 use wield_core::{Config, Registered, Registry, ToolRef};
+#[cfg(feature = "mcp")]
 use wield_mcp::{McpClients, ServerState};
 
 /// A registry and its policy.
@@ -48,6 +49,8 @@ pub struct SharedTools(Arc<Shared>);
 /// them.
 pub struct WeakSharedTools(Weak<Shared>);
 
+// `rebuilding` and `derived` serve `rebuild` (the `mcp` feature).
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 struct Shared {
     current: RwLock<Arc<ToolSet>>,
     config: Arc<Config>,
@@ -155,6 +158,7 @@ impl SharedTools {
     /// as they are now (a server that is down is a warning, as at start).
     /// A derived tool set (a subagent's) refuses: only its parent's is
     /// rebuilt.
+    #[cfg(feature = "mcp")]
     pub fn rebuild(&self, mcp: &McpClients) -> Result<(), String> {
         if self.0.derived {
             return Err("a subagent's or a batch's tool set is not rebuilt: rebuild the runtime's own".into());
@@ -208,6 +212,7 @@ pub(crate) fn register_commands(registry: &mut Registry, tools: &[ToolRef]) -> R
 /// Record, with the sources' other warnings, why tools of a bridged
 /// server's listing were left out (`wield tools debug`, unknown-tool
 /// errors).
+#[cfg(feature = "mcp")]
 pub(crate) fn warn_left_out(registry: &mut Registry, mcp: &McpClients) {
     for s in mcp.status() {
         for w in s.warnings {
