@@ -142,6 +142,14 @@ mod tests {
         assert_eq!(FileLines::new("a\rb\r\n").dominant_ending(), "\r\n");
     }
 
+    /// A lone CR wins only when it outnumbers LF: a tie goes to LF, and
+    /// so does a file where LF leads whatever CRLF does.
+    #[test]
+    fn lone_cr_needs_a_strict_majority_over_lf() {
+        assert_eq!(FileLines::new("a\rb\n").dominant_ending(), "\n");
+        assert_eq!(FileLines::new("a\nb\nc\rd").dominant_ending(), "\n");
+    }
+
     #[test]
     fn a_lone_cr_ends_a_line() {
         let f = FileLines::new("one\rtwo\rthree\r");

@@ -521,4 +521,4 @@ fn shorten(line: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

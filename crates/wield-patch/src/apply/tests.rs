@@ -2,14 +2,14 @@ use super::*;
 use crate::fold::Level;
 use crate::indent::Shift;
 use crate::mismatch::MismatchKind;
-use crate::parser::parse;
+use crate::parser::tests::parse_in_time;
 use crate::patch::Operation;
 
 /// Parses a one-file update body (the lines between the Update header and
 /// `*** End Patch`) and returns its chunks.
 fn chunks(body: &str) -> Vec<Chunk> {
     let text = format!("*** Begin Patch\n*** Update File: f\n{body}\n*** End Patch\n");
-    match parse(&text) {
+    match parse_in_time(&text) {
         Ok(patch) => match patch.ops.into_iter().next() {
             Some(Operation::Update { chunks, .. }) => chunks,
             other => panic!("{other:?}"),
@@ -336,4 +336,86 @@ fn a_one_line_file_says_one_line() {
     assert!(e.to_string().contains("(the file has 1 line;"), "{e}");
     let e = fail("a\nb\n", "-other\n+x");
     assert!(e.to_string().contains("(the file has 2 lines;"), "{e}");
+}
+
+/// A fuzzy match of two lines at line 3 names both lines, 3-4.
+#[test]
+fn a_fuzzy_match_names_its_first_and_last_line() {
+    let out = applied("a\nb\nc  \nd\n", " c\n-d\n+D");
+    assert_eq!(out.text, "a\nb\nc  \nD\n");
+    assert!(
+        out.fuzzy[0].to_string().starts_with("chunk 1 matched lines 3-4 only"),
+        "{}",
+        out.fuzzy[0]
+    );
+}
+
+/// The old lines of a chunk are looked for after its `@@` line, so a line
+/// that repeats the `@@` text further down is the one changed.
+#[test]
+fn old_lines_are_found_after_the_context_line() {
+    assert_eq!(apply("x\ny\nx\n", "@@ x\n-x\n+z"), "x\ny\nz\n");
+}
+
+/// After an insertion below an `@@` line, the next chunk is placed after
+/// that line, not on it.
+#[test]
+fn the_chunk_after_an_insertion_is_searched_below_its_context_line() {
+    assert_eq!(
+        apply("x\nx\n", "@@ x\n+after first\n@@\n-x\n+second"),
+        "x\nafter first\nsecond\n"
+    );
+}
+
+/// Only blank trailing context lines may be dropped at the end of the file;
+/// a trailing line with text must match, and a chunk is never reduced to
+/// nothing.
+#[test]
+fn only_blank_trailing_context_is_optional() {
+    assert_eq!(fail("a\nb\n", " a\n-b\n+c\n zzz").kind, MismatchKind::Lines);
+    assert_eq!(fail("a\nb\n", "@@\n+x\n ").kind, MismatchKind::Lines);
+}
+
+/// A blank patch line matched to a line of spaces and a zero-width
+/// character says nothing about indentation: the chunk still applies.
+#[test]
+fn a_blank_line_holding_an_invisible_character_is_not_indentation() {
+    assert_eq!(apply("a\n    \u{FEFF}\nb\n", " a\n \n-b\n+B"), "a\n    \u{FEFF}\nB\n");
+}
+
+/// An `*** End of File` chunk whose lines occur elsewhere says where, and
+/// that the end of the file is not there.
+#[test]
+fn end_of_file_mismatch_says_where_the_lines_are() {
+    let e = fail("x\nend\ny\n", "-x\n-end\n*** End of File");
+    let said = e.to_string();
+    assert!(
+        said.contains("They occur at line 1, which is not the end of the file"),
+        "{said}"
+    );
+}
+
+/// A context line that is not found is shown with the closest single line.
+#[test]
+fn context_mismatch_shows_the_closest_line_not_a_region() {
+    let e = fail("fn alpha() {}\nfn beta(x: u8) {}\n", "@@ fn beta(y: u16)\n-x\n+y");
+    let said = e.to_string();
+    assert!(
+        said.contains("Closest line in the file:\n     2 | fn beta(x: u8) {}"),
+        "{said}"
+    );
+    assert!(!said.contains("Closest region"), "{said}");
+}
+
+/// A message lists at most 40 expected lines and says how many more there
+/// were.
+#[test]
+fn long_expected_text_is_cut_at_forty_lines() {
+    let body = |n: usize| (0..n).map(|i| format!("-missing {i}")).collect::<Vec<_>>().join("\n");
+    let said = fail("a\n", &body(40)).to_string();
+    assert!(said.contains("| missing 39\n"), "{said}");
+    assert!(!said.contains("more lines"), "{said}");
+    let said = fail("a\n", &body(41)).to_string();
+    assert!(!said.contains("missing 40"), "{said}");
+    assert!(said.contains("… 1 more lines"), "{said}");
 }

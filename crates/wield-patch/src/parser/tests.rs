@@ -1,15 +1,38 @@
 use super::*;
 use crate::patch::ChunkLine::{Add, Context, Remove};
 
+/// Parses `text` on a thread of its own and fails the test when that takes
+/// more than two seconds: parsing is one forward pass, so a patch that keeps
+/// it busy longer has hung it (and the tool call that sent it). After one
+/// hang every later parse fails at once, so that the hung threads do not
+/// pile up while the other tests wait for their deadlines.
+pub(crate) fn parse_in_time(text: &str) -> Result<Patch, ParseError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    static HUNG: AtomicBool = AtomicBool::new(false);
+    assert!(!HUNG.load(Ordering::Relaxed), "an earlier parse hung");
+    let (done, result) = channel();
+    let text = text.to_owned();
+    std::thread::spawn(move || done.send(parse(&text)));
+    match result.recv_timeout(std::time::Duration::from_secs(2)) {
+        Ok(parsed) => parsed,
+        Err(RecvTimeoutError::Timeout) => {
+            HUNG.store(true, Ordering::Relaxed);
+            panic!("the parser did not finish within 2 s")
+        }
+        Err(RecvTimeoutError::Disconnected) => panic!("the parser panicked"),
+    }
+}
+
 fn ok(text: &str) -> Patch {
-    match parse(text) {
+    match parse_in_time(text) {
         Ok(patch) => patch,
         Err(e) => panic!("expected the patch to parse, got: {e}"),
     }
 }
 
 fn err(text: &str) -> ParseError {
-    match parse(text) {
+    match parse_in_time(text) {
         Ok(patch) => panic!("expected an error, got {patch:?}"),
         Err(e) => e,
     }
@@ -374,7 +397,7 @@ fn a_path_in_two_operations_is_refused() {
 
 #[test]
 fn a_deleted_path_may_be_created_again_once() {
-    let ok = |text: &str| match parse(text) {
+    let ok = |text: &str| match parse_in_time(text) {
         Ok(p) => p.ops.len(),
         Err(e) => panic!("{e}"),
     };
@@ -424,4 +447,41 @@ fn long_lines_are_shortened_in_messages() {
     let e = err(&format!("*** Begin Patch\n*** {long}\n*** End Patch"));
     assert!(e.to_string().len() < 1000, "{e}");
     assert!(e.to_string().contains('…'));
+}
+
+/// A patch cut off after a blank line is refused for its missing end, at
+/// its last line.
+#[test]
+fn a_patch_cut_off_after_blank_lines_is_missing_its_end() {
+    let e = err("*** Begin Patch\n*** Update File: a\n-x\n\n");
+    assert_eq!((e.line, e.kind), (4, ParseErrorKind::MissingEnd));
+    let e = err("*** Begin Patch\n*** Add File: a\n+x\n\n");
+    assert_eq!((e.line, e.kind), (4, ParseErrorKind::MissingEnd));
+}
+
+/// `*** End of File` right after an `@@` line ends a chunk with no lines,
+/// which is refused at the `@@` line.
+#[test]
+fn end_of_file_after_a_bare_context_line_is_an_empty_chunk() {
+    let e = err("*** Begin Patch\n*** Update File: a\n-x\n@@ ctx\n*** End of File\n*** End Patch");
+    assert_eq!((e.line, e.kind), (4, ParseErrorKind::EmptyChunk { path: s("a") }));
+}
+
+/// A heredoc delimiter may hold underscores; a first line with `<<` and
+/// anything but a word after it is no heredoc, and is refused as the
+/// patch's first line.
+#[test]
+fn heredoc_delimiters_are_words() {
+    let patch = ok("<<'END_PATCH'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEND_PATCH\n");
+    assert_eq!(patch.ops, vec![Operation::Delete { path: s("a"), line: 3 }]);
+    let e = err("<<'not a word'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\n");
+    assert_eq!(
+        (e.line, e.kind),
+        (
+            1,
+            ParseErrorKind::MissingBegin {
+                found: s("<<'not a word'")
+            }
+        )
+    );
 }
