@@ -41,6 +41,9 @@ pub enum DiagnosticKind {
     DuplicateToolResult,
     /// Text after a tool result's id that is not a `(…)` status suffix.
     IgnoredHeaderText,
+    /// A word in a tool result's `(…)` suffix that is no status
+    /// (`(aproved)`): the result is not read as done.
+    UnknownStatus,
     /// A `<thinking>` without its `</thinking>`.
     UnclosedThinking,
     /// `@Role: text` on one line: read, to be rewritten as two lines.

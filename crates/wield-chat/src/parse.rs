@@ -475,6 +475,21 @@ impl<'a> Segments<'a, '_, '_> {
                 (None, Vec::new())
             }
         };
+        // A misspelled status is read as waiting for the person (never as a
+        // finished, empty result), and blocks the document until fixed;
+        // `wield chat approve` or `reject` writes the header anew.
+        if status.is_none()
+            && let Some(at) = meta.iter().position(|t| unknown_status(t).is_some())
+        {
+            let token = meta.remove(at);
+            let word = unknown_status(&token).unwrap_or(&token);
+            self.diagnostics.push(Diagnostic::error(
+                K::UnknownStatus,
+                header.number,
+                unknown_status_message(id, word),
+            ));
+            status = Some(Status::Pending);
+        }
         let (gap, fence) = self.gap_and_fence("tool result");
         let mut legacy = false;
         match &fence {
@@ -572,6 +587,38 @@ fn lone_status(rest: &str) -> Option<Status> {
     Status::parse(inner.strip_prefix("status=").unwrap_or(inner))
 }
 
+/// The word of a suffix token that stands where a status would (a bare
+/// word, or `status=WORD`) but is none: what a person misspelled. Other
+/// tokens are `key=value` metadata.
+fn unknown_status(token: &str) -> Option<&str> {
+    match token.split_once('=') {
+        Some(("status", word)) => Some(word),
+        Some(_) => None,
+        None => Some(token),
+    }
+    .filter(|w| Status::parse(w).is_none())
+}
+
+/// What is wrong with the status word `word` of the result `id`, with the
+/// status it was probably meant to be.
+fn unknown_status_message(id: &str, word: &str) -> String {
+    const WORDS: [&str; 6] = ["pending", "approved", "denied", "rejected", "aborted", "error"];
+    let lower = word.to_ascii_lowercase();
+    let closest = WORDS
+        .iter()
+        .chain(&["deny", "reject"])
+        .map(|w| (strsim::damerau_levenshtein(&lower, w), *w))
+        .min()
+        .filter(|(d, _)| *d <= 2)
+        .map(|(_, w)| Status::parse(w).map_or(w, Status::as_str));
+    let hint = closest.map_or(String::new(), |w| format!("did you mean `({w})`? "));
+    format!(
+        "`{word}` in the result `{id}`'s header is no status, so the result is not read as done; {hint}the \
+         statuses are {}, or none for a finished result",
+        WORDS.map(|w| format!("`({w})`")).join(", ")
+    )
+}
+
 /// The status among `tokens` (`status=X` wins over a bare word) and the
 /// other tokens, as written.
 pub(crate) fn read_status(tokens: Vec<String>) -> (Option<Status>, Vec<String>) {
@@ -656,5 +703,253 @@ impl Ids<'_> {
                 Some((_, answered)) => *answered = true,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::Segment;
+
+    fn kinds(text: &str) -> Vec<(K, usize)> {
+        parse(text).diagnostics.iter().map(|d| (d.kind, d.line)).collect()
+    }
+
+    fn result(text: &str) -> ToolResult<'_> {
+        let doc = parse(text);
+        let found = doc.messages.iter().flat_map(|m| &m.segments).find_map(|s| match s {
+            Segment::ToolResult(r) => Some((**r).clone()),
+            _ => None,
+        });
+        match found {
+            Some(r) => r,
+            None => panic!("no tool result in {text:?}"),
+        }
+    }
+
+    const USE: &str = "@Assistant:\n**Tool Use:** `a` (`x`)\n\n```json\n{}\n```\n@You:\n";
+
+    /// A frontmatter's language is one word after the backticks (trailing
+    /// spaces allowed); anything else makes line 1 body text.
+    #[test]
+    fn frontmatter_language_is_one_word() {
+        let doc = parse("```toml  \na = 1\n```  \n@You:\nhi\n");
+        let fm = doc
+            .frontmatter
+            .as_ref()
+            .map(|f| (f.language.to_string(), f.fence.lines));
+        assert_eq!(fm, Some(("toml".to_string(), LineRange::new(1, 3))));
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        assert!(parse("```to-ml\na = 1\n```\n@You:\nhi\n").frontmatter.is_none());
+        assert!(parse("```my_lang\n```\n@You:\nhi\n").frontmatter.is_some());
+    }
+
+    /// Text before the first role line is reported at its first non-blank
+    /// line, and blank lines alone are not reported.
+    #[test]
+    fn text_before_the_first_message_is_reported_where_it_starts() {
+        assert_eq!(
+            kinds("\n\nstray\nmore\n@You:\nhi\n"),
+            vec![(K::TextBeforeFirstMessage, 3)]
+        );
+        assert!(kinds("\n  \n@You:\nhi\n").is_empty());
+        assert_eq!(parse("\n\nstray\n@You:\nhi\n").preamble, "\n\nstray\n");
+    }
+
+    /// A document without a role line is all preamble, with no messages.
+    #[test]
+    fn a_document_without_role_lines_has_no_messages() {
+        let doc = parse("just text\n");
+        assert!(doc.messages.is_empty());
+        assert_eq!(doc.preamble, "just text\n");
+    }
+
+    /// A result's status suffix: one word or `status=word`, spaces inside
+    /// the parentheses, other tokens kept as meta, and an unknown word read
+    /// as a misspelled status: waiting (and an error, see the suite).
+    #[test]
+    fn result_status_suffixes() {
+        let status = |suffix: &str| {
+            let text = format!("{USE}**Tool Result:** `x`{suffix}\n\n```\n```\n");
+            let r = result(&text);
+            (r.status, r.meta.clone())
+        };
+        assert_eq!(status(" (status=denied)"), (Some(Status::Denied), vec![]));
+        assert_eq!(status(" ( error )"), (Some(Status::Error), vec![]));
+        assert_eq!(
+            status(" (note=1 approved)"),
+            (Some(Status::Approved), vec!["note=1".to_string()])
+        );
+        assert_eq!(status(" (status=bogus)"), (Some(Status::Pending), vec![]));
+        assert_eq!(status(" ()"), (None, vec![]));
+        assert_eq!(status(""), (None, vec![]));
+        // `status=` wins over a bare word before it.
+        assert_eq!(
+            status(" (pending status=rejected)"),
+            (Some(Status::Rejected), vec!["pending".to_string()])
+        );
+    }
+
+    /// Only text after the id that is not a `(…)` suffix is reported as
+    /// ignored; a bare suffix or nothing is not.
+    #[test]
+    fn header_text_after_the_id_is_reported_only_when_ignored() {
+        let found = |suffix: &str| kinds(&format!("{USE}**Tool Result:** `x`{suffix}\n\n```\n```\n"));
+        assert!(found("   ").is_empty());
+        assert!(found(" (pending)").is_empty());
+        assert_eq!(found(" done"), vec![(K::IgnoredHeaderText, 8)]);
+    }
+
+    /// A legacy placeholder with no status reads as pending, and the
+    /// header's status wins over the fence's.
+    #[test]
+    fn legacy_placeholder_statuses() {
+        let r = result(
+            "@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x`\n```flemma:tool\n```\n",
+        );
+        assert_eq!((r.status, r.legacy, r.is_final()), (Some(Status::Pending), true, false));
+        let r = result(
+            "@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x` (approved)\n```wield:tool status=rejected\n```\n",
+        );
+        assert_eq!(r.status, Some(Status::Approved));
+        let r = result(
+            "@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x`\n```text\nok\n```\n",
+        );
+        assert_eq!(
+            (r.status, r.legacy, r.is_final(), r.content()),
+            (None, false, true, "ok")
+        );
+    }
+
+    /// A tool use's input must be a JSON object, reported where the JSON
+    /// goes wrong; an unclosed fence is reported as unclosed (by the
+    /// message and by the tool use), and its input is not checked.
+    #[test]
+    fn tool_use_input_checks() {
+        let input = |json: &str| {
+            kinds(&format!(
+                "@Assistant:\n**Tool Use:** `a` (`x`)\n\n```json\n{json}\n```\n"
+            ))
+        };
+        assert!(input("  {\"a\": 1}").is_empty());
+        assert_eq!(input("[1]"), vec![(K::InvalidToolInput, 4)]);
+        assert_eq!(input("{\n\"a\":\n}"), vec![(K::InvalidToolInput, 7)]);
+        assert_eq!(
+            kinds("@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{\n"),
+            vec![(K::UnclosedFence, 3), (K::UnclosedFence, 3)]
+        );
+    }
+
+    /// A tool use's segment spans its header to its fence's closer, the
+    /// gap between them kept as written.
+    #[test]
+    fn a_tool_use_spans_header_gap_and_fence() {
+        let doc = parse("@Assistant:\n**Tool Use:** `a` (`x`)\n\n \n```json\n{}\n```\nafter\n");
+        let Segment::ToolUse(u) = &doc.messages[0].segments[0] else {
+            panic!("{:?}", doc.messages[0].segments)
+        };
+        assert_eq!(u.lines, LineRange::new(2, 7));
+        assert_eq!(u.gap, "\n \n");
+        assert_eq!(doc.messages[0].segments[1].lines(), LineRange::new(8, 8));
+        let doc = parse("@Assistant:\n**Tool Use:** `a` (`x`)\ntext\n");
+        assert_eq!(doc.messages[0].segments[0].lines(), LineRange::new(2, 2));
+        assert_eq!(
+            kinds("@Assistant:\n**Tool Use:** `a` (`x`)\ntext\n"),
+            vec![(K::ToolUseWithoutFence, 2)]
+        );
+    }
+
+    /// An unclosed thinking block runs to the end of its message, and a
+    /// self-closing one is its opener line alone.
+    #[test]
+    fn thinking_block_lines() {
+        let doc = parse("@Assistant:\n<thinking>\na\nb\n@You:\nhi\n");
+        assert_eq!(doc.messages[0].segments[0].lines(), LineRange::new(2, 4));
+        assert_eq!(
+            kinds("@Assistant:\n<thinking>\na\nb\n@You:\nhi\n"),
+            vec![(K::UnclosedThinking, 2)]
+        );
+        let doc = parse("@Assistant:\n<thinking a:signature=\"s\" />\nsaid\n");
+        let segments = &doc.messages[0].segments;
+        assert_eq!(segments[0].lines(), LineRange::new(2, 2));
+        assert_eq!(segments[1].lines(), LineRange::new(3, 3));
+        let doc = parse("@Assistant:\n<thinking>\nhm\n</thinking>\nsaid\n");
+        assert_eq!(doc.messages[0].segments[0].lines(), LineRange::new(2, 4));
+        assert_eq!(doc.messages[0].segments[1].lines(), LineRange::new(5, 5));
+    }
+
+    /// Thinking tags, tool headers and abort markers mean something only in
+    /// a reply, and tool results only in a person's message.
+    #[test]
+    fn blocks_belong_to_their_speaker() {
+        let doc = parse(
+            "@You:\n<thinking>\n**Tool Use:** `a` (`x`)\n<!-- wield:aborted: m -->\n@Assistant:\n**Tool Result:** `x`\n",
+        );
+        for m in &doc.messages {
+            assert!(matches!(&m.segments[..], [Segment::Text(_)]), "{:?}", m.segments);
+        }
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    }
+
+    /// File references are read in a person's text outside fences only.
+    #[test]
+    fn file_references_outside_fences_only() {
+        let doc = parse("@You:\nsee @./a.txt\n```\n@./b.txt\n```\nand @./c.txt\n@Assistant:\n@./d.txt\n");
+        let refs: Vec<_> = doc.state().file_refs.into_iter().map(|r| (r.path, r.line)).collect();
+        assert_eq!(refs, vec![("./a.txt".to_string(), 2), ("./c.txt".to_string(), 6)]);
+    }
+
+    /// A fence left open inside a message holds the rest of the document,
+    /// role lines included, and is reported at its opener.
+    #[test]
+    fn an_unclosed_fence_swallows_later_role_lines() {
+        let doc = parse("@You:\nhi\n```\n@Assistant:\nno\n");
+        assert_eq!(doc.messages.len(), 1);
+        assert_eq!(doc.messages[0].lines, LineRange::new(1, 5));
+        assert_eq!(kinds("@You:\nhi\n```\n@Assistant:\nno\n"), vec![(K::UnclosedFence, 3)]);
+    }
+
+    /// The legacy inline role line's text is the first line of the message,
+    /// and its segments are numbered from the role line.
+    #[test]
+    fn legacy_inline_text_starts_the_message() {
+        let doc = parse("@You:hello\nworld\n");
+        let m = &doc.messages[0];
+        assert_eq!((m.marker.as_ref(), m.inline), ("@You:", true));
+        let Segment::Text(t) = &m.segments[0] else {
+            panic!("{:?}", m.segments)
+        };
+        assert_eq!((t.text.as_ref(), t.lines), ("hello\nworld\n", LineRange::new(1, 2)));
+        assert_eq!(doc.write(), "@You:hello\nworld\n");
+    }
+
+    /// Ids are checked across the document: a second use of an id, a second
+    /// result for it, and a result for no use are errors on their lines.
+    #[test]
+    fn ids_are_checked_across_the_document() {
+        let text = format!(
+            "{USE}**Tool Result:** `x`\n```\n1\n```\n**Tool Result:** `y`\n```\n2\n```\n@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{{}}\n```\n"
+        );
+        assert_eq!(
+            kinds(&text),
+            vec![(K::UnmatchedToolResult, 12), (K::DuplicateToolUseId, 17)]
+        );
+        let doc = parse(&text);
+        let said = doc.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>();
+        assert!(said[1].contains("already used on line 2"), "{said:?}");
+    }
+
+    /// In a CRLF document a result's text and a thought's text end without
+    /// the line ending, as in an LF one.
+    #[test]
+    fn block_text_drops_the_crlf_of_its_last_line() {
+        let text = "@Assistant:\r\n<thinking>\r\nhm\r\n</thinking>\r\n**Tool Use:** `a` (`x`)\r\n```json\r\n{}\r\n```\r\n@You:\r\n**Tool Result:** `x`\r\n```\r\ntwo\r\nlines\r\n```\r\n";
+        let doc = parse(text);
+        let Segment::Thinking(t) = &doc.messages[0].segments[0] else {
+            panic!("{:?}", doc.messages[0].segments)
+        };
+        assert_eq!(t.text(), "hm");
+        assert_eq!(doc.tool_calls()[0].result.as_deref(), Some("two\r\nlines"));
+        assert_eq!(doc.write(), text);
     }
 }

@@ -111,3 +111,47 @@ fn duplicate_results_and_unclosed_thinking() {
     // The last result counts.
     assert_eq!(parse(text).tool_calls()[0].result.as_deref(), Some("2"));
 }
+
+/// A misspelled status (any case, bare or as `status=`) is an error with
+/// the status it was likely meant to be, never a finished empty result;
+/// `key=value` metadata beside a real status is no error.
+#[test]
+fn a_misspelled_status_is_an_error_with_a_did_you_mean() {
+    let text = |suffix: &str| {
+        format!(
+            "@Assistant:\n**Tool Use:** `ls` (`c1`)\n\n```json\n{{}}\n```\n\n@You:\n**Tool Result:** `c1` {suffix}\n\n```\n```\n"
+        )
+    };
+    for (suffix, meant) in [
+        ("(aproved)", "approved"),
+        ("(Approved)", "approved"),
+        ("(approve)", "approved"),
+        ("(status=aproved)", "approved"),
+        ("(pendign sandbox=false)", "pending"),
+        ("(rejectd)", "rejected"),
+    ] {
+        let src = text(suffix);
+        let d = parse(&src);
+        let errors: Vec<String> = d.blocking().iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 1, "{suffix}: {errors:?}");
+        assert!(
+            errors[0].starts_with("line 9: error:") && errors[0].contains(&format!("did you mean `({meant})`")),
+            "{suffix}: {errors:?}"
+        );
+        assert!(
+            matches!(d.conversation(&Default::default()), Err(ChatError::Blocked { .. })),
+            "{suffix} was sent"
+        );
+        assert!(d.state().unresolved.contains(&"c1".to_owned()), "{suffix} read as done");
+    }
+    let far_src = text("(zzzzzz)");
+    let far = parse(&far_src);
+    let message = far.blocking()[0].to_string();
+    assert!(
+        !message.contains("did you mean") && message.contains("`(pending)`"),
+        "{message}"
+    );
+    for fine in ["(approved sandbox=false)", "(error)", ""] {
+        assert!(parse(&text(fine)).blocking().is_empty(), "{fine}");
+    }
+}

@@ -108,5 +108,7 @@ fn each_command_says_what_to_do_next() {
     run(&["reject", "b.chat", "toolu_2"]);
     run(&["status", "b.chat"]);
     run(&["status", "nonexistent.chat"]);
+    env.put("m.chat", &DOC.replacen("`toolu_1` (pending)", "`toolu_1` (aproved)", 1));
+    run(&["status", "m.chat"]);
     insta::assert_snapshot!(transcript);
 }

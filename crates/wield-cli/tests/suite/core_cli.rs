@@ -438,7 +438,11 @@ fn help_is_available_everywhere() {
 #[test]
 fn the_first_help_texts_people_read() {
     let e = Env::new();
-    for (name, args) in [("top", vec!["--help"]), ("run", vec!["run", "--help"]), ("chat", vec!["chat", "--help"])] {
+    for (name, args) in [
+        ("top", vec!["--help"]),
+        ("run", vec!["run", "--help"]),
+        ("chat", vec!["chat", "--help"]),
+    ] {
         let out = e.wield().args(&args).output().unwrap();
         assert!(out.status.success());
         insta::assert_snapshot!(format!("help_{name}"), String::from_utf8_lossy(&out.stdout));
