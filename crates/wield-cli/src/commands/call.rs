@@ -80,6 +80,9 @@ pub async fn run_tool(global: &GlobalArgs, tool: String, input: Value, json: boo
     drop(session);
     Ok(if result.success {
         ExitCode::SUCCESS
+    } else if cancel.is_cancelled() {
+        // Interrupted (Ctrl-C, SIGTERM): as every command reports it.
+        ExitCode::from(130)
     } else {
         ExitCode::from(1)
     })

@@ -125,8 +125,21 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {}: {e}", session.provider().name);
+            let error = format!("{}: {e}", session.provider().name);
+            eprintln!("error: {error}");
             save(None, 0, wield_llm::Usage::default())?;
+            if args.json {
+                // The stream always ends with its final event.
+                emit(&json!({
+                    "type": "session.finished",
+                    "stop": "error",
+                    "steps": 0,
+                    "usage": wield_llm::Usage::default(),
+                    "answer": "",
+                    "status": null,
+                    "error": error,
+                }));
+            }
             return Ok(ExitCode::from(1));
         }
     };

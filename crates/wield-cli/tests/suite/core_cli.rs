@@ -187,6 +187,29 @@ fn a_call_timeout_stops_the_tool() {
     assert!(start.elapsed().as_secs() < 10);
 }
 
+/// Ctrl-C (SIGINT) during a call stops it, and `wield call` exits 130 as
+/// every command does when interrupted.
+#[test]
+fn an_interrupted_call_exits_130() {
+    let e = Env::new();
+    let mut cmd = crate::wield_cmd::wield_env(e.ws.path(), e.home.path()).command();
+    let mut child = cmd
+        .env("WIELD_DEBUG_TOOLS", "1")
+        .args(["call", "debug_sleep", r#"{"seconds": 30}"#])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(start.elapsed().as_secs() < 10);
+}
+
 #[test]
 fn unknown_config_key_is_a_usage_error_with_a_suggestion() {
     let e = Env::new();

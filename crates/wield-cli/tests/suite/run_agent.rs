@@ -142,6 +142,14 @@ fn a_provider_failure_mid_run_exits_1_with_its_message() {
     let (code, _, stderr) = run(&env, &["-p", "Go.", "--set", "providers.fake.max_retries=0"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("fake: cannot reach"), "{stderr}");
+
+    // With --json, the stream still ends with its final event, saying why.
+    let (code, stdout, _) = run(&env, &["-p", "Go.", "--json", "--set", "providers.fake.max_retries=0"]);
+    assert_eq!(code, 1);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "session.finished", "{stdout}");
+    assert_eq!(last["stop"], "error");
+    assert!(last["error"].as_str().unwrap().contains("fake: cannot reach"), "{last}");
 }
 
 use crate::local_model;
