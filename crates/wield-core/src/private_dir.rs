@@ -50,6 +50,36 @@ pub fn make_private_dir(dir: &Path) -> io::Result<()> {
     ensure_private_dir(dir)
 }
 
+/// A directory of wield's own state in a workspace (`.wield/sessions`,
+/// `.wield/outputs`): private ([`ensure_private_dir`]), and, when it is
+/// made, holding a `.gitignore` of `*`, so that what wield keeps there never
+/// shows in the repository's `git status` nor is committed by accident.
+pub fn ensure_state_dir(dir: &Path) -> io::Result<()> {
+    let new = !dir.is_dir();
+    ensure_private_dir(dir)?;
+    if new {
+        std::fs::write(dir.join(".gitignore"), "*\n")?;
+    }
+    Ok(())
+}
+
+/// Have git ignore `name`, a file of wield's own state directly in `dir`
+/// (`.wield/history`): `dir/.gitignore` lists it (and itself) when it
+/// does not exist yet; one the person wrote is left alone.
+pub fn ignore_state_file(dir: &Path, name: &str) {
+    use std::io::Write;
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))
+    {
+        let _ = write!(
+            file,
+            "# wield's own state here, never committed (config.toml, tools/ and the like are yours).\n/.gitignore\n/{name}\n"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

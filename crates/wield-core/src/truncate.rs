@@ -129,7 +129,7 @@ impl SavedOutputs {
     /// names a file the model can read.
     fn target(&self) -> PathBuf {
         match &self.dir {
-            Some(dir) if ensure_output_dir(dir).is_ok() => dir.clone(),
+            Some(dir) if crate::private_dir::ensure_state_dir(dir).is_ok() => dir.clone(),
             _ => std::env::temp_dir(),
         }
     }
@@ -147,15 +147,6 @@ impl SavedOutputs {
         }
         Ok(path)
     }
-}
-
-fn ensure_output_dir(dir: &Path) -> std::io::Result<()> {
-    let new = !dir.is_dir();
-    crate::private_dir::ensure_private_dir(dir)?;
-    if new {
-        std::fs::write(dir.join(".gitignore"), "*\n")?;
-    }
-    Ok(())
 }
 
 fn save_new_output(dir: &Path, text: &str) -> std::io::Result<PathBuf> {

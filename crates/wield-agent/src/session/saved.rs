@@ -47,7 +47,7 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 pub fn save(workspace: &Path, saved: &SavedSession) -> Result<PathBuf, SessionError> {
     let dir = sessions_dir(workspace);
     let failed = |e: String| SessionError::Save(format!("cannot save the session in {}: {e}", dir.display()));
-    wield_core::private_dir::ensure_private_dir(&dir).map_err(|e| failed(e.to_string()))?;
+    wield_core::private_dir::ensure_state_dir(&dir).map_err(|e| failed(e.to_string()))?;
     let path = dir.join(format!("{}.json", saved.id));
     let text = serde_json::to_string_pretty(saved).map_err(|e| failed(e.to_string()))?;
     wield_runtime::write_atomic(&path, text.as_bytes()).map_err(|e| failed(e.to_string()))?;

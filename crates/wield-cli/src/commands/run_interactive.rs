@@ -716,6 +716,9 @@ impl Editor {
         let Ok(mut editor) = self.with_entries() else { return };
         if let Some(dir) = self.history.parent() {
             let _ = wield_core::private_dir::ensure_private_dir(dir);
+            if let Some(name) = self.history.file_name() {
+                wield_core::private_dir::ignore_state_file(dir, &name.to_string_lossy());
+            }
         }
         let _ = editor.save_history(&self.history);
     }

@@ -139,7 +139,11 @@ impl Drop for Tmux<'_> {
 fn saved_sessions(env: &Env) -> Vec<Value> {
     let mut all = Vec::new();
     for entry in std::fs::read_dir(env.ws(".wield/sessions")).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
         all.push(serde_json::from_str(&text).unwrap());
     }
     all
@@ -245,6 +249,9 @@ fn resume_goes_on_with_the_newest_session_and_ctrl_c_twice_quits() {
     // The prompt history is saved on this way out too.
     let history = std::fs::read_to_string(env.ws(".wield/history")).unwrap();
     assert!(history.contains("Second question"), "{history}");
+    // Which git ignores, as it does wield's other state.
+    let ignore = std::fs::read_to_string(env.ws(".wield/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "/history"), "{ignore}");
 
     let requests = model.requests();
     let second = requests[1].to_string();

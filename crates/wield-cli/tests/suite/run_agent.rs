@@ -29,6 +29,15 @@ fn project(url: &str) -> Env {
     env
 }
 
+/// The saved sessions' files (beside them, the directory's `.gitignore`).
+fn session_files(env: &Env) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(env.ws(".wield/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect()
+}
+
 fn run(env: &Env, args: &[&str]) -> (i32, String, String) {
     let out = env.wield().args(["run", "--headless"]).args(args).output().unwrap();
     (
@@ -131,6 +140,41 @@ fn a_call_that_needs_approval_is_refused_headless_and_the_model_is_told() {
         tool["content"].as_str().unwrap().to_lowercase().contains("approv"),
         "{tool}"
     );
+}
+
+/// What wield keeps in a workspace (the saved session, cut outputs) never
+/// shows in the repository's `git status`.
+#[test]
+fn wield_s_own_state_stays_out_of_git_status() {
+    let (url, _requests) = scripted(vec![
+        Turn::Call("bash", json!({ "command": "seq 1 40000" })),
+        Turn::Text("Counted."),
+    ]);
+    let env = project(&url);
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(env.ws(""))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "project"]);
+    let (code, _, stderr) = run(&env, &["-p", "Count.", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        env.ws(".wield/sessions").is_dir() && env.ws(".wield/outputs").is_dir(),
+        "{stderr}"
+    );
+    assert_eq!(git(&["status", "--porcelain", "--untracked-files=all"]), "");
 }
 
 #[test]
@@ -241,10 +285,7 @@ fn a_session_is_saved_and_resumed_unless_ephemeral() {
     let env = project(&url);
     let (code, _, stderr) = run(&env, &["-p", "Read notes.txt"]);
     assert_eq!(code, 0, "{stderr}");
-    let sessions: Vec<std::path::PathBuf> = std::fs::read_dir(env.ws(".wield/sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let sessions = session_files(&env);
     let [file] = sessions.as_slice() else {
         panic!("{sessions:?}")
     };
@@ -270,11 +311,7 @@ fn a_session_is_saved_and_resumed_unless_ephemeral() {
         text.contains("Read notes.txt") && text.contains("What did I ask?"),
         "{text}"
     );
-    assert_eq!(
-        std::fs::read_dir(env.ws(".wield/sessions")).unwrap().count(),
-        1,
-        "resumed into the same file"
-    );
+    assert_eq!(session_files(&env).len(), 1, "resumed into the same file");
 
     // Ephemeral: nothing more is written.
     let env = project(&url);
@@ -466,12 +503,7 @@ fn a_todo_list_is_saved_with_the_session_and_resumed() {
     let env = project(&url);
     let (code, _, stderr) = run(&env, &["-p", "Plan it"]);
     assert_eq!(code, 0, "{stderr}");
-    let file = std::fs::read_dir(env.ws(".wield/sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = session_files(&env).remove(0);
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(
         saved["todo"],
@@ -845,8 +877,7 @@ pub(crate) fn interrupted_at(env: &Env, args: &[&str], kind: &str) -> (i32, Valu
     let code = child.wait().unwrap().code().unwrap_or(-1);
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "slow to stop");
     assert_eq!(rest.last().unwrap()["stop"], "cancelled", "{rest:?}");
-    let dir = env.ws(".wield/sessions");
-    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let file = session_files(env).remove(0);
     (
         code,
         serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap(),
