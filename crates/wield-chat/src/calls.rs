@@ -145,3 +145,74 @@ impl Document<'_> {
         self.diagnostics.iter().filter(|d| d.blocks_sending()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::parse;
+
+    use super::*;
+
+    const TWO_CALLS: &str = "@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n**Tool Use:** `b` (`y`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x` (pending)\n```\n```\n**Tool Result:** `y` (error)\n```\nfailed\n```\n";
+
+    /// A call is aborted only when its reply ends with the abort marker
+    /// (blank text after it aside).
+    #[test]
+    fn a_call_is_aborted_only_by_a_marker_ending_its_reply() {
+        let reply = |after: &str| {
+            format!("@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{{}}\n```\n<!-- wield:aborted: stop -->\n{after}")
+        };
+        let aborted = |text: &str| parse(text).tool_calls()[0].aborted.clone();
+        assert_eq!(aborted(&reply("\n\n")), Some("stop".to_string()));
+        assert_eq!(aborted(&reply("but it went on\n")), None);
+        assert_eq!(
+            aborted("@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n"),
+            None
+        );
+    }
+
+    /// The pending, unresolved and blocking lists and one call's status.
+    #[test]
+    fn queries_over_the_calls() {
+        let doc = parse(TWO_CALLS);
+        let ids = |calls: Vec<ToolCall>| calls.into_iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!(ids(doc.pending()), ["x"]);
+        assert_eq!(ids(doc.unresolved()), ["x"]);
+        assert_eq!(doc.status_of("y"), Some(CallStatus::Error));
+        assert_eq!(doc.status_of("x"), Some(CallStatus::Pending));
+        assert_eq!(doc.status_of("z"), None);
+        assert!(doc.blocking().is_empty());
+        let calls = doc.tool_calls();
+        assert_eq!(calls[1].result.as_deref(), Some("failed"));
+        assert_eq!(calls[1].result_lines, Some(LineRange::new(14, 17)));
+        assert_eq!((calls[1].line, calls[1].lines), (6, LineRange::new(6, 9)));
+        assert_eq!(parse("@You:\n**Tool Result:** `q`\n```\n```\n").blocking().len(), 1);
+    }
+
+    /// Every status but the final ones leaves a call unresolved.
+    #[test]
+    fn only_done_and_error_are_final() {
+        use CallStatus::*;
+        for status in [Missing, Pending, Approved, Denied, Rejected, Aborted] {
+            assert!(!status.is_final(), "{status:?}");
+        }
+        assert!(Done.is_final() && Error.is_final());
+        let doc =
+            parse("@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x`\n```\n3\n```\n");
+        assert_eq!(doc.status_of("x"), Some(Done));
+        assert!(doc.unresolved().is_empty());
+        let missing = parse("@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n");
+        assert_eq!(missing.tool_calls()[0].status, Missing);
+        assert_eq!(missing.tool_calls()[0].result, None);
+    }
+
+    /// A result without a fenced block gives its call a status but no
+    /// result text.
+    #[test]
+    fn a_result_without_a_fence_has_no_text() {
+        let doc = parse(
+            "@Assistant:\n**Tool Use:** `a` (`x`)\n```json\n{}\n```\n@You:\n**Tool Result:** `x` (denied)\nno fence\n",
+        );
+        let call = &doc.tool_calls()[0];
+        assert_eq!((call.status, call.result.as_deref()), (CallStatus::Denied, None));
+    }
+}

@@ -343,4 +343,83 @@ mod tests {
         assert_eq!(abort_marker("<!-- wield:aborted:  -->"), Some(("wield", "")));
         assert_eq!(abort_marker("<!-- note -->"), None);
     }
+
+    /// `@:` names no one, so it is no role line.
+    #[test]
+    fn a_role_line_needs_a_name() {
+        assert_eq!(role_marker("@:"), None);
+        assert_eq!(role_marker("@You"), None);
+    }
+
+    /// A tool header with an empty name or id is text, not a call or a
+    /// result.
+    #[test]
+    fn tool_headers_need_a_name_and_an_id() {
+        assert_eq!(tool_use_header("**Tool Use:** `` (`x`)"), None);
+        assert_eq!(tool_use_header("**Tool Use:** `calc` (``)"), None);
+        assert_eq!(tool_use_header("**Tool Use:** `calc` (`x)"), None);
+        assert_eq!(tool_result_header("**Tool Result:** ``"), None);
+        assert_eq!(tool_result_header("**Tool Result:** `x"), None);
+        assert_eq!(tool_result_header("**Tool Result:** `x`"), Some(("x", "")));
+    }
+
+    /// A quoted run keeps its spaces in either quote, and ends at its
+    /// closing quote.
+    #[test]
+    fn quoted_tokens_end_at_their_quote() {
+        assert_eq!(tokens("a='x y' b"), vec!["a='x y'", "b"]);
+        assert_eq!(tokens(r#""a" b"#), vec!["\"a\"", "b"]);
+        assert_eq!(tokens("  "), Vec::<String>::new());
+    }
+
+    /// The words after a fence's backticks: the language, then the rest
+    /// trimmed.
+    #[test]
+    fn fence_info_splits_language_from_the_rest() {
+        assert_eq!(fence_info("```  json  extra words ", 3), ("json", "extra words"));
+        assert_eq!(fence_info("````", 4), ("", ""));
+        assert_eq!(fence_info("```a.b_c-d{x}", 3), ("a.b_c-d", "{x}"));
+        assert!(!fence_close("```x", 3));
+    }
+
+    /// Signed thinking tags need a word for the provider, a quoted
+    /// signature, and `>` or `/>` after it.
+    #[test]
+    fn signed_thinking_tags_are_read_strictly() {
+        assert!(matches!(
+            thinking_open("<thinking   redacted>"),
+            Some(ThinkingTag::Redacted)
+        ));
+        assert!(matches!(
+            thinking_open(r#"<thinking a:signature="s" >"#),
+            Some(ThinkingTag::Signed {
+                provider: "a",
+                signature: "s",
+                self_closing: false
+            })
+        ));
+        for text in [
+            r#"<thinking :signature="s">"#,
+            r#"<thinking x-y:signature="s">"#,
+            r#"<thinking a:signature="s" x>"#,
+            r#"<thinking a:signature="s>"#,
+            r#"<thinking a:sig="s">"#,
+            "<thinking",
+            "thinking>",
+        ] {
+            assert!(thinking_open(text).is_none(), "{text}");
+        }
+        assert!(thinking_close("</thinking>"));
+        assert!(!thinking_close("</thinking> "));
+    }
+
+    /// Abort markers need their namespace and `:aborted:`; spacing inside
+    /// the comment is free.
+    #[test]
+    fn abort_markers_name_wield_or_flemma() {
+        assert_eq!(abort_marker("<!--wield:aborted: m-->"), Some(("wield", "m")));
+        assert_eq!(abort_marker("<!-- other:aborted: m -->"), None);
+        assert_eq!(abort_marker("<!-- wield:stopped: m -->"), None);
+        assert_eq!(abort_marker("<!-- wield:aborted: m"), None);
+    }
 }
