@@ -38,4 +38,12 @@ pub enum StreamEvent {
     Done {
         stop: Stop,
     },
+    /// The request failed before anything streamed and is sent again after
+    /// `delay_ms`: this is attempt `attempt` of at most `of`.
+    Retrying {
+        attempt: u32,
+        of: u32,
+        delay_ms: u64,
+        reason: String,
+    },
 }

@@ -233,6 +233,12 @@ impl Provider {
                 {
                     attempt += 1;
                     let delay = wait.unwrap_or_else(|| backoff(attempt));
+                    on_event(&StreamEvent::Retrying {
+                        attempt: attempt + 1,
+                        of: self.endpoint.max_retries + 1,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason: error.to_string(),
+                    });
                     tracing::debug!(
                         "{} request failed ({error}); trying again in {delay:?}",
                         self.endpoint.kind.name()
@@ -281,7 +287,12 @@ impl Provider {
             }
             Ok(Err(e)) => {
                 return Err(Failure::now(
-                    LlmError::provider(None, Some("connection".into()), format!("cannot reach {url}: {e}")).retryable(),
+                    LlmError::provider(
+                        None,
+                        Some("connection".into()),
+                        format!("cannot reach {url}: {}", cause(&e)),
+                    )
+                    .retryable(),
                 ));
             }
             Ok(Ok(r)) => r,
@@ -455,6 +466,32 @@ fn httpdate(text: &str) -> Option<std::time::SystemTime> {
 }
 
 /// 0.5 s, 1 s, 2 s, … up to 8 s, each within ±10 %.
+/// What went wrong with a request that got no answer, in words that say
+/// what to check: the innermost cause reqwest reports (refused, DNS, TLS,
+/// timeout), named, with its own text.
+fn cause(e: &reqwest::Error) -> String {
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    let text = inner.to_string();
+    let lower = text.to_ascii_lowercase();
+    let hint = if e.is_timeout() || lower.contains("timed out") {
+        "timed out: the server is slow or unreachable; check the address and raise providers.NAME.timeout"
+    } else if lower.contains("connection refused") {
+        "connection refused: nothing listens there; start the server or fix base_url"
+    } else if lower.contains("dns") || lower.contains("failed to lookup") || lower.contains("name or service") {
+        "the host name does not resolve (DNS): check base_url's host"
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+        "TLS failed: check the certificate, or use http:// for a local server"
+    } else if lower.contains("reset") || lower.contains("closed") {
+        "the connection was closed by the server"
+    } else {
+        return text;
+    };
+    format!("{hint} ({text})")
+}
+
 fn backoff(attempt: u32) -> Duration {
     let base = 0.5 * 2f64.powi(attempt.saturating_sub(1).min(4) as i32);
     let jitter = 0.9 + 0.2 * (unique() % 1000) as f64 / 1000.0;

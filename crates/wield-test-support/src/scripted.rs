@@ -29,6 +29,9 @@ pub enum Turn {
     Error(u16, Value),
     /// The start of a text reply, then nothing for a minute.
     Hang(&'static str),
+    /// A text answer whose first token comes after `delay` (a model slow to
+    /// start, as a local one is).
+    Late(&'static str, Duration),
 }
 
 fn chunk(delta: &Value, finish: Option<&str>) -> String {
@@ -69,6 +72,7 @@ fn chunks(turn: &Turn, n: usize) -> Vec<(Duration, String)> {
             ];
         }
         Turn::Text(text) => vec![now(chunk(&json!({ "content": text }), Some("stop")))],
+        Turn::Late(text, delay) => vec![(*delay, chunk(&json!({ "content": text }), Some("stop")))],
         Turn::Slow(text, delay) => {
             let mut v: Vec<(Duration, String)> = text
                 .split_inclusive(' ')

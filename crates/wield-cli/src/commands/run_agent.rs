@@ -96,6 +96,15 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
                 return;
             }
             match event {
+                AgentEvent::Stream(wield_llm::StreamEvent::Retrying {
+                    attempt,
+                    of,
+                    delay_ms,
+                    reason,
+                }) => eprintln!(
+                    "[retrying in {:.1} s (attempt {attempt} of {of}): {reason}]",
+                    *delay_ms as f64 / 1000.0
+                ),
                 AgentEvent::ToolStarted { name, input, .. } => {
                     let shown: String = input.to_string().chars().take(160).collect();
                     eprintln!("→ {name} {shown}");
@@ -229,6 +238,14 @@ fn json_event(event: &AgentEvent<'_>) -> Option<Value> {
         AgentEvent::StepStarted { step } => json!({ "type": "step.started", "step": step }),
         AgentEvent::Stream(wield_llm::StreamEvent::TextDelta { text }) => {
             json!({ "type": "text.delta", "text": text })
+        }
+        AgentEvent::Stream(wield_llm::StreamEvent::Retrying {
+            attempt,
+            of,
+            delay_ms,
+            reason,
+        }) => {
+            json!({ "type": "provider.retrying", "attempt": attempt, "of": of, "delay_ms": delay_ms, "reason": reason })
         }
         AgentEvent::Stream(_) => return None,
         AgentEvent::ToolStarted {

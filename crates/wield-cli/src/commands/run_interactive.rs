@@ -508,7 +508,7 @@ impl Spinner {
 fn draw(s: &mut SpinnerState) {
     if s.bar.is_none() {
         let bar = indicatif::ProgressBar::new_spinner();
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}") {
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
             bar.set_style(style);
         }
         bar.enable_steady_tick(Duration::from_millis(120));
@@ -569,11 +569,26 @@ impl View {
     fn show(&mut self, event: &AgentEvent<'_>) {
         use wield_llm::StreamEvent;
         match event {
+            // From the request until its first token: a sign of life, and
+            // what a retry waits for.
+            AgentEvent::StepStarted { .. } => self.spinner.start("waiting for the model…".into()),
+            AgentEvent::Stream(StreamEvent::Retrying {
+                attempt,
+                of,
+                delay_ms,
+                reason,
+            }) => self.spinner.message(format!(
+                "retrying in {:.1} s (attempt {attempt} of {of}): {}",
+                *delay_ms as f64 / 1000.0,
+                one_line(reason, 100)
+            )),
             AgentEvent::Stream(StreamEvent::TextDelta { text }) => {
+                self.spinner.stop();
                 self.end_thinking();
                 self.out(text);
             }
             AgentEvent::Stream(StreamEvent::ThinkingDelta { text }) => {
+                self.spinner.stop();
                 if self.thinking.is_none() {
                     self.new_line();
                     self.thinking = Some(0);
@@ -588,7 +603,8 @@ impl View {
                     self.out(&paint(self.color, "2", text));
                 }
             }
-            AgentEvent::Stream(_) | AgentEvent::StepStarted { .. } | AgentEvent::StepFinished { .. } => {}
+            AgentEvent::Stream(StreamEvent::ToolCallStarted { .. }) => self.spinner.stop(),
+            AgentEvent::Stream(_) | AgentEvent::StepFinished { .. } => {}
             AgentEvent::ToolStarted { name, preview, .. } => {
                 self.end_thinking();
                 self.new_line();

@@ -156,7 +156,7 @@ fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() 
             "write",
             json!({ "path": "hello.txt", "content": "hello from the model\n" }),
         ),
-        Turn::Text("I wrote hello.txt."),
+        Turn::Late("I wrote hello.txt.", Duration::from_millis(2500)),
         Turn::Slow(
             "counting one two three four five six seven eight nine ten eleven twelve",
             Duration::from_millis(400),
@@ -183,6 +183,8 @@ fn a_person_prompts_approves_a_write_with_its_diff_cancels_a_stream_and_exits() 
         assert!(screen.contains(shown), "missing {shown:?} in\n{screen}");
     }
     t.keys(&["Enter"]);
+    // While the model has not started its answer, the screen says so.
+    t.wait_for("waiting for the model…");
     let screen = t.wait_for("I wrote hello.txt.");
     assert!(screen.contains("● "), "the call's preview line is missing:\n{screen}");
     assert!(screen.contains("✓ write"), "{screen}");

@@ -186,10 +186,21 @@ fn a_provider_failure_mid_run_exits_1_with_its_message() {
     let (code, _, stderr) = run(&env, &["-p", "Go.", "--set", "providers.fake.max_retries=0"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("fake: cannot reach"), "{stderr}");
+    // The cause is named, with what to check.
+    assert!(stderr.contains("connection refused: nothing listens there"), "{stderr}");
+
+    // A retry says so as it waits.
+    let (code, _, stderr) = run(&env, &["-p", "Go.", "--set", "providers.fake.max_retries=1"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("[retrying in ") && stderr.contains("(attempt 2 of 2)"),
+        "{stderr}"
+    );
 
     // With --json, the stream still ends with its final event, saying why.
-    let (code, stdout, _) = run(&env, &["-p", "Go.", "--json", "--set", "providers.fake.max_retries=0"]);
+    let (code, stdout, _) = run(&env, &["-p", "Go.", "--json", "--set", "providers.fake.max_retries=1"]);
     assert_eq!(code, 1);
+    assert!(stdout.contains(r#""type":"provider.retrying""#), "{stdout}");
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["type"], "session.finished", "{stdout}");
     assert_eq!(last["stop"], "error");
