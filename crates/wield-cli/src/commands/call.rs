@@ -10,7 +10,9 @@ use wield_core::Call;
 use crate::app::{Runtime, Servers, usage};
 use crate::cli::{CallArgs, GlobalArgs};
 
-pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
+/// The arguments of a call of `tool`: a JSON object, `-` for stdin, none
+/// for `{}`.
+pub fn parse_args(tool: &str, raw: Option<&str>) -> anyhow::Result<Value> {
     let text = match raw {
         None => return Ok(json!({})),
         Some("-") => {
@@ -27,7 +29,8 @@ pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
     }
     serde_json::from_str(&text).map_err(|e| {
         usage(format!(
-            "invalid JSON arguments at line {} column {}: {e}. Pass a JSON object, e.g. '{{\"expression\":\"1+2\"}}'",
+            "invalid JSON arguments at line {} column {}: {e}. Pass one JSON object in single quotes, e.g. \
+             `wield call {tool} '{{\"name\": \"value\"}}'`; `wield tools schema {tool}` shows what {tool} takes",
             e.line(),
             e.column()
         ))
@@ -35,7 +38,7 @@ pub fn parse_args(raw: Option<&str>) -> anyhow::Result<Value> {
 }
 
 pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
-    let input = parse_args(args.args.as_deref())?;
+    let input = parse_args(&args.tool, args.args.as_deref())?;
     run_tool(global, args.tool, input, args.json).await
 }
 

@@ -122,6 +122,15 @@ fn invalid_json_is_a_usage_error_with_the_position() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("invalid JSON arguments at line 1 column 16"));
+    // The way out names the tool at hand, not another's arguments.
+    e.wield()
+        .args(["call", "read", "{path: x}"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`wield tools schema read` shows what read takes",
+        ))
+        .stderr(predicate::str::contains("expression").not());
 }
 
 #[test]
