@@ -602,9 +602,9 @@ fn unknown_status(token: &str) -> Option<&str> {
 /// What is wrong with the status word `word` of the result `id`, with the
 /// status it was probably meant to be.
 fn unknown_status_message(id: &str, word: &str) -> String {
-    const WORDS: [&str; 6] = ["pending", "approved", "denied", "rejected", "aborted", "error"];
+    let words = Status::ALL.map(Status::as_str);
     let lower = word.to_ascii_lowercase();
-    let closest = WORDS
+    let closest = words
         .iter()
         .chain(&["deny", "reject"])
         .map(|w| (strsim::damerau_levenshtein(&lower, w), *w))
@@ -615,7 +615,7 @@ fn unknown_status_message(id: &str, word: &str) -> String {
     format!(
         "`{word}` in the result `{id}`'s header is no status, so the result is not read as done; {hint}the \
          statuses are {}, or none for a finished result",
-        WORDS.map(|w| format!("`({w})`")).join(", ")
+        words.map(|w| format!("`({w})`")).join(", ")
     )
 }
 

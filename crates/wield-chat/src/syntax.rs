@@ -257,6 +257,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order the documentation lists them.
+    pub const ALL: [Status; 6] = [
+        Status::Pending,
+        Status::Approved,
+        Status::Denied,
+        Status::Rejected,
+        Status::Aborted,
+        Status::Error,
+    ];
+
     /// Every status, and the aliases `reject` and `deny`.
     pub fn parse(word: &str) -> Option<Status> {
         Some(match word {

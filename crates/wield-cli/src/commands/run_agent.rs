@@ -101,10 +101,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
                     of,
                     delay_ms,
                     reason,
-                }) => eprintln!(
-                    "[retrying in {:.1} s (attempt {attempt} of {of}): {reason}]",
-                    *delay_ms as f64 / 1000.0
-                ),
+                }) => eprintln!("[{}]", retry_note(*attempt, *of, *delay_ms, reason)),
                 AgentEvent::ToolStarted { name, input, .. } => {
                     let shown: String = input.to_string().chars().take(160).collect();
                     eprintln!("→ {name} {shown}");
@@ -197,6 +194,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         StopReason::MaxSteps | StopReason::TokenBudget | StopReason::Timeout => ExitCode::from(3),
         StopReason::Cancelled => ExitCode::from(130),
     })
+}
+
+/// What a front-end says while a request waits to be sent again.
+pub(super) fn retry_note(attempt: u32, of: u32, delay_ms: u64, reason: &str) -> String {
+    format!(
+        "retrying in {:.1} s (attempt {attempt} of {of}): {reason}",
+        delay_ms as f64 / 1000.0
+    )
 }
 
 /// The task: `-p`, `-p -` or stdin.

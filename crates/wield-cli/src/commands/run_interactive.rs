@@ -577,10 +577,11 @@ impl View {
                 of,
                 delay_ms,
                 reason,
-            }) => self.spinner.message(format!(
-                "retrying in {:.1} s (attempt {attempt} of {of}): {}",
-                *delay_ms as f64 / 1000.0,
-                one_line(reason, 100)
+            }) => self.spinner.message(super::run_agent::retry_note(
+                *attempt,
+                *of,
+                *delay_ms,
+                &one_line(reason, 100),
             )),
             AgentEvent::Stream(StreamEvent::TextDelta { text }) => {
                 self.spinner.stop();
