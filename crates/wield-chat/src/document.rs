@@ -39,6 +39,10 @@ pub enum DocumentError {
     /// The person fixes this in the document, its name or the command line.
     #[error("{0}")]
     Invalid(String),
+    /// No provider can be used: none is configured, or the one named is
+    /// not.
+    #[error("{0}")]
+    Provider(String),
     /// Another cycle holds the document, or its lock cannot be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
@@ -166,7 +170,7 @@ impl ChatDocument {
         let name = name.or(options.provider.as_deref()).or(agent.provider.as_deref());
         let mut settings = all
             .pick(name)
-            .map_err(|e| DocumentError::Invalid(e.to_string()))?
+            .map_err(|e| DocumentError::Provider(e.to_string()))?
             .clone();
         if let Some(model) = model.or(options.model.as_deref()).or(agent.model.as_deref()) {
             settings.model = model.to_owned();

@@ -106,10 +106,13 @@ pub enum Command {
     ///
     /// Headless (`-p TASK`, or the task on stdin): nothing is asked; a call that needs approval is
     /// refused (the model is told why) unless --yes or a rule approves it; the final answer goes to
-    /// stdout, each tool call to stderr. Exit status: 0 the model finished, 1 a provider, config or
-    /// runtime error, 2 usage error, 3 stopped by a limit (--max-steps, --token-budget, --timeout),
-    /// 130 cancelled.
+    /// stdout, each tool call to stderr. Exit status: 0 the model finished, 1 a provider that cannot
+    /// be used or a runtime error, 2 a usage or configuration mistake, 3 stopped by a limit
+    /// (--max-steps, --token-budget, --timeout), 130 cancelled.
     Run(RunArgs),
+    /// The saved sessions of `wield run` (.wield/sessions): list them, newest first.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
     /// `.chat` documents: `wield chat FILE` moves the tool cycle on (categorize,
     /// execute, send); the subcommands start one, show its state, approve or reject
     /// its tool calls.
@@ -207,8 +210,9 @@ pub struct RunArgs {
     /// Stream JSON Lines events to stdout instead of the answer (see the README for the schema).
     #[arg(long)]
     pub json: bool,
-    /// Go on with a saved session (.wield/sessions/ID.json; alone: the newest).
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+    /// Go on with a saved session: an id from `wield sessions list` or a file; alone, the newest
+    /// whose run did not fail.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
     /// Save nothing of this session.
     #[arg(long)]
@@ -251,6 +255,16 @@ pub enum ProvidersCommand {
     Check {
         /// The provider (default: `default_provider`).
         name: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Each saved session: its id, when it was saved, how its run ended, its size and its task.
+    /// `--resume` without an id takes the newest whose run did not fail.
+    List {
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -21,6 +21,8 @@ mod complete;
 #[path = "suite/core_cli.rs"]
 mod core_cli;
 use wield_test_support::http_request;
+#[path = "suite/exit_codes.rs"]
+mod exit_codes;
 #[path = "suite/interactive.rs"]
 mod interactive;
 use wield_test_support::local_model;

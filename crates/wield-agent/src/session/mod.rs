@@ -27,7 +27,7 @@ use wield_llm::Provider;
 use wield_llm::settings::{ProviderSettings, Providers};
 use wield_runtime::Runtime;
 
-pub use saved::{SavedSession, load, save, sessions_dir};
+pub use saved::{Listed, SavedSession, list, load, save, sessions_dir};
 
 use crate::task::{NOT_FOR_SUBAGENTS, Subagents, Task};
 use crate::{Agent, AgentEvent, AgentSettings, Outcome, SystemPrompt};
@@ -40,6 +40,10 @@ pub enum SessionError {
     /// that cannot be resumed).
     #[error("{0}")]
     Invalid(String),
+    /// No provider can be used: none is configured, the one named is not,
+    /// or its key is not set. The configuration itself is well-formed.
+    #[error("{0}")]
+    Provider(String),
     /// The runtime cannot make the session's executor.
     #[error(transparent)]
     Runtime(#[from] wield_runtime::Error),
@@ -85,8 +89,8 @@ pub fn providers(config: &Config) -> Result<Providers, SessionError> {
 pub fn connect(settings: &ProviderSettings) -> Result<Provider, SessionError> {
     let endpoint = settings
         .endpoint(|var| std::env::var(var).ok())
-        .map_err(|e| SessionError::Invalid(e.to_string()))?;
-    Provider::new(endpoint).map_err(|e| SessionError::Invalid(e.to_string()))
+        .map_err(|e| SessionError::Provider(e.to_string()))?;
+    Provider::new(endpoint).map_err(|e| SessionError::Provider(e.to_string()))
 }
 
 /// The provider `name` names in `config` (else the default one), with
@@ -99,7 +103,7 @@ pub fn choose(
     let all = providers(config)?;
     let mut settings = all
         .pick(name)
-        .map_err(|e| SessionError::Invalid(e.to_string()))?
+        .map_err(|e| SessionError::Provider(e.to_string()))?
         .clone();
     if let Some(model) = model {
         settings.model = model.to_owned();
@@ -218,13 +222,18 @@ impl AgentSession {
 
     /// The session as it is now, to save: how it stopped, after how many
     /// steps and what they used.
-    pub fn saved(&self, stop: Option<&str>, steps: u32, usage: wield_llm::Usage) -> SavedSession {
+    pub fn saved(&self, end: Ended<'_>, steps: u32, usage: wield_llm::Usage) -> SavedSession {
+        let (stop, error) = match end {
+            Ended::Stopped(stop) => (Some(stop.to_owned()), None),
+            Ended::Failed(error) => (None, Some(error.to_owned())),
+        };
         SavedSession {
             id: self.id.clone(),
             provider: self.provider.name.clone(),
             model: self.provider.model.clone(),
             messages: self.agent.messages().to_vec(),
-            stop: stop.map(str::to_owned),
+            stop,
+            error,
             steps,
             usage,
             todo: wield_tools::todo::items(self.agent.session()),
@@ -234,12 +243,21 @@ impl AgentSession {
     /// Saves the session in the workspace ([`save`]); returns where.
     pub fn save(
         &self,
-        stop: Option<&str>,
+        end: Ended<'_>,
         steps: u32,
         usage: wield_llm::Usage,
     ) -> Result<std::path::PathBuf, SessionError> {
-        save(self.runtime.workspace(), &self.saved(stop, steps, usage))
+        save(self.runtime.workspace(), &self.saved(end, steps, usage))
     }
+}
+
+/// How the run a session saves ended.
+#[derive(Clone, Copy, Debug)]
+pub enum Ended<'a> {
+    /// It stopped: `done`, a limit, a cancellation ([`crate::StopReason::as_str`]).
+    Stopped(&'a str),
+    /// It failed, for this reason; `--resume` without an id passes it over.
+    Failed(&'a str),
 }
 
 impl<'a> AgentSessionBuilder<'a> {

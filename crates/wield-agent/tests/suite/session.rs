@@ -80,7 +80,13 @@ async fn a_turn_runs_a_call_answers_and_is_saved_and_resumed() {
         .unwrap();
     assert!(result["content"].as_str().unwrap().contains("the answer is 42"));
 
-    let path = session.save(Some("done"), outcome.steps, outcome.usage).unwrap();
+    let path = session
+        .save(
+            wield_agent::session::Ended::Stopped("done"),
+            outcome.steps,
+            outcome.usage,
+        )
+        .unwrap();
     assert!(path.ends_with(".wield/sessions/s-1.json"), "{}", path.display());
     let saved = wield_agent::session::load(rt.workspace(), "s-1").unwrap();
     let mut resumed = AgentSession::builder(&rt).resume(Some(saved)).build().unwrap();

@@ -175,6 +175,6 @@ fn document_error(e: DocumentError) -> anyhow::Error {
     match e {
         DocumentError::Invalid(message) => usage(message),
         DocumentError::Runtime(e) => exit_error(e),
-        e @ DocumentError::Lock(_) => e.into(),
+        e @ (DocumentError::Lock(_) | DocumentError::Provider(_)) => e.into(),
     }
 }

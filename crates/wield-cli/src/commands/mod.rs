@@ -12,6 +12,7 @@ mod providers;
 mod run_agent;
 mod run_interactive;
 mod sandbox;
+mod sessions;
 mod tools;
 mod tools_debug;
 
@@ -216,13 +217,15 @@ pub fn shut_down_after(rt: &wield_runtime::Runtime) {
     });
 }
 
-/// A session's error as a command reports it: what the person fixes is a
-/// usage error (exit 2).
+/// A session's error as a command reports it: what the person fixes in the
+/// arguments or the configuration is a usage error (exit 2); a provider
+/// that cannot be used (none configured, its key not set) is a failure
+/// (exit 1).
 pub fn session_error(e: wield_agent::SessionError) -> anyhow::Error {
     match e {
         wield_agent::SessionError::Invalid(message) => crate::app::usage(message),
         wield_agent::SessionError::Runtime(e) => crate::app::exit_error(e),
-        e @ wield_agent::SessionError::Save(_) => e.into(),
+        e @ (wield_agent::SessionError::Provider(_) | wield_agent::SessionError::Save(_)) => e.into(),
     }
 }
 
@@ -286,6 +289,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Complete(args) => complete::run(&cli.global, args).await,
         Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
         Command::Run(args) => run_agent::run(&cli.global, args).await,
+        Command::Sessions(cmd) => sessions::run(&cli.global, cmd),
         Command::Chat(mut args) => match (args.command.take(), args.file.clone()) {
             (Some(cmd), _) => chat::run(cmd),
             (None, Some(file)) => chat_cycle::run(&cli.global, args, &file).await,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use wield_llm::settings::{ProviderSettings, Providers};
 use wield_llm::{Message, Provider, Request, Role, ToolChoice, ToolDef};
 
-use crate::app::{Runtime, Servers, usage};
+use crate::app::{Runtime, Servers};
 use crate::cli::{GlobalArgs, ProvidersCommand};
 
 /// The providers of the runtime's configuration (or of the SDKs'
@@ -87,7 +87,7 @@ pub async fn run(global: &GlobalArgs, cmd: ProvidersCommand) -> anyhow::Result<E
             Ok(ExitCode::SUCCESS)
         }
         ProvidersCommand::Check { name } => {
-            let settings = all.pick(name.as_deref()).map_err(|e| usage(e.to_string()))?;
+            let settings = all.pick(name.as_deref())?;
             let provider = connect(settings)?;
             let cancel = CancellationToken::new();
             let started = Instant::now();

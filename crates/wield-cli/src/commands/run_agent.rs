@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use wield_agent::session::Ended;
 use wield_agent::tools::DoneStatus;
 use wield_agent::{AgentEvent, AgentSession, AgentTools, StopReason};
 use wield_core::approval;
@@ -15,6 +16,35 @@ use crate::app::{Runtime, Servers, usage};
 use crate::cli::{GlobalArgs, RunArgs};
 
 pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let json = args.json;
+    let ran = drive(global, args).await;
+    if json && let Err(e) = &ran {
+        // The stream ends with its final event whatever happened, an error
+        // before the session could start included.
+        let stop = if e.downcast_ref::<crate::app::Interrupted>().is_some() {
+            "cancelled"
+        } else {
+            "error"
+        };
+        emit(&finished_with_error(stop, &format!("{e:#}")));
+    }
+    ran
+}
+
+/// `session.finished` for a run that ended without an outcome.
+fn finished_with_error(stop: &str, error: &str) -> Value {
+    json!({
+        "type": "session.finished",
+        "stop": stop,
+        "steps": 0,
+        "usage": wield_llm::Usage::default(),
+        "answer": "",
+        "status": null,
+        "error": error,
+    })
+}
+
+async fn drive(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     // In a terminal without a task: the interactive agent.
     let interactive = !args.headless
         && !args.json
@@ -36,7 +66,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         Arc::new(approval::HeadlessApprover)
     };
     let resumed = match &args.resume {
-        Some(name) => Some(wield_agent::session::load(rt.workspace(), name).map_err(super::session_error)?),
+        Some(name) => {
+            let saved = wield_agent::session::load(rt.workspace(), name).map_err(super::session_error)?;
+            eprintln!("[{}]", resuming_note(&saved));
+            Some(saved)
+        }
         None => None,
     };
     let mut builder = AgentSession::builder(&rt.inner)
@@ -66,6 +100,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
             usage: wield_llm::Usage::default(),
             steps: 0,
             calls: 0,
+            ended: None,
         })
         .await;
     }
@@ -120,11 +155,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         .await;
     // Saved whatever happened: the conversation is well-formed even after
     // a failure (every call answered).
-    let save = |stop: Option<&str>, steps: u32, usage: wield_llm::Usage| -> anyhow::Result<()> {
+    let save = |end: Ended<'_>, steps: u32, usage: wield_llm::Usage| -> anyhow::Result<()> {
         if args.ephemeral {
             return Ok(());
         }
-        let path = session.save(stop, steps, usage).map_err(super::session_error)?;
+        let path = session.save(end, steps, usage).map_err(super::session_error)?;
         eprintln!("[saved {}]", path.display());
         Ok(())
     };
@@ -133,23 +168,15 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         Err(e) => {
             let error = format!("{}: {e}", session.provider().name);
             eprintln!("error: {error}");
-            save(None, 0, wield_llm::Usage::default())?;
+            save(Ended::Failed(&error), 0, wield_llm::Usage::default())?;
             if args.json {
                 // The stream always ends with its final event.
-                emit(&json!({
-                    "type": "session.finished",
-                    "stop": "error",
-                    "steps": 0,
-                    "usage": wield_llm::Usage::default(),
-                    "answer": "",
-                    "status": null,
-                    "error": error,
-                }));
+                emit(&finished_with_error("error", &error));
             }
             return Ok(ExitCode::from(1));
         }
     };
-    save(Some(outcome.stop.as_str()), outcome.steps, outcome.usage)?;
+    save(Ended::Stopped(outcome.stop.as_str()), outcome.steps, outcome.usage)?;
     if args.json {
         emit(&json!({
             "type": "session.finished",
@@ -194,6 +221,24 @@ pub async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode>
         StopReason::MaxSteps | StopReason::TokenBudget | StopReason::Timeout => ExitCode::from(3),
         StopReason::Cancelled => ExitCode::from(130),
     })
+}
+
+/// Which saved session a run goes on with, and how it had ended.
+fn resuming_note(saved: &wield_agent::SavedSession) -> String {
+    let mut note = format!(
+        "resuming {} ({}, {} message{}",
+        saved.id,
+        saved.outcome(),
+        saved.messages.len(),
+        if saved.messages.len() == 1 { "" } else { "s" }
+    );
+    let task = saved.task();
+    if !task.is_empty() {
+        let task: String = task.chars().take(60).collect();
+        note.push_str(&format!(", \"{task}\""));
+    }
+    note.push_str("); `wield sessions list` shows the others");
+    note
 }
 
 /// What a front-end says while a request waits to be sent again.

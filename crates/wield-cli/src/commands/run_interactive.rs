@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use wield_agent::session::Ended;
 
 use async_trait::async_trait;
 use rustyline::error::ReadlineError;
@@ -61,6 +62,9 @@ pub struct Interactive {
     pub usage: Usage,
     pub steps: u32,
     pub calls: u32,
+    /// How the last exchange ended (its stop, or why it failed), saved with
+    /// the session; none before the first.
+    pub ended: Option<Result<&'static str, String>>,
 }
 
 /// Runs the interactive agent until `/exit`, Ctrl-D or Ctrl-C twice.
@@ -141,13 +145,17 @@ pub async fn run(mut it: Interactive) -> anyhow::Result<ExitCode> {
         *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
         let outcome = it.turn(text, &cancel).await;
         *current.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        it.save(outcome.as_ref().ok().map(|o| o.stop.as_str()))?;
+        it.ended = Some(match &outcome {
+            Ok(o) => Ok(o.stop.as_str()),
+            Err(e) => Err(format!("{}: {e}", it.session.provider().name)),
+        });
+        it.save()?;
         if quit.load(Ordering::SeqCst) {
             code = ExitCode::from(130);
             break;
         }
     }
-    it.save(None)?;
+    it.save()?;
     editor.close();
     Ok(code)
 }
@@ -338,12 +346,15 @@ impl Interactive {
     }
 
     /// Saves the session (unless `--ephemeral`).
-    fn save(&self, stop: Option<&str>) -> anyhow::Result<()> {
-        if self.ephemeral || self.session.agent().messages().is_empty() {
-            return Ok(());
-        }
+    fn save(&self) -> anyhow::Result<()> {
+        let end = match &self.ended {
+            _ if self.ephemeral || self.session.agent().messages().is_empty() => return Ok(()),
+            None => return Ok(()),
+            Some(Ok(stop)) => Ended::Stopped(stop),
+            Some(Err(error)) => Ended::Failed(error),
+        };
         self.session
-            .save(stop, self.steps, self.usage)
+            .save(end, self.steps, self.usage)
             .map_err(super::session_error)?;
         Ok(())
     }

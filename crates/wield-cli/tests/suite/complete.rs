@@ -124,11 +124,11 @@ fn a_provider_error_exits_1_with_its_message() {
 }
 
 #[test]
-fn settings_mistakes_and_missing_keys_are_usage_errors_that_say_what_to_do() {
+fn settings_mistakes_are_usage_errors_and_missing_keys_failures_that_say_what_to_do() {
     let env = Env::new();
     env.put(".wield/config.toml", "[providers.a]\nkind = \"anthropic\"\n");
     let out = env.wield().args(["complete", "hi"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ANTHROPIC_API_KEY, which is not set"), "{stderr}");
 
@@ -144,7 +144,7 @@ fn settings_mistakes_and_missing_keys_are_usage_errors_that_say_what_to_do() {
     // Nothing configured and no SDK variable set.
     let env = Env::new();
     let out = env.wield().args(["complete", "hi"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no model provider is configured"));
 }
 

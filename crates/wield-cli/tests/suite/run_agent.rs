@@ -1137,3 +1137,63 @@ fn a_named_subagent_gets_its_own_steps_and_an_unknown_one_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_failed_run_is_saved_with_its_error_and_resume_takes_the_newest_that_ended() {
+    let (url, requests) = scripted(vec![Turn::Text("First answer."), Turn::Text("Second answer.")]);
+    let env = project(&url);
+    let (code, _, stderr) = run(&env, &["-p", "Remember the word kiwi"]);
+    assert_eq!(code, 0, "{stderr}");
+    // The provider unreachable: the run fails, and is saved saying so.
+    let refused = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", listener.local_addr().unwrap())
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let base = format!("providers.fake.base_url={refused}");
+    let (code, _, stderr) = run(
+        &env,
+        &[
+            "-p",
+            "This one fails",
+            "--set",
+            &base,
+            "--set",
+            "providers.fake.max_retries=0",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+
+    let out = env.wield().args(["sessions", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert_eq!(sessions[0]["task"], "This one fails", "newest first: {listed}");
+    assert_eq!(sessions[0]["resumable"], false);
+    assert!(
+        sessions[0]["error"].as_str().unwrap().contains("cannot reach"),
+        "{listed}"
+    );
+    assert_eq!(sessions[1]["stop"], "done");
+    assert!(sessions[1]["bytes"].as_u64().unwrap() > 0);
+    let good = sessions[1]["id"].as_str().unwrap().to_owned();
+    let out = env.wield().args(["sessions", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("error: ") && text.contains("1 step"), "{text}");
+    assert!(
+        text.contains(&format!("`wield run --resume` goes on with {good}")),
+        "{text}"
+    );
+
+    // `--resume` passes over the failed run, and says which it took.
+    let (code, stdout, stderr) = run(&env, &["--resume", "-p", "Which word?"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "Second answer.\n");
+    assert!(
+        stderr.contains(&format!("[resuming {good} (done, 2 messages")),
+        "{stderr}"
+    );
+    let last = requests.lock().unwrap().last().cloned().unwrap().to_string();
+    assert!(last.contains("kiwi") && !last.contains("This one fails"), "{last}");
+}
