@@ -555,6 +555,17 @@ impl Agent {
         Ok(outcome)
     }
 
+    /// The request a run on `task` would start with, from a fresh
+    /// conversation: the system prompt, every tool offered, the limits. A
+    /// front-end checks with it that a model can take wield's requests (the
+    /// context they fill, tool calling).
+    pub fn first_request(&self, task: &str) -> Request {
+        Request {
+            messages: vec![Message::text(wield_llm::Role::User, task)],
+            ..self.request(false)
+        }
+    }
+
     /// The request of a step; the last one goes without tools.
     fn request(&self, last: bool) -> Request {
         let tools = if last { Vec::new() } else { tool_defs(&self.offered()) };

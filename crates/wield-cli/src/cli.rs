@@ -251,10 +251,30 @@ pub enum ProvidersCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Send a one-token request and report the model, the latency, and whether tool calling works.
+    /// Check that a provider can run the agent: it answers (and how fast), wield's first request
+    /// fits its context, and it calls tools. Each problem is named with how to fix it; exit 1 if any.
     Check {
         /// The provider (default: `default_provider`).
         name: Option<String>,
+    },
+    /// Add a provider to the project's .wield/config.toml. `wield providers add local` is a model
+    /// server on this machine (llama.cpp's llama-server, Ollama, LM Studio, vLLM): it asks the
+    /// server for its model and context.
+    Add {
+        /// The provider's name, as `--provider NAME` and `default_provider` use it.
+        name: String,
+        /// anthropic, openai, openai-responses, gemini or openai-compatible (the default).
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// Where requests go (openai-compatible default: http://127.0.0.1:8080/v1).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// The model (default: the first the server lists, else the kind's own).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Make it the default provider (the first one added always is).
+        #[arg(long)]
+        default: bool,
     },
 }
 

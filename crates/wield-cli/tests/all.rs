@@ -36,6 +36,8 @@ mod patch;
 mod peer_cmd;
 #[path = "suite/policy/mod.rs"]
 mod policy;
+#[path = "suite/providers.rs"]
+mod providers;
 #[path = "suite/run_agent.rs"]
 mod run_agent;
 use wield_test_support::scripted as scripted_provider;

@@ -20,6 +20,7 @@
 
 pub mod conversation;
 pub mod decode;
+pub mod discover;
 pub mod encode;
 pub mod error;
 pub mod event;

@@ -469,7 +469,7 @@ fn httpdate(text: &str) -> Option<std::time::SystemTime> {
 /// What went wrong with a request that got no answer, in words that say
 /// what to check: the innermost cause reqwest reports (refused, DNS, TLS,
 /// timeout), named, with its own text.
-fn cause(e: &reqwest::Error) -> String {
+pub(crate) fn cause(e: &reqwest::Error) -> String {
     let mut inner: &dyn std::error::Error = e;
     while let Some(next) = inner.source() {
         inner = next;

@@ -41,6 +41,10 @@ pub const CONFIG_KEYS: &[&str] = &[
     "providers.*.foreign_thinking",
 ];
 
+/// The output limit of an `openai-compatible` provider whose settings give
+/// none.
+pub const DEFAULT_COMPATIBLE_MAX_TOKENS: u32 = 8_192;
+
 /// The keys a `[providers.NAME]` table takes.
 pub const KEYS: [&str; 16] = [
     "kind",
@@ -198,7 +202,8 @@ impl Providers {
             Some(n) => n,
             None if self.providers.is_empty() => {
                 return Err(SettingsError(
-                    "no model provider is configured: add a [providers.NAME] table to .wield/config.toml, or set \
+                    "no model provider is configured: `wield providers add local` sets up a model server on \
+                     this machine; or add a [providers.NAME] table to .wield/config.toml, or set \
                      ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY"
                         .into(),
                 ));
@@ -240,6 +245,9 @@ fn defaults(name: &str, kind: Kind) -> ProviderSettings {
         ),
         Kind::OpenAiCompatible => ("", "", None),
     };
+    // A local server given no limit may generate until its context is full
+    // (a small model can loop for minutes): compatible servers get one.
+    let max_tokens = (kind == Kind::OpenAiCompatible).then_some(DEFAULT_COMPATIBLE_MAX_TOKENS);
     ProviderSettings {
         name: name.to_owned(),
         kind,
@@ -247,7 +255,7 @@ fn defaults(name: &str, kind: Kind) -> ProviderSettings {
         base_url: base_url.to_owned(),
         api_key_env: key.map(str::to_owned),
         headers: Vec::new(),
-        max_tokens: None,
+        max_tokens,
         temperature: None,
         thinking: ThinkingLevel::Off,
         thinking_budget: None,

@@ -9,6 +9,8 @@ mod config;
 mod mcp;
 mod patch;
 mod providers;
+mod providers_add;
+mod providers_check;
 mod run_agent;
 mod run_interactive;
 mod sandbox;

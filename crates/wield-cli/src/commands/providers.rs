@@ -1,14 +1,12 @@
-//! `wield providers list | check [NAME]`, and reading the providers'
-//! settings for the commands that talk to a model.
+//! `wield providers list | check [NAME] | add NAME`, and reading the
+//! providers' settings for the commands that talk to a model.
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
+use wield_llm::Provider;
 use wield_llm::settings::{ProviderSettings, Providers};
-use wield_llm::{Message, Provider, Request, Role, ToolChoice, ToolDef};
 
 use crate::app::{Runtime, Servers};
 use crate::cli::{GlobalArgs, ProvidersCommand};
@@ -31,102 +29,83 @@ pub fn connect(settings: &ProviderSettings) -> anyhow::Result<Provider> {
 }
 
 pub async fn run(global: &GlobalArgs, cmd: ProvidersCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ProvidersCommand::List { json } => list(global, json).await,
+        ProvidersCommand::Check { name } => super::providers_check::run(global, name.as_deref()).await,
+        ProvidersCommand::Add {
+            name,
+            kind,
+            base_url,
+            model,
+            default,
+        } => {
+            super::providers_add::run(
+                global,
+                super::providers_add::Adding {
+                    name,
+                    kind,
+                    base_url,
+                    model,
+                    default,
+                },
+            )
+            .await
+        }
+    }
+}
+
+async fn list(global: &GlobalArgs, json: bool) -> anyhow::Result<ExitCode> {
     let rt = Runtime::load_servers(global, Servers::None).await?;
     let all = providers(&rt)?;
     let mut out = std::io::stdout().lock();
-    match cmd {
-        ProvidersCommand::List { json } => {
-            let rows: Vec<serde_json::Value> = all
-                .providers
-                .values()
-                .map(|p| {
-                    json!({
-                        "name": p.name,
-                        "kind": p.kind.name(),
-                        "model": p.model,
-                        "base_url": p.base_url,
-                        "key_env": p.api_key_env,
-                        "key_set": p.api_key_env.as_deref().map(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty())),
-                        "default": all.default.as_deref() == Some(p.name.as_str()),
-                    })
-                })
-                .collect();
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&json!({ "providers": rows }))?)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            if rows.is_empty() {
-                writeln!(
-                    out,
-                    "No model provider is configured. Add one to .wield/config.toml, e.g.\n\n\
-                     [providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
-                     model = \"my-model\"\n\nor set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY."
-                )?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            for p in all.providers.values() {
-                let key = match &p.api_key_env {
-                    None => "no key".to_owned(),
-                    Some(var) if std::env::var_os(var).is_some_and(|k| !k.is_empty()) => format!("{var} set"),
-                    Some(var) => format!("{var} NOT SET"),
-                };
-                let mark = if all.default.as_deref() == Some(p.name.as_str()) {
-                    " (default)"
-                } else {
-                    ""
-                };
-                writeln!(
-                    out,
-                    "{}{mark}  {}  {}  {}  {key}",
-                    p.name,
-                    p.kind.name(),
-                    p.model,
-                    p.base_url
-                )?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        ProvidersCommand::Check { name } => {
-            let settings = all.pick(name.as_deref())?;
-            let provider = connect(settings)?;
-            let cancel = CancellationToken::new();
-            let started = Instant::now();
-            let mut request = Request {
-                messages: vec![Message::text(Role::User, "Say OK.")],
-                max_tokens: Some(1),
-                ..Request::default()
-            };
-            let answered = provider.stream(&request, &cancel, |_| {}).await;
-            let latency = started.elapsed();
-            if let Err(e) = answered {
-                eprintln!("error: {}: {e}", settings.name);
-                return Ok(ExitCode::from(1));
-            }
-            writeln!(
-                out,
-                "{}: {} ({}) answered in {} ms",
-                settings.name,
-                settings.model,
-                settings.kind.name(),
-                latency.as_millis()
-            )?;
-            // Tool calling: one trivial tool the model must call.
-            request.messages = vec![Message::text(Role::User, "Call the ping tool.")];
-            request.max_tokens = Some(64);
-            request.tools = vec![ToolDef {
-                name: "ping".into(),
-                description: "Answers pong.".into(),
-                input_schema: json!({ "type": "object", "properties": {} }),
-                strict: false,
-            }];
-            request.tool_choice = ToolChoice::Required;
-            let tools = match provider.stream(&request, &cancel, |_| {}).await {
-                Ok(r) if r.tool_calls().any(|(_, name, _)| name == "ping") => "tool calling works".to_owned(),
-                Ok(_) => "tool calling: the model answered without calling the tool".to_owned(),
-                Err(e) => format!("tool calling failed: {e}"),
-            };
-            writeln!(out, "{}: {tools}", settings.name)?;
-            Ok(ExitCode::SUCCESS)
-        }
+    let rows: Vec<serde_json::Value> = all
+        .providers
+        .values()
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "kind": p.kind.name(),
+                "model": p.model,
+                "base_url": p.base_url,
+                "key_env": p.api_key_env,
+                "key_set": p.api_key_env.as_deref().map(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty())),
+                "default": all.default.as_deref() == Some(p.name.as_str()),
+            })
+        })
+        .collect();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({ "providers": rows }))?)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    if rows.is_empty() {
+        writeln!(
+            out,
+            "No model provider is configured. Add one to .wield/config.toml, e.g.\n\n\
+             [providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+             model = \"my-model\"\n\nor set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY.\n\
+             next: `wield providers add local` sets up a model server on this machine"
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in all.providers.values() {
+        let key = match &p.api_key_env {
+            None => "no key".to_owned(),
+            Some(var) if std::env::var_os(var).is_some_and(|k| !k.is_empty()) => format!("{var} set"),
+            Some(var) => format!("{var} NOT SET"),
+        };
+        let mark = if all.default.as_deref() == Some(p.name.as_str()) {
+            " (default)"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "{}{mark}  {}  {}  {}  {key}",
+            p.name,
+            p.kind.name(),
+            p.model,
+            p.base_url
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -10,15 +10,6 @@ use serde_json::Value;
 
 use crate::common::Env;
 
-fn code_and_stderr(env: &Env, args: &[&str]) -> (i32, String, String) {
-    let out = env.wield().args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn no_provider_configured_is_a_failure_exit_1_in_every_command_that_talks_to_a_model() {
     let env = Env::new();
@@ -29,14 +20,14 @@ fn no_provider_configured_is_a_failure_exit_1_in_every_command_that_talks_to_a_m
         &["chat", "a.chat"],
         &["providers", "check"],
     ] {
-        let (code, _, stderr) = code_and_stderr(&env, args);
+        let (code, _, stderr) = env.run(args);
         assert_eq!(code, 1, "{args:?}: {stderr}");
         assert!(stderr.contains("no model provider is configured"), "{args:?}: {stderr}");
     }
     // A key that is not set: the same.
     env.put(".wield/config.toml", "[providers.a]\nkind = \"anthropic\"\n");
     for args in [&["run", "-p", "hi"][..], &["complete", "hi"], &["providers", "check"]] {
-        let (code, _, stderr) = code_and_stderr(&env, args);
+        let (code, _, stderr) = env.run(args);
         assert_eq!(code, 1, "{args:?}: {stderr}");
         assert!(
             stderr.contains("ANTHROPIC_API_KEY, which is not set"),
@@ -44,7 +35,7 @@ fn no_provider_configured_is_a_failure_exit_1_in_every_command_that_talks_to_a_m
         );
     }
     // A provider the command line names that is not configured.
-    let (code, _, stderr) = code_and_stderr(&env, &["run", "-p", "hi", "--provider", "nope"]);
+    let (code, _, stderr) = env.run(&["run", "-p", "hi", "--provider", "nope"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("no provider named `nope`"), "{stderr}");
 }
@@ -63,7 +54,7 @@ fn what_was_typed_wrong_is_a_usage_error_exit_2() {
         (&["chat", "status", "missing.chat"], "does not exist"),
         (&["tools", "list", "--set", "bash.timeout"], "KEY=VALUE"),
     ] {
-        let (code, _, stderr) = code_and_stderr(&env, args);
+        let (code, _, stderr) = env.run(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
@@ -76,7 +67,7 @@ fn a_json_run_that_cannot_start_still_ends_with_session_finished() {
         (&["run", "--json", "-p", "hi"][..], 1, "no model provider is configured"),
         (&["run", "--json", "-p", " "], 2, "the task is empty"),
     ] {
-        let (got, stdout, stderr) = code_and_stderr(&env, args);
+        let (got, stdout, stderr) = env.run(args);
         assert_eq!(got, code, "{args:?}: {stderr}");
         let last: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
         assert_eq!(last["type"], "session.finished", "{stdout}");

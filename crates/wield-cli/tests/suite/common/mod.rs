@@ -37,4 +37,15 @@ impl Env {
     pub fn wield(&self) -> Command {
         Command::from_std(self.wield_env().command())
     }
+
+    /// `wield ARGS` run to its end: the exit status (-1 for a signal),
+    /// stdout and stderr.
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.wield().args(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
 }
