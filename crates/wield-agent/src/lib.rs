@@ -466,10 +466,9 @@ impl Agent {
                 };
                 cut_at(d.checked_add(grace).unwrap_or(d), &step_cancel)
             });
-            let batch_started = Instant::now();
             while self.output.try_recv().is_ok() {}
             let ran = {
-                let batch = self.executor.run_batch(to_run, &self.session, &step_cancel);
+                let batch = self.executor.run_batch_timed(to_run, &self.session, &step_cancel);
                 tokio::pin!(batch);
                 loop {
                     tokio::select! {
@@ -487,17 +486,21 @@ impl Agent {
             while let Ok((id, delta)) = self.output.try_recv() {
                 on_event(AgentEvent::ToolOutput { id: &id, delta: &delta });
             }
-            let duration = batch_started.elapsed();
             // In call order; a call refused before it ran is marked so.
             let mut ran = ran.into_iter();
+            let mut durations = Vec::with_capacity(calls.len());
             let results: Vec<(ToolResult, bool)> = answered
                 .into_iter()
                 .map(|pre| match pre {
-                    Some(error) => (error, true),
+                    Some(error) => {
+                        durations.push(Duration::ZERO);
+                        (error, true)
+                    }
                     None => {
-                        let mut result = ran
+                        let (mut result, took) = ran
                             .next()
-                            .unwrap_or_else(|| ToolResult::error("internal error: no result"));
+                            .unwrap_or_else(|| (ToolResult::error("internal error: no result"), Duration::ZERO));
+                        durations.push(took);
                         if time_up && result.metadata.contains_key("cancelled") {
                             result = ToolResult::error(TIME_UP).with_meta("cancelled", true);
                         }
@@ -516,7 +519,7 @@ impl Agent {
                     outcome.usage.add(used);
                 }
             }
-            for ((id, name, _), (result, _)) in calls.iter().zip(&results) {
+            for (((id, name, _), (result, _)), duration) in calls.iter().zip(&results).zip(durations) {
                 on_event(AgentEvent::ToolFinished {
                     id,
                     name,

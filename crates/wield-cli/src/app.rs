@@ -136,10 +136,10 @@ impl Runtime {
         })
     }
 
-    /// The approver for this process: `--yes`; else (in a build with test
-    /// hooks) the scripted test approver when `WIELD_TEST_APPROVER` is set;
-    /// else a person at the terminal when stdin and stderr are terminals;
-    /// else a headless refusal.
+    /// The approver for one call a person typed: `--yes`; else (in a build
+    /// with test hooks) the scripted test approver when
+    /// `WIELD_TEST_APPROVER` is set; else a person at the terminal when
+    /// stdin and stderr are terminals; else a headless refusal.
     pub fn approver(&self) -> anyhow::Result<Arc<dyn Approver>> {
         use std::io::IsTerminal;
         if self.global.yes {
@@ -149,7 +149,7 @@ impl Runtime {
             return Ok(scripted);
         }
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-            return Ok(Arc::new(crate::terminal_approver::TerminalApprover::new()));
+            return Ok(Arc::new(crate::terminal_approver::TerminalApprover::for_a_person()));
         }
         Ok(Arc::new(approval::HeadlessApprover))
     }

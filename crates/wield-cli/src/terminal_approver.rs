@@ -60,15 +60,29 @@ impl std::fmt::Display for Labelled {
 /// The interactive approver.
 pub struct TerminalApprover {
     color: bool,
+    /// A model asked for the calls, in batches: "deny with a message to the
+    /// model" and "cancel the whole batch" are offered.
+    model: bool,
     /// One prompt at a time, even if calls were ever asked about concurrently.
     lock: tokio::sync::Mutex<()>,
 }
 
 impl TerminalApprover {
+    /// For the calls a model asks for.
     pub fn new() -> Self {
         Self {
             color: color(),
+            model: true,
             lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// For one call a person typed (`wield call`): no model to message, no
+    /// batch to cancel.
+    pub fn for_a_person() -> Self {
+        Self {
+            model: false,
+            ..Self::new()
         }
     }
 }
@@ -78,9 +92,9 @@ impl Approver for TerminalApprover {
     async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         let _one_at_a_time = self.lock.lock().await;
         let request = request.clone();
-        let color = self.color;
+        let (color, model) = (self.color, self.model);
         // inquire blocks on the terminal; keep it off the async workers.
-        tokio::task::spawn_blocking(move || prompt(&request, color))
+        tokio::task::spawn_blocking(move || prompt(&request, color, model))
             .await
             .unwrap_or_else(|_| ApprovalAnswer::Deny(Some("denied: the approval prompt failed".into())))
     }
@@ -136,7 +150,7 @@ pub(crate) fn shown(request: &ApprovalRequest, color: bool) -> String {
     out
 }
 
-fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
+fn prompt(request: &ApprovalRequest, color: bool, model: bool) -> ApprovalAnswer {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
@@ -149,19 +163,21 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
     drop(err);
 
     if request.always_asks {
-        let _ = writeln!(
-            std::io::stderr(),
-            "  (it can be allowed once: a rule in approval.confirm asks for this call every time, \
-             or it is not one plain command that a remembered pattern could approve)"
-        );
+        let why = request.reason.as_deref().unwrap_or("a rule asks for it every time");
+        let _ = writeln!(std::io::stderr(), "  (it can be allowed once only: {why})");
     }
-    let options: Vec<Labelled> = offered(request)
+    let options: Vec<Labelled> = offered(request, model)
         .map(|c| Labelled(c, c.label(&wield_core::approval::printable(&request.pattern))))
         .collect();
+    let help = if model {
+        "↑↓ to move, enter to choose, esc to deny, ctrl-c to cancel the batch"
+    } else {
+        "↑↓ to move, enter to choose, esc or ctrl-c to deny"
+    };
     let answer = inquire::Select::new("Allow this call?", options)
         .with_page_size(CHOICES.len())
         .without_filtering()
-        .with_help_message("↑↓ to move, enter to choose, esc to deny, ctrl-c to cancel the batch")
+        .with_help_message(help)
         .prompt();
     match answer {
         Ok(Labelled(choice, _)) => match choice {
@@ -173,7 +189,8 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
             other => answer_for(other, None),
         },
         Err(inquire::InquireError::OperationCanceled) => ApprovalAnswer::Deny(None),
-        Err(inquire::InquireError::OperationInterrupted) => ApprovalAnswer::CancelBatch,
+        Err(inquire::InquireError::OperationInterrupted) if model => ApprovalAnswer::CancelBatch,
+        Err(inquire::InquireError::OperationInterrupted) => ApprovalAnswer::Deny(None),
         Err(e) => {
             tracing::warn!("approval prompt failed: {e}");
             ApprovalAnswer::Deny(Some(format!("denied: the approval prompt failed ({e})")))
@@ -183,11 +200,14 @@ fn prompt(request: &ApprovalRequest, color: bool) -> ApprovalAnswer {
 
 /// The choices offered for `request`: remembering its pattern is left out
 /// when a rule asks for it every time or no pattern can approve it, since
-/// that would not spare the next ask.
-fn offered(request: &ApprovalRequest) -> impl Iterator<Item = Choice> + '_ {
-    CHOICES
-        .into_iter()
-        .filter(|c| !(request.always_asks && matches!(c, Choice::Session | Choice::Project | Choice::Global)))
+/// that would not spare the next ask; a message to the model and
+/// cancelling the batch only when a `model` asked for the call.
+fn offered(request: &ApprovalRequest, model: bool) -> impl Iterator<Item = Choice> + '_ {
+    CHOICES.into_iter().filter(move |c| {
+        let remembers = matches!(c, Choice::Session | Choice::Project | Choice::Global);
+        let for_model = matches!(c, Choice::DenyWithMessage | Choice::Cancel);
+        !(request.always_asks && remembers) && (model || !for_model)
+    })
 }
 
 pub(crate) fn answer_for(choice: Choice, message: Option<String>) -> ApprovalAnswer {

@@ -106,7 +106,11 @@ mod scripted {
                 request.tool,
                 request.shown_preview(),
                 wield_core::approval::printable(&request.pattern),
-                if request.always_asks { " | asks every time" } else { "" }
+                match (request.always_asks, &request.reason) {
+                    (true, Some(why)) => format!(" | asks every time: {why}"),
+                    (true, None) => " | asks every time".to_owned(),
+                    (false, _) => String::new(),
+                }
             );
             eprint!("{}", shown(request, false));
             let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -329,3 +329,51 @@ fn clear_starts_a_session_without_the_old_todo_list() {
         ]
     );
 }
+
+/// The calls a model asks for offer what `wield call` does not: a denial
+/// with a message the model reads, and cancelling the rest of its batch.
+#[test]
+fn a_model_s_calls_can_be_denied_with_a_message_or_their_batch_cancelled() {
+    let model = Scripted::start(vec![
+        Turn::Call("write", json!({ "path": "a.txt", "content": "a\n" })),
+        Turn::Calls(vec![
+            ("write", json!({ "path": "b.txt", "content": "b\n" })),
+            ("write", json!({ "path": "c.txt", "content": "c\n" })),
+        ]),
+        Turn::Text("Understood."),
+    ]);
+    let env = Env::new();
+    env.put(
+        ".wield/config.toml",
+        &format!("[approval]\nauto_approve = [\"$readonly\"]\n\n{}", model.config()),
+    );
+    let t = Tmux::start(&env, &[]);
+    t.type_line("Write the files");
+    let screen = t.wait_for("Allow this call?");
+    for offered in ["Deny with a message to the model", "Cancel the whole batch"] {
+        assert!(screen.contains(offered), "{offered:?} not offered:\n{screen}");
+    }
+    t.keys(&["Down", "Down", "Down", "Down", "Down", "Enter"]);
+    t.wait_for("Message for the model:");
+    t.keys(&["-l", "write tests first"]);
+    t.keys(&["Enter"]);
+    // The next turn's batch of two: Ctrl-C in the dialog cancels both.
+    t.wait_for("+++ b/b.txt");
+    t.keys(&["C-c"]);
+    t.wait_for("Understood.");
+    t.type_line("/exit");
+    assert_eq!(t.exit_status(), 0, "{}", t.screen());
+    let requests = model.requests();
+    assert!(requests[1].to_string().contains("write tests first"), "{}", requests[1]);
+    let cancelled = requests[2].to_string();
+    assert_eq!(
+        cancelled
+            .matches("cancelled: the person approving cancelled this batch")
+            .count(),
+        2,
+        "{cancelled}"
+    );
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert!(!env.ws(file).exists(), "{file} was written");
+    }
+}

@@ -221,6 +221,7 @@ mod tests {
             detail: detail.map(str::to_owned),
             pattern: "bash:echo *".into(),
             always_asks: false,
+            reason: None,
         }
     }
 

@@ -77,6 +77,13 @@ pub trait Resolver: Send + Sync {
     }
     /// An `Err` is logged and the resolver skipped.
     fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError>;
+    /// Why this resolver asks a person for `call` (it answered
+    /// [`Decision::RequireApproval`]): the one rule, and the key that
+    /// changes it, for the person and the model to read. `None` when it
+    /// has nothing more to say than that it asks.
+    fn why_ask(&self, _call: &ApprovalCall<'_>) -> Option<String> {
+        None
+    }
 }
 
 /// Why a resolver could not decide. Nothing of it reaches the model (a
@@ -118,6 +125,9 @@ pub struct Verdict {
     pub decision: Decision,
     /// The resolver that decided, or `default` when none did.
     pub resolver: String,
+    /// When it asks a person: the rule that asks, in words naming the key
+    /// that changes it ([`Resolver::why_ask`]).
+    pub reason: Option<String>,
 }
 
 #[derive(Default, Clone)]
@@ -171,9 +181,17 @@ impl ResolverChain {
             match outcome {
                 Ok(Ok(Decision::Pass)) => {}
                 Ok(Ok(decision)) => {
+                    let reason = if decision == Decision::RequireApproval {
+                        std::panic::catch_unwind(AssertUnwindSafe(|| r.why_ask(call)))
+                            .ok()
+                            .flatten()
+                    } else {
+                        None
+                    };
                     return Verdict {
                         decision,
                         resolver: r.name().to_owned(),
+                        reason,
                     };
                 }
                 Ok(Err(e)) => tracing::warn!("approval resolver `{}` failed: {}; skipped", r.name(), error_chain(&e)),
@@ -183,6 +201,7 @@ impl ResolverChain {
         Verdict {
             decision: Decision::RequireApproval,
             resolver: "default".into(),
+            reason: None,
         }
     }
 }
@@ -224,6 +243,9 @@ pub struct ApprovalRequest {
     /// pattern can approve the call (a command line that is not one simple
     /// command of literal words).
     pub always_asks: bool,
+    /// Why it asks every time, when it does: the rule and the key that
+    /// changes it, or why no pattern can approve it.
+    pub reason: Option<String>,
 }
 
 #[async_trait]
@@ -259,14 +281,14 @@ impl Approver for HeadlessApprover {
 pub fn needs_approval_message(request: &ApprovalRequest) -> String {
     let tool = &request.tool;
     if request.always_asks {
+        let why = request
+            .reason
+            .as_deref()
+            .unwrap_or("a rule above the remembered approvals asks for it every time");
         format!(
             "approval required: the call to `{tool}` needs approval and no one can approve it here. \
-             Remembered approvals do not apply to it: a rule asks for it every time (one in approval.confirm, \
-             or a written path that other programs run later: approval.ask_paths, .envrc, .vscode/, \
-             .github/workflows/, ...), or it is a command that no pattern approves (several commands, or \
-             words with expansions, substitutions, globs or redirections). A person can allow it with --yes; \
-             to let a command run without asking, split it into plain commands, or take the rule out of \
-             approval.confirm in .wield/config.toml."
+             It asks every time, so a remembered approval does not apply: {why}. \
+             A person can allow this one call with --yes."
         )
     } else {
         format!(
@@ -277,6 +299,12 @@ pub fn needs_approval_message(request: &ApprovalRequest) -> String {
         )
     }
 }
+
+/// Why no remembered pattern can approve a command line: what the person
+/// reads when it asks every time for that reason.
+pub const NOT_ONE_PLAIN_COMMAND: &str = "it is not one plain command (several commands, or words with expansions, \
+     substitutions, globs or redirections), which no remembered pattern approves; split it into plain commands \
+     to have it approved without asking";
 
 /// Where remembered approvals go (project or global files).
 pub trait ApprovalStore: Send + Sync {

@@ -77,6 +77,14 @@ impl Resolver for ConfigResolver {
         }
         Ok(Decision::Pass)
     }
+
+    fn why_ask(&self, call: &ApprovalCall<'_>) -> Option<String> {
+        let hit = PatternSet::new(&self.config).list_denies(&self.config.confirm, call)?;
+        let origin = &self.origin;
+        Some(format!(
+            "the rule `{hit}` in {origin}.confirm asks for it every time (take it out of {origin}.confirm to stop that)"
+        ))
+    }
 }
 
 /// Priority 25: approve tools with `auto_approve_if_sandboxed` while a

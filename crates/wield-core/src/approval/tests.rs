@@ -467,6 +467,7 @@ fn request(pattern: &str, always_asks: bool) -> ApprovalRequest {
         detail: None,
         pattern: pattern.into(),
         always_asks,
+        reason: None,
     }
 }
 
@@ -479,15 +480,21 @@ fn a_refusal_for_want_of_approval_says_how_to_grant_it() {
          it with --yes, with `wield approvals add 'bash:git status*'`, or by adding a pattern to \
          approval.auto_approve in .wield/config.toml."
     );
-    let message = needs_approval_message(&request("bash:ls $(id)", true));
+    let mut asks = request("bash:ls $(id)", true);
+    asks.reason = Some(crate::approval::NOT_ONE_PLAIN_COMMAND.to_owned());
+    let message = needs_approval_message(&asks);
     assert!(
         message.starts_with(
-            "approval required: the call to `bash` needs approval and no one can approve it here. Remembered \
-             approvals do not apply to it"
+            "approval required: the call to `bash` needs approval and no one can approve it here. It asks every \
+             time, so a remembered approval does not apply: it is not one plain command"
         ),
         "{message}"
     );
     assert!(!message.contains("wield approvals add"), "{message}");
+    assert!(
+        message.ends_with("A person can allow this one call with --yes."),
+        "{message}"
+    );
     let answer = futures::executor::block_on(HeadlessApprover.ask(&request("bash:ls*", false)));
     assert_eq!(
         answer,

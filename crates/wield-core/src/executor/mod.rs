@@ -168,7 +168,25 @@ impl Executor {
         session: &Arc<Session>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
-        let started: Vec<Instant> = calls.iter().map(|_| Instant::now()).collect();
+        self.run_batch_timed(calls, session, cancel)
+            .await
+            .into_iter()
+            .map(|(result, _)| result)
+            .collect()
+    }
+
+    /// As [`Executor::run_batch`], with each call's own time: its checks
+    /// and its run, not the time a person took to decide on it nor the
+    /// time other calls of the batch took.
+    pub async fn run_batch_timed(
+        &self,
+        calls: Vec<Call>,
+        session: &Arc<Session>,
+        cancel: &CancellationToken,
+    ) -> Vec<(ToolResult, Duration)> {
+        // Each call's own time: its checks and its run, not the time a
+        // person took to decide nor the other calls' runs.
+        let mut own: Vec<Duration> = calls.iter().map(|_| Duration::ZERO).collect();
         let ids: Vec<(String, String, Value)> = if self.audit.is_some() {
             calls
                 .iter()
@@ -189,7 +207,14 @@ impl Executor {
                 });
                 continue;
             }
-            let slot = self.preflight(call, session, cancel, &mut batch_cancelled).await;
+            let checking = Instant::now();
+            let mut waited = Duration::ZERO;
+            let slot = self
+                .preflight(call, session, cancel, &mut batch_cancelled, &mut waited)
+                .await;
+            if let Some(own) = own.get_mut(slots.len()) {
+                *own = checking.elapsed().saturating_sub(waited);
+            }
             slots.push(slot);
         }
 
@@ -204,26 +229,31 @@ impl Executor {
                 Slot::Ready(r) => serial.push((i, *r)),
             }
         }
+        let timed = |r: Ready| async move {
+            let running = Instant::now();
+            let res = self.execute(&r).await;
+            (res, r, running.elapsed())
+        };
         if parallel.len() == 1 {
             for (i, r) in parallel {
-                let res = self.execute(&r).await;
+                let (res, r, took) = timed(r).await;
+                own[i] += took;
                 results[i] = Some((res, r.decision, Some(r)));
             }
         } else if !parallel.is_empty() {
-            let done: Vec<(usize, ToolResult, Ready)> = futures::stream::iter(parallel)
-                .map(|(i, r)| async move {
-                    let res = self.execute(&r).await;
-                    (i, res, r)
-                })
+            let done: Vec<(usize, (ToolResult, Ready, Duration))> = futures::stream::iter(parallel)
+                .map(|(i, r)| async move { (i, timed(r).await) })
                 .buffered(self.max_parallel)
                 .collect()
                 .await;
-            for (i, res, r) in done {
+            for (i, (res, r, took)) in done {
+                own[i] += took;
                 results[i] = Some((res, r.decision, Some(r)));
             }
         }
         for (i, r) in serial {
-            let res = self.execute(&r).await;
+            let (res, r, took) = timed(r).await;
+            own[i] += took;
             results[i] = Some((res, r.decision, Some(r)));
         }
 
@@ -237,13 +267,14 @@ impl Executor {
                     None,
                 )
             });
+            let finishing = Instant::now();
             let tool_name = if let Some(r) = &ready {
                 self.postprocess(r, &mut result).await;
                 r.ctx.tool.clone()
             } else {
                 String::new()
             };
-            let duration = started.get(i).map(Instant::elapsed).unwrap_or_default();
+            let duration = own.get(i).copied().unwrap_or_default() + finishing.elapsed();
             let truncated = result
                 .metadata
                 .get("truncated")
@@ -271,7 +302,7 @@ impl Executor {
                     result.error.as_deref(),
                 );
             }
-            out.push(result);
+            out.push((result, duration));
         }
         out
     }
@@ -316,6 +347,7 @@ impl Executor {
         session: &Arc<Session>,
         cancel: &CancellationToken,
         batch_cancelled: &mut bool,
+        waited: &mut Duration,
     ) -> Slot {
         let (entry, mut input) = match self.admit(&call.name, call.input, session) {
             Ok(admitted) => admitted,
@@ -405,9 +437,22 @@ impl Executor {
                     input: input.clone(),
                     preview,
                     always_asks: asked_by_rule || !derived.reusable,
+                    reason: if asked_by_rule {
+                        verdict.reason.clone().or_else(|| {
+                            Some(format!(
+                                "the approval resolver `{}` asks for it every time",
+                                verdict.resolver
+                            ))
+                        })
+                    } else if !derived.reusable {
+                        Some(crate::approval::NOT_ONE_PLAIN_COMMAND.to_owned())
+                    } else {
+                        None
+                    },
                 };
                 // A call cancelled while its approval is pending is not
                 // run, whatever the answer would have been.
+                let asking = Instant::now();
                 let answer = tokio::select! {
                     biased;
                     () = cancel.cancelled() => {
@@ -420,6 +465,8 @@ impl Executor {
                     }
                     answer = self.approver.ask(&request) => answer,
                 };
+                // The time a person took to decide is not the tool's.
+                *waited += asking.elapsed();
                 match answer {
                     ApprovalAnswer::Allow(scope) => {
                         // An approver that offers to remember what cannot

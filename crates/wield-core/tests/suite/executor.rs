@@ -477,3 +477,53 @@ fn durations_read_as_a_person_would_never_as_zero_milliseconds() {
     assert_eq!(human_duration(Duration::from_nanos(40)), "40ns");
     assert_eq!(human_duration(Duration::ZERO), "0µs");
 }
+
+/// A person who takes their time to decide.
+struct Slow(Duration);
+
+#[async_trait]
+impl Approver for Slow {
+    async fn ask(&self, _request: &ApprovalRequest) -> ApprovalAnswer {
+        tokio::time::sleep(self.0).await;
+        ApprovalAnswer::Allow(Scope::Once)
+    }
+}
+
+/// A call's duration is its own: not the time the person took to decide,
+/// nor the time the calls before it in the batch ran.
+#[tokio::test]
+async fn a_call_s_duration_leaves_out_the_decision_and_the_other_calls() {
+    let f = fixture();
+    let mut cfg = Config::default();
+    cfg.approval.auto_approve.clear();
+    let ex = ExecutorBuilder::new(f.registry.clone(), Arc::new(cfg), "/")
+        .approver(Arc::new(Slow(Duration::from_millis(400))))
+        .build();
+    let started = Instant::now();
+    let timed = ex
+        .run_batch_timed(
+            vec![
+                Call::new("1", "seq", json!({ "ms": 200 })),
+                Call::new("2", "seq", json!({ "ms": 10 })),
+            ],
+            &session(),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "both were asked and ran"
+    );
+    let [(first, d1), (second, d2)] = timed.as_slice() else {
+        panic!("{timed:?}")
+    };
+    assert!(first.success && second.success, "{timed:?}");
+    assert!(
+        *d1 >= Duration::from_millis(200) && *d1 < Duration::from_millis(390),
+        "{d1:?}"
+    );
+    assert!(
+        *d2 >= Duration::from_millis(10) && *d2 < Duration::from_millis(190),
+        "{d2:?}"
+    );
+}

@@ -46,6 +46,20 @@ impl ClientApprover {
     }
 }
 
+/// The reason a person wrote in the approval form, if any.
+fn reason_of(content: Option<&Value>) -> Option<String> {
+    content?
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+}
+
+/// An approval form declined or dismissed sooner than this, with no reason
+/// given, was not seen by a person.
+const FASTER_THAN_A_PERSON: Duration = Duration::from_millis(300);
+
 /// Refusal text for a client that cannot ask its user.
 pub fn headless_message(request: &ApprovalRequest) -> String {
     format!(
@@ -69,6 +83,7 @@ impl Approver for ClientApprover {
             }
         };
         let tool = &request.tool;
+        let asked = std::time::Instant::now();
         // Past the time limit the form is withdrawn.
         let Some(answered) = self.elicit(params).await else {
             return ApprovalAnswer::Deny(Some(format!(
@@ -76,14 +91,32 @@ impl Approver for ClientApprover {
                 wield_core::human_duration(self.timeout)
             )));
         };
+        let took = asked.elapsed();
         match answered {
+            // Turned down before a person could have read it: the client
+            // claims forms it cannot show. The model hears how a person
+            // could allow the call, as with a client without forms.
+            // A reason given is someone's words, and is passed on below.
+            Ok(answer)
+                if answer.action != ElicitationAction::Accept
+                    && took < FASTER_THAN_A_PERSON
+                    && reason_of(answer.content.as_ref()).is_none() =>
+            {
+                let how = if answer.action == ElicitationAction::Decline {
+                    "declined"
+                } else {
+                    "dismissed"
+                };
+                ApprovalAnswer::Deny(Some(format!(
+                    "denied: the client {how} the approval form for `{tool}` {} ms after it was sent, faster \
+                     than a person reads it, so it most likely cannot show forms to its user. {}",
+                    took.as_millis(),
+                    headless_message(request)
+                )))
+            }
             Ok(answer) => {
-                let content = answer.content.unwrap_or(Value::Null);
-                let reason = content
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|r| !r.is_empty());
+                let reason = reason_of(answer.content.as_ref());
+                let content = answer.content.clone().unwrap_or(Value::Null);
                 match answer.action {
                     ElicitationAction::Accept => {
                         if content.get("remember").and_then(Value::as_bool) == Some(true) {
@@ -256,6 +289,9 @@ fn form(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json::Er
     } else {
         format!("Allow this tool call?\n\n{}: {preview}", request.tool)
     };
+    if let (true, Some(why)) = (request.always_asks, &request.reason) {
+        let _ = write!(message, "\n\nThis is asked every time: {why}.");
+    }
     if let Some(shown) = request.shown_detail() {
         let detail = shown.text();
         message.push_str("\n\n");
@@ -319,6 +355,7 @@ mod tests {
             detail: Some("x".repeat(MAX_DETAIL + 10)),
             pattern: "bash:rm *".into(),
             always_asks: false,
+            reason: None,
         }
     }
 
@@ -374,6 +411,20 @@ mod tests {
         assert_eq!(v["requestedSchema"]["properties"]["reason"]["type"], "string");
         let m = headless_message(&r);
         assert!(!m.contains("wield approvals add"), "{m}");
-        assert!(m.contains("approval.confirm") && m.contains("--yes"), "{m}");
+        assert!(m.contains("--yes"), "{m}");
+        // The one rule that asks is named, in the refusal and in the form.
+        r.reason = Some("the rule `bash:rm *` in approval.confirm asks for it every time".into());
+        assert!(
+            headless_message(&r).contains("the rule `bash:rm *` in approval.confirm"),
+            "{m}"
+        );
+        let v = serde_json::to_value(form(&r).unwrap()).unwrap();
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap()
+                .contains("This is asked every time: the rule `bash:rm *`"),
+            "{v}"
+        );
     }
 }

@@ -168,10 +168,14 @@ async def elicit(fx: Fixture) -> None:
         answers.append(types.ElicitResult(action="decline", content={"reason": "use the read tool instead"}))
         r = await call(s, "debug_echo", {"command": "second"})
         expect(r.is_error and "use the read tool instead" in text_of(r), f"declined: {r}")
+        expect("faster than a person" not in text_of(r), f"a reason is a person's words: {r}")
 
+        # Dismissed at once, as clients that claim forms they cannot show
+        # do: the model hears how a person could allow the call.
         answers.append(types.ElicitResult(action="cancel"))
         r = await call(s, "debug_echo", {"command": "third"})
         expect(r.is_error and "dismissed" in text_of(r), f"cancelled: {r}")
+        expect("faster than a person" in text_of(r) and "--yes" in text_of(r), f"dismissed at once: {r}")
 
         # Accepting once approved once: the next call asks again.
         answers.append(types.ElicitResult(action="accept", content={"remember": True}))

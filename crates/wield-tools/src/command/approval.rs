@@ -48,4 +48,12 @@ impl Resolver for AlwaysAskResolver {
             _ => Ok(Decision::RequireApproval),
         }
     }
+
+    fn why_ask(&self, call: &ApprovalCall<'_>) -> Option<String> {
+        Some(format!(
+            "the command tool `{}` is defined with requires_approval = true, so every call asks (change it in \
+             the tool's definition)",
+            call.tool
+        ))
+    }
 }

@@ -88,6 +88,18 @@ impl AskPathsResolver {
         }
     }
 
+    /// The first path `call` writes that matches an ask-path glob, and the
+    /// glob.
+    fn hit(&self, call: &ApprovalCall<'_>) -> Option<(String, String)> {
+        let registered = self.registry.get(call.tool)?;
+        registered
+            .tool
+            .paths(call.input)
+            .into_iter()
+            .filter(|p| p.access == CoreAccess::Write)
+            .find_map(|p| self.matching(&p.path).map(|glob| (p.path, glob)))
+    }
+
     /// The ask-path glob a path written as `path` matches, as given or as
     /// resolved.
     fn matching(&self, path: &str) -> Option<String> {
@@ -117,16 +129,7 @@ impl Resolver for AskPathsResolver {
     }
 
     fn resolve(&self, call: &ApprovalCall<'_>) -> Result<Decision, ResolveError> {
-        let Some(registered) = self.registry.get(call.tool) else {
-            return Ok(Decision::Pass);
-        };
-        let hit = registered
-            .tool
-            .paths(call.input)
-            .into_iter()
-            .filter(|p| p.access == CoreAccess::Write)
-            .find_map(|p| self.matching(&p.path));
-        let Some(glob) = hit else {
+        let Some((_, glob)) = self.hit(call) else {
             return Ok(Decision::Pass);
         };
         match self.below.resolve(call).decision {
@@ -139,5 +142,14 @@ impl Resolver for AskPathsResolver {
                 Ok(Decision::RequireApproval)
             }
         }
+    }
+
+    fn why_ask(&self, call: &ApprovalCall<'_>) -> Option<String> {
+        let (path, glob) = self.hit(call)?;
+        Some(format!(
+            "it writes `{path}`, which matches `{glob}` in approval.ask_paths: a file that other programs run or \
+             obey later (shell hooks, editor and CI settings), so every write to it asks (remove the entry from \
+             approval.ask_paths to stop that)"
+        ))
     }
 }

@@ -176,7 +176,7 @@ fn terminal_dialog_allows_once_for_the_session_project_or_everywhere() {
         "+++ b/src/a.rs",
         "+new line",
         "Allow for this session  (debug_echo:src/*)",
-        "Cancel the whole batch",
+        "Deny",
     ] {
         assert!(screen.contains(shown), "missing {shown:?} in\n{screen}");
     }
@@ -190,8 +190,11 @@ fn terminal_dialog_allows_once_for_the_session_project_or_everywhere() {
     assert!(e.global_approvals().contains("\"debug_echo:src/*\""));
 }
 
+/// `wield call` is one call a person typed: no model to send a message
+/// to and no batch to cancel, so neither is offered; Esc and Ctrl-C deny.
+/// (The interactive agent offers both: see `interactive::`.)
 #[test]
-fn terminal_dialog_denies_with_or_without_a_message_and_cancels() {
+fn terminal_dialog_under_call_denies_and_offers_nothing_for_a_model() {
     let e = Env::with_config(STRICT);
     let (code, r, screen) = choose(&e, 4);
     assert_eq!(code, 1, "{screen}");
@@ -200,35 +203,22 @@ fn terminal_dialog_denies_with_or_without_a_message_and_cancels() {
         "denied: the user refused the call to `debug_echo`",
         "{screen}"
     );
-    let (code, r, screen) = on_pty(
-        &e,
-        &[
-            ("Allow this call?", format!("{}\r", DOWN.repeat(5))),
-            ("Message for the model:", "write tests first\r".into()),
-        ],
-    );
-    assert_eq!(code, 1, "{screen}");
-    assert_eq!(error_of(&r), "write tests first", "{screen}");
-    let (code, r, screen) = choose(&e, 6);
-    assert_eq!(code, 1, "{screen}");
-    assert_eq!(
-        error_of(&r),
-        "cancelled: the person approving cancelled this batch of calls",
-        "{screen}"
-    );
-    // Esc denies, Ctrl-C cancels the batch.
-    let (_, r, screen) = on_pty(&e, &[("Allow this call?", "\x1b".into())]);
-    assert_eq!(
-        error_of(&r),
-        "denied: the user refused the call to `debug_echo`",
-        "{screen}"
-    );
-    let (_, r, screen) = on_pty(&e, &[("Allow this call?", "\x03".into())]);
-    assert_eq!(
-        error_of(&r),
-        "cancelled: the person approving cancelled this batch of calls",
-        "{screen}"
-    );
+    for absent in ["Deny with a message to the model", "Cancel the whole batch"] {
+        assert!(
+            !screen.contains(absent),
+            "{absent:?} offered under wield call:\n{screen}"
+        );
+    }
+    // Past the last choice, the list wraps to the first: allow once.
+    assert_eq!(choose(&e, 5).1["success"], true);
+    for key in ["\x1b", "\x03"] {
+        let (_, r, screen) = on_pty(&e, &[("Allow this call?", key.into())]);
+        assert_eq!(
+            error_of(&r),
+            "denied: the user refused the call to `debug_echo`",
+            "{screen}"
+        );
+    }
     assert_eq!(e.project_approvals(), "");
 }
 
@@ -260,7 +250,10 @@ fn a_call_asked_every_time_is_allowed_once_only() {
     let e = Env::with_config("[approval]\nauto_approve = []\nconfirm = [\"debug_echo\"]\n");
     let (code, r, screen) = choose(&e, 0);
     assert_eq!((code, &r["success"]), (0, &Value::Bool(true)), "{screen}");
-    assert!(screen.contains("asks for this call every time"), "{screen}");
+    assert!(
+        screen.contains("allowed once only: the rule `debug_echo` in approval.confirm asks for it every time"),
+        "{screen}"
+    );
     assert!(!screen.contains("Allow for this session"), "{screen}");
     let (code, r, screen) = choose(&e, 1);
     assert_eq!(code, 1, "{screen}");
@@ -271,7 +264,10 @@ fn a_call_asked_every_time_is_allowed_once_only() {
     );
     let (code, _, stderr) = scripted(&e, "project");
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("| debug_echo:src/* | asks every time"), "{stderr}");
+    assert!(
+        stderr.contains("| debug_echo:src/* | asks every time: the rule `debug_echo` in approval.confirm"),
+        "{stderr}"
+    );
     assert_eq!(e.project_approvals(), "");
     let (code, r, _) = e.call(&[], "debug_echo", WRITE);
     assert_eq!(code, 1);
@@ -279,4 +275,41 @@ fn a_call_asked_every_time_is_allowed_once_only() {
         error_of(&r).contains("approval.confirm") && !error_of(&r).contains("approvals add"),
         "{r}"
     );
+}
+
+/// A refusal names the one rule that asks every time, with the key that
+/// changes it, and not every rule that could have.
+#[test]
+fn a_refusal_names_the_one_rule_that_asks_every_time() {
+    let e = Env::with_config("[approval]\nconfirm = [\"bash:git push*\"]\n");
+    let (code, r, _) = e.call(&[], "write", r#"{"path":".envrc","content":"export A=1"}"#);
+    assert_eq!(code, 1, "{r}");
+    let why = error_of(&r);
+    assert!(
+        why.contains("it writes `.envrc`, which matches") && why.contains("in approval.ask_paths"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("approval.confirm") && !why.contains("plain command"),
+        "{why}"
+    );
+
+    let (code, r, _) = e.call(&[], "bash", r#"{"command":"git push origin main"}"#);
+    assert_eq!(code, 1, "{r}");
+    let why = error_of(&r);
+    assert!(
+        why.contains("the rule `bash:git push*` in approval.confirm asks for it every time"),
+        "{why}"
+    );
+    assert!(!why.contains("ask_paths"), "{why}");
+
+    let (code, r, _) = e.call(
+        &["--set", "approval.auto_approve=[]", "--set", "sandbox.enabled=false"],
+        "bash",
+        r#"{"command":"ls $(echo src)"}"#,
+    );
+    assert_eq!(code, 1, "{r}");
+    let why = error_of(&r);
+    assert!(why.contains("it is not one plain command"), "{why}");
+    assert!(!why.contains("approval.confirm") && !why.contains("ask_paths"), "{why}");
 }
