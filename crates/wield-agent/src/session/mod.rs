@@ -85,6 +85,40 @@ pub fn providers(config: &Config) -> Result<Providers, SessionError> {
         .map_err(|e| SessionError::Invalid(e.to_string()))
 }
 
+/// Whether `provider` serves the model of `settings`: listed by an
+/// OpenAI-compatible server, else answering a one-token request.
+async fn check_model(settings: &ProviderSettings, provider: &Provider) -> Result<(), SessionError> {
+    let model = &settings.model;
+    let name = &settings.name;
+    if settings.kind == wield_llm::Kind::OpenAiCompatible
+        && let Ok(found) = wield_llm::discover::discover(&settings.base_url, Duration::from_secs(5)).await
+        && !found.models.is_empty()
+    {
+        if found.models.iter().any(|m| m == model) {
+            return Ok(());
+        }
+        return Err(SessionError::Provider(format!(
+            "`{model}` is neither a configured provider nor a model {name} serves (it serves: {}); the model is unchanged",
+            found.models.join(", ")
+        )));
+    }
+    let probe = wield_llm::Request {
+        messages: vec![wield_llm::Message::text(wield_llm::Role::User, "Say OK.")],
+        max_tokens: Some(1),
+        ..wield_llm::Request::default()
+    };
+    provider
+        .stream(&probe, &CancellationToken::new(), |_| {})
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            SessionError::Provider(format!(
+                "`{model}` is not a configured provider, and {name} did not answer for it as a model: {e}; the model \
+                 is unchanged"
+            ))
+        })
+}
+
 /// A client for `settings`, its key read from the environment.
 pub fn connect(settings: &ProviderSettings) -> Result<Provider, SessionError> {
     let endpoint = settings
@@ -200,16 +234,38 @@ impl AgentSession {
     /// Talks to the provider `name` (or, when it names none, another model
     /// of the current one) from the next step on.
     pub fn switch(&mut self, name: &str) -> Result<(), SessionError> {
-        let config = self.runtime.config();
-        let all = providers(config)?;
-        let (settings, provider) = if all.providers.contains_key(name) {
-            choose(config, Some(name), None)?
-        } else {
-            choose(config, Some(&self.provider.name), Some(name))?
-        };
+        let (settings, provider, _) = self.switching(name)?;
         self.agent.switch_provider(provider, &settings);
         self.provider = settings;
         Ok(())
+    }
+
+    /// As [`AgentSession::switch`], once the provider shows it serves the
+    /// model: an OpenAI-compatible server lists it (`GET /models`), or a
+    /// one-token request to it is answered. Otherwise nothing changes and
+    /// the error says what the server serves or answered.
+    pub async fn switch_checked(&mut self, name: &str) -> Result<(), SessionError> {
+        let (settings, provider, other_model) = self.switching(name)?;
+        if other_model {
+            check_model(&settings, &provider).await?;
+        }
+        self.agent.switch_provider(provider, &settings);
+        self.provider = settings;
+        Ok(())
+    }
+
+    /// The provider `name` switches to, and whether it is another model of
+    /// the current provider rather than a configured provider.
+    fn switching(&self, name: &str) -> Result<(ProviderSettings, Provider, bool), SessionError> {
+        let config = self.runtime.config();
+        let all = providers(config)?;
+        if all.providers.contains_key(name) {
+            let (settings, provider) = choose(config, Some(name), None)?;
+            Ok((settings, provider, false))
+        } else {
+            let (settings, provider) = choose(config, Some(&self.provider.name), Some(name))?;
+            Ok((settings, provider, true))
+        }
     }
 
     /// Starts a new conversation under the new `id`: the messages and the

@@ -175,3 +175,31 @@ async fn task_without_its_session_starts_nothing() {
             .contains("task is not available here")
     );
 }
+
+/// `/model NAME` for a model of the current provider switches only once
+/// the provider shows it serves the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_to_a_model_the_provider_does_not_serve_changes_nothing() {
+    let not_found = |what: &str| Turn::Error(404, json!({ "error": { "message": format!("{what} not found") } }));
+    let provider = Scripted::start(vec![
+        // `GET /models` is not served here; the one-token request fails.
+        not_found("/v1/models"),
+        not_found("model 'nosuch'"),
+        // Another model: not listed, but it answers.
+        not_found("/v1/models"),
+        Turn::Text("OK"),
+    ]);
+    let dir = project(&provider, "");
+    let tools = AgentTools::new();
+    let rt = load(&dir, &tools).await;
+    let mut session = AgentSession::builder(&rt).tools(&tools).build().unwrap();
+    let err = session.switch_checked("nosuch").await.unwrap_err().to_string();
+    assert!(
+        err.contains("model 'nosuch' not found") && err.contains("the model is unchanged"),
+        "{err}"
+    );
+    assert_eq!(session.provider().model, "m");
+    session.switch_checked("m2").await.unwrap();
+    assert_eq!(session.provider().model, "m2");
+    assert_eq!(provider.requests()[3]["model"], "m2");
+}

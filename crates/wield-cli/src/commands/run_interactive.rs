@@ -273,7 +273,7 @@ impl Interactive {
             }
             "/model" => {
                 drop(out);
-                self.switch(rest)?;
+                self.switch(rest).await?;
             }
             "/thinking" => {
                 self.show_thinking = !self.show_thinking;
@@ -321,8 +321,8 @@ impl Interactive {
     }
 
     /// `/model NAME`: a configured provider, or another model of this one.
-    fn switch(&mut self, name: &str) -> anyhow::Result<()> {
-        self.session.switch(name).map_err(super::session_error)?;
+    async fn switch(&mut self, name: &str) -> anyhow::Result<()> {
+        self.session.switch_checked(name).await.map_err(super::session_error)?;
         let now = self.session.provider();
         eprintln!("now {}/{}", now.name, now.model);
         Ok(())
