@@ -122,6 +122,8 @@ async fn drive(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         }));
     }
     let json_events = args.json;
+    // Signs of life while the model works, when a person watches stderr.
+    let progress = std::io::stderr().is_terminal().then_some(&spinner);
     let outcome = session
         .run(&task, &cancel, |event| {
             if json_events {
@@ -129,6 +131,24 @@ async fn drive(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
                     emit(&line);
                 }
                 return;
+            }
+            if let Some(spinner) = progress {
+                match &event {
+                    AgentEvent::StepStarted { step } => spinner.start(format!("step {step}: waiting for the model…")),
+                    AgentEvent::Stream(wield_llm::StreamEvent::TextDelta { .. }) => {
+                        spinner.message("the model is answering…".into());
+                    }
+                    AgentEvent::StepFinished { .. } => spinner.stop(),
+                    // A line is printed: the spinner makes way, then goes on.
+                    AgentEvent::ToolStarted { .. } => {
+                        spinner.pause();
+                        spinner.message("running the calls…".into());
+                    }
+                    AgentEvent::ToolFinished { .. }
+                    | AgentEvent::Compacted { .. }
+                    | AgentEvent::Stream(wield_llm::StreamEvent::Retrying { .. }) => spinner.pause(),
+                    _ => {}
+                }
             }
             match event {
                 AgentEvent::Stream(wield_llm::StreamEvent::Retrying {
@@ -151,8 +171,14 @@ async fn drive(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 _ => {}
             }
+            if let Some(spinner) = progress {
+                spinner.resume();
+            }
         })
         .await;
+    if let Some(spinner) = progress {
+        spinner.stop();
+    }
     // Saved whatever happened: the conversation is well-formed even after
     // a failure (every call answered).
     let save = |end: Ended<'_>, steps: u32, usage: wield_llm::Usage| -> anyhow::Result<()> {

@@ -478,14 +478,14 @@ impl Spinner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn start(&self, message: String) {
+    pub(super) fn start(&self, message: String) {
         let mut s = self.lock();
         s.on = true;
         s.message = message;
         draw(&mut s);
     }
 
-    fn message(&self, message: String) {
+    pub(super) fn message(&self, message: String) {
         let mut s = self.lock();
         s.message = message;
         if let Some(bar) = &s.bar {
@@ -493,7 +493,7 @@ impl Spinner {
         }
     }
 
-    fn stop(&self) {
+    pub(super) fn stop(&self) {
         let mut s = self.lock();
         s.on = false;
         if let Some(bar) = s.bar.take() {
@@ -502,13 +502,13 @@ impl Spinner {
     }
 
     /// Out of the way of a dialog.
-    fn pause(&self) {
+    pub(super) fn pause(&self) {
         if let Some(bar) = self.lock().bar.take() {
             bar.finish_and_clear();
         }
     }
 
-    fn resume(&self) {
+    pub(super) fn resume(&self) {
         let mut s = self.lock();
         if s.on {
             draw(&mut s);

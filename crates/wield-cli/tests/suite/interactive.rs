@@ -377,3 +377,21 @@ fn a_model_s_calls_can_be_denied_with_a_message_or_their_batch_cancelled() {
         assert!(!env.ws(file).exists(), "{file} was written");
     }
 }
+
+/// Headless in a terminal: while the model has not answered, stderr says
+/// so, with the time it has waited; the answer goes to stdout.
+#[test]
+fn a_headless_run_in_a_terminal_shows_it_is_waiting_for_the_model() {
+    let model = Scripted::start(vec![
+        Turn::Call("read", json!({ "path": "notes.txt" })),
+        Turn::Late("It says hello.", Duration::from_millis(2500)),
+    ]);
+    let env = Env::new();
+    env.put(".wield/config.toml", &model.config());
+    env.put("notes.txt", "hello\n");
+    let t = Tmux::start(&env, &["-p", "What does notes.txt say?"]);
+    let screen = t.wait_for("step 2: waiting for the model…");
+    assert!(screen.contains("→ read"), "{screen}");
+    t.wait_for("It says hello.");
+    assert_eq!(t.exit_status(), 0, "{}", t.screen());
+}
