@@ -37,4 +37,10 @@ impl Env {
     pub fn wield(&self) -> Command {
         Command::from_std(self.wield_env().command())
     }
+
+    /// What `wield ARGS` printed on stdout; it must succeed.
+    pub fn stdout(&self, args: &[&str]) -> String {
+        let out = self.wield().args(args).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    }
 }
