@@ -18,7 +18,10 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The options every command takes. Their own help heading keeps a
+/// command's options apart from them in its `--help`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Workspace root (default: the current directory). Relative paths resolve against it.
     #[arg(short = 'C', long = "directory", global = true, value_name = "DIR")]
@@ -117,6 +120,33 @@ pub enum Command {
     /// execute, send); the subcommands start one, show its state, approve or reject
     /// its tool calls.
     Chat(ChatArgs),
+    /// Start a project: write a commented `.wield/config.toml` in the workspace.
+    ///
+    /// Every setting in it is commented out, so it changes nothing until you edit it. An existing
+    /// file is left alone (exit status 1) unless --force is given.
+    Init(InitArgs),
+    /// Print a completion script for SHELL to stdout.
+    ///
+    /// For example `wield completions bash > ~/.local/share/bash-completion/completions/wield`, or
+    /// `wield completions fish > ~/.config/fish/completions/wield.fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (wield.1 and one per command) to DIR.
+    #[command(hide = true)]
+    Man {
+        /// Where the pages go.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Replace an existing `.wield/config.toml`.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

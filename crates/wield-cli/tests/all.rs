@@ -12,6 +12,8 @@ mod batch;
 mod chat;
 #[path = "suite/chat_cycle.rs"]
 mod chat_cycle;
+#[path = "suite/command_line.rs"]
+mod command_line;
 #[path = "suite/command_tools.rs"]
 mod command_tools;
 #[path = "suite/common/mod.rs"]
@@ -23,6 +25,8 @@ mod core_cli;
 use wield_test_support::http_request;
 #[path = "suite/exit_codes.rs"]
 mod exit_codes;
+#[path = "suite/init.rs"]
+mod init;
 #[path = "suite/interactive.rs"]
 mod interactive;
 use wield_test_support::local_model;

@@ -260,7 +260,7 @@ impl Runtime {
             loader = loader.file(file);
         }
         loader = loader.env(options.env.iter().cloned());
-        let overrides = overrides_table(&options.set)?;
+        let overrides = overrides_table(&options.set, &known)?;
         if !overrides.is_empty() {
             loader = loader.overrides("--set", overrides);
         }
@@ -526,15 +526,40 @@ pub fn canonical_workspace(workspace: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-/// `KEY=VALUE` settings as a configuration layer.
-fn overrides_table(sets: &[String]) -> Result<toml::Table, Error> {
+/// `KEY=VALUE` settings as a configuration layer. Each is checked alone
+/// first, so that a mistake names the key as it was typed: the whole of
+/// `foo.bar` (not its first unknown part), and `executor.max_parallel` (not
+/// the section whose value failed).
+fn overrides_table(sets: &[String], known: &KeyTree) -> Result<toml::Table, Error> {
+    use wield_core::config::{ConfigError, parse_scalar, set_path};
     let mut table = toml::Table::new();
     for s in sets {
-        let Some((key, value)) = s.split_once('=') else {
-            return Err(Error::usage(format!("--set expects KEY=VALUE, got `{s}`")));
+        let (key, value) = match s.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => (key.trim(), parse_scalar(value.trim())),
+            _ => return Err(Error::usage(format!("--set expects KEY=VALUE, got `{s}`"))),
         };
-        wield_core::config::set_path(&mut table, key.trim(), wield_core::config::parse_scalar(value.trim()))
-            .map_err(Error::usage)?;
+        let origin = format!("--set {s}");
+        let mut one = toml::Table::new();
+        set_path(&mut one, key, value.clone()).map_err(Error::usage)?;
+        match known.check(&one, &origin) {
+            Err(ConfigError::UnknownKey { .. }) => {
+                return Err(Error::usage(ConfigError::UnknownKey {
+                    path: key.to_owned(),
+                    origin,
+                    suggestion: known.closest_key(key),
+                }));
+            }
+            Err(e) => return Err(Error::usage(e)),
+            Ok(()) => {}
+        }
+        // The core's sections are typed here; the other keys where they
+        // are read, whose errors name them.
+        if let Err(ConfigError::Invalid { message, .. }) = Config::from_table(one) {
+            return Err(Error::usage(format!(
+                "invalid value for `{key}` in {origin}: {message}"
+            )));
+        }
+        set_path(&mut table, key, value).map_err(|e| Error::usage(format!("{origin}: {e}")))?;
     }
     Ok(table)
 }

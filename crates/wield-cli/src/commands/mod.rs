@@ -5,7 +5,10 @@ mod call;
 mod chat;
 mod chat_cycle;
 mod complete;
+mod completions;
 mod config;
+mod init;
+mod man;
 mod mcp;
 mod patch;
 mod providers;
@@ -292,6 +295,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Providers(cmd) => providers::run(&cli.global, cmd).await,
         Command::Run(args) => run_agent::run(&cli.global, args).await,
         Command::Sessions(cmd) => sessions::run(&cli.global, cmd),
+        Command::Init(args) => init::run(&cli.global, &args),
+        Command::Completions { shell } => completions::run(shell),
+        Command::Man { out } => man::run(&out),
         Command::Chat(mut args) => match (args.command.take(), args.file.clone()) {
             (Some(cmd), _) => chat::run(cmd),
             (None, Some(file)) => chat_cycle::run(&cli.global, args, &file).await,

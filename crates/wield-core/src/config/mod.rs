@@ -40,6 +40,13 @@ pub enum ConfigError {
     },
     #[error("invalid value for `{path}`: {message}")]
     Invalid { path: String, message: String },
+    #[error("`{path}` in {origin} is a table of settings ({examples}), not a value: set one of its keys")]
+    NotATable {
+        path: String,
+        origin: String,
+        /// Some of its keys, quoted.
+        examples: String,
+    },
     #[error(
         "refusing to load {path}: it lies in the workspace of the wield project {enclosing} (which has .wield/), where that project's sandboxed commands may write, so a command could have put it there or changed it. If you wrote it, read it, then run `wield -C {dir} config trust` to load it until it changes (or pass it with --config {path} each time)", dir = path.parent().and_then(Path::parent).unwrap_or(path).display()
     )]
@@ -59,6 +66,9 @@ pub struct KeyTree {
     children: BTreeMap<String, KeyTree>,
     wildcard: Option<Box<KeyTree>>,
     any: bool,
+    /// Registered as a key itself, not only as the table of others: it may
+    /// hold a value.
+    key: bool,
 }
 
 impl KeyTree {
@@ -92,6 +102,7 @@ impl KeyTree {
                 name => node.children.entry(name.to_owned()).or_default(),
             };
         }
+        node.key = true;
     }
 
     /// Add a tool's own keys under `[tool_name]`.
@@ -107,6 +118,32 @@ impl KeyTree {
 
     fn is_leaf(&self) -> bool {
         self.children.is_empty() && self.wildcard.is_none()
+    }
+
+    /// Only a table of other keys (`bash`, `providers.NAME`): a value of
+    /// its own would be ignored.
+    fn is_section(&self) -> bool {
+        !self.key && !self.any && !self.is_leaf()
+    }
+
+    /// The known key closest to `key`, a dotted path, part by part
+    /// (`bsh.timout` → `bash.timeout`); `None` when `key` is known or some
+    /// part of it is like no known one.
+    pub fn closest_key(&self, key: &str) -> Option<String> {
+        let mut candidate = key.to_owned();
+        // Each round corrects one part, further down than the one before.
+        for _ in 0..=key.split('.').count() {
+            let mut table = toml::Table::new();
+            set_path(&mut table, &candidate, toml::Value::Boolean(true)).ok()?;
+            match self.check(&table, "") {
+                Err(ConfigError::UnknownKey { path, suggestion, .. }) => {
+                    let rest = candidate.strip_prefix(path.as_str())?.to_owned();
+                    candidate = format!("{}{rest}", suggestion?);
+                }
+                _ => return (candidate != key).then_some(candidate),
+            }
+        }
+        None
     }
 
     /// Check that every key of `table` is known.
@@ -138,10 +175,22 @@ impl KeyTree {
                     suggestion,
                 });
             };
-            if let toml::Value::Table(sub) = value
-                && (!node.is_leaf() || node.any)
-            {
-                node.check_at(sub, &path, origin)?;
+            match value {
+                toml::Value::Table(sub) if !node.is_leaf() || node.any => node.check_at(sub, &path, origin)?,
+                toml::Value::Table(_) => {}
+                _ if node.is_section() => {
+                    let mut examples: Vec<String> =
+                        node.children.keys().take(3).map(|k| format!("`{path}.{k}`")).collect();
+                    if node.children.len() > 3 || node.wildcard.is_some() {
+                        examples.push("…".to_owned());
+                    }
+                    return Err(ConfigError::NotATable {
+                        path,
+                        origin: origin.to_owned(),
+                        examples: examples.join(", "),
+                    });
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -635,6 +684,37 @@ mod tests {
         let err = known.check(&bad, "x").unwrap_err().to_string();
         assert!(err.contains("`servers.x.comand`"), "{err}");
         assert!(err.contains("did you mean `servers.x.command`"), "{err}");
+    }
+
+    #[test]
+    fn the_closest_key_is_corrected_part_by_part() {
+        let mut known = KeyTree::core();
+        known.register(&["bash.timeout", "bash.max_timeout", "servers.*.command"]);
+        assert_eq!(known.closest_key("bsh.timout").as_deref(), Some("bash.timeout"));
+        assert_eq!(
+            known.closest_key("servers.x.comand").as_deref(),
+            Some("servers.x.command")
+        );
+        assert_eq!(known.closest_key("bash.timeout"), None);
+        assert_eq!(known.closest_key("zzzzz.qqqq"), None);
+    }
+
+    /// Regression: `bash = 1` (a value where a table of settings belongs)
+    /// was taken and ignored.
+    #[test]
+    fn a_value_in_place_of_a_table_of_settings_is_refused() {
+        let mut known = KeyTree::core();
+        known.register(&["bash.timeout", "servers.*.command", "free.**", "both", "both.more"]);
+        for bad in ["bash = 1", "servers.x = 'a'", "approval = []"] {
+            let t: toml::Table = toml::from_str(bad).unwrap();
+            let err = known.check(&t, "x.toml").unwrap_err().to_string();
+            assert!(err.contains("is a table of settings"), "{bad}: {err}");
+        }
+        let err = known.check(&toml::from_str("bash = 1").unwrap(), "x.toml").unwrap_err();
+        assert!(err.to_string().contains("(`bash.timeout`)"), "{err}");
+        for good in ["free = 1", "both = 1", "bash.timeout = 1"] {
+            known.check(&toml::from_str(good).unwrap(), "x.toml").unwrap();
+        }
     }
 
     #[test]

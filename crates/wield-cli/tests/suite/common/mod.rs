@@ -48,4 +48,10 @@ impl Env {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
+
+    /// What `wield ARGS` printed on stdout; it must succeed.
+    pub fn stdout(&self, args: &[&str]) -> String {
+        let out = self.wield().args(args).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    }
 }

@@ -3,29 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::symlink;
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
 use super::support::{Ws, read};
-use crate::peer_cmd::peer_command;
-
-/// `git` in `dir`, which must succeed.
-fn git(dir: &Path, args: &[&str]) {
-    let out = peer_command("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git is needed for these tests (apt-get install git)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::peer_cmd::git;
 
 /// The call fails, refused by the project-state rule.
 fn refused_as_state(ws: &Ws, tool: &str, args: &Value) {

@@ -3,11 +3,31 @@
 //! `wield_cmd.rs`), without `wield`'s home: nothing of the shell that runs
 //! the tests reaches them either.
 
+use std::path::Path;
 use std::process::Command;
 
 pub use wield_test_support::command::peer_command;
 
 use crate::wield_cmd::wield_env;
+
+/// `git ARGS` in `dir`, which must succeed, with `dir` as its home and no
+/// system config; its stdout.
+#[allow(clippy::expect_used)]
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = peer_command("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git is needed for these tests (apt-get install git)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 /// Whatever the test run's environment holds (cargo's and nextest's
 /// variables, a developer's `WIELD_*` or proxy settings), a peer sees only
