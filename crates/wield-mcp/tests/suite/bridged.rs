@@ -244,7 +244,13 @@ fn deferred_servers_and_bad_config() {
             panic!("{config}: loaded");
         };
         assert!(e.is_usage(), "{config}: {e}");
-        assert!(e.to_string().contains("must be a table"), "{config}: {e}");
+        // The configuration's check or the MCP section's, whichever sees it
+        // first; each says what to write.
+        let e = e.to_string();
+        assert!(
+            e.contains("must be a table") || e.contains("is a table of settings"),
+            "{config}: {e}"
+        );
     }
 }
 
