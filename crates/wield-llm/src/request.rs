@@ -28,6 +28,18 @@ pub struct Request {
     pub foreign_thinking: ForeignThinking,
 }
 
+impl Request {
+    /// The smallest request a model answers: one short message, one token
+    /// back. It checks that a provider serves a model, and how fast.
+    pub fn probe() -> Self {
+        Self {
+            messages: vec![Message::text(Role::User, "Say OK.")],
+            max_tokens: Some(1),
+            ..Self::default()
+        }
+    }
+}
+
 /// A tool as the model sees it. `name` is already in its provider-safe
 /// form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -102,13 +102,8 @@ async fn check_model(settings: &ProviderSettings, provider: &Provider) -> Result
             found.models.join(", ")
         )));
     }
-    let probe = wield_llm::Request {
-        messages: vec![wield_llm::Message::text(wield_llm::Role::User, "Say OK.")],
-        max_tokens: Some(1),
-        ..wield_llm::Request::default()
-    };
     provider
-        .stream(&probe, &CancellationToken::new(), |_| {})
+        .stream(&wield_llm::Request::probe(), &CancellationToken::new(), |_| {})
         .await
         .map(|_| ())
         .map_err(|e| {

@@ -41,12 +41,7 @@ pub async fn run(global: &GlobalArgs, name: Option<&str>) -> anyhow::Result<Exit
 
     // It answers.
     let started = Instant::now();
-    let tiny = Request {
-        messages: vec![Message::text(Role::User, "Say OK.")],
-        max_tokens: Some(1),
-        ..Request::default()
-    };
-    if let Err(e) = provider.stream(&tiny, &cancel, |_| {}).await {
+    if let Err(e) = provider.stream(&Request::probe(), &cancel, |_| {}).await {
         writeln!(out, "{name}: problem: {e}")?;
         writeln!(out, "  fix: {}", unanswered_fix(&settings))?;
         return Ok(ExitCode::from(1));
