@@ -237,7 +237,7 @@ impl ChatDocument {
             once: flags.once,
             ledger: flags
                 .ledger
-                .or_else(|| Ledger::in_config_dir(wield_core::config::global_config_dir())),
+                .or_else(|| Ledger::in_config_dir(rt.config().global_dir.clone())),
             lock: Some(self.lock),
         })
     }

@@ -25,10 +25,11 @@ pub struct Loaded {
 }
 
 /// The directories Lua tools are read from, in order: the workspace's
-/// `.wield/tools`, then `tools` in wield's global config directory.
-pub fn tool_dirs(workspace: &Path) -> Vec<PathBuf> {
+/// `.wield/tools`, then `tools` in wield's global config directory
+/// `global`, when there is one.
+pub fn tool_dirs(workspace: &Path, global: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = vec![workspace.join(".wield").join("tools")];
-    if let Some(global) = wield_core::config::global_config_dir() {
+    if let Some(global) = global {
         dirs.push(global.join("tools"));
     }
     dirs

@@ -93,10 +93,12 @@ fn stamp(path: Option<&Path>) -> Option<Stamp> {
 }
 
 impl FileApprovalStore {
-    pub fn new(workspace: &Path) -> Self {
+    /// The store of `workspace`'s project file and of the one in wield's
+    /// global configuration directory `global` (when there is one).
+    pub fn new(workspace: &Path, global: Option<&Path>) -> Self {
         Self {
             project: workspace.join(".wield").join(FILE_NAME),
-            global: wield_core::config::global_config_dir().map(|d| d.join(FILE_NAME)),
+            global: global.map(|d| d.join(FILE_NAME)),
             read: Arc::default(),
         }
     }
@@ -326,7 +328,7 @@ mod tests {
     #[test]
     fn add_remove_dedup_sort() {
         let ws = tempfile::tempdir().unwrap();
-        let store = FileApprovalStore::new(ws.path());
+        let store = FileApprovalStore::new(ws.path(), None);
         assert!(store.add(Scope::Project, "bash:ls*").unwrap());
         assert!(store.add(Scope::Project, " calculator ").unwrap());
         assert!(!store.add(Scope::Project, "bash:ls*").unwrap());
@@ -354,9 +356,9 @@ mod tests {
     #[test]
     fn patterns_follow_the_files() {
         let ws = tempfile::tempdir().unwrap();
-        let store = FileApprovalStore::new(ws.path());
+        let store = FileApprovalStore::new(ws.path(), None);
         assert!(ApprovalStore::patterns(&store).iter().all(|p| p != "bash:ls*"));
-        FileApprovalStore::new(ws.path())
+        FileApprovalStore::new(ws.path(), None)
             .add(Scope::Project, "bash:ls*")
             .unwrap();
         assert!(ApprovalStore::patterns(&store).contains(&"bash:ls*".to_owned()));

@@ -23,8 +23,13 @@ pub(crate) struct LuaTools {
 /// Load the tool files and register their tools in `registry` (and with
 /// the local tools, which a rebuild registers again); one that cannot be
 /// registered is a warning.
-pub(crate) fn load_tools(workspace: &Path, registry: &mut Registry, local: &mut Vec<ToolRef>) -> LuaTools {
-    let mut dirs = wield_lua::tool_dirs(workspace);
+pub(crate) fn load_tools(
+    workspace: &Path,
+    global: Option<&Path>,
+    registry: &mut Registry,
+    local: &mut Vec<ToolRef>,
+) -> LuaTools {
+    let mut dirs = wield_lua::tool_dirs(workspace, global);
     let mut warnings = Vec::new();
     if let Some(w) = nested_warning(workspace, &dirs[0]) {
         dirs.remove(0);

@@ -23,9 +23,14 @@ pub(crate) struct LuaTools {
 }
 
 /// The Lua files in the tool directories are not loaded: a warning says so.
-pub(crate) fn load_tools(workspace: &Path, registry: &mut Registry, _local: &mut Vec<ToolRef>) -> LuaTools {
+pub(crate) fn load_tools(
+    workspace: &Path,
+    global: Option<&Path>,
+    registry: &mut Registry,
+    _local: &mut Vec<ToolRef>,
+) -> LuaTools {
     let mut dirs = vec![workspace.join(".wield").join("tools")];
-    dirs.extend(wield_core::config::global_config_dir().map(|g| g.join("tools")));
+    dirs.extend(global.map(|g| g.join("tools")));
     for dir in dirs {
         if has_lua_files(&dir) {
             let w = format!(

@@ -98,6 +98,10 @@ pub struct RuntimeOptions {
     /// read-only. The policy files wield executes are guarded too, by the
     /// runtime itself.
     pub guarded: Vec<wield_sandbox::fs::Guarded>,
+    /// wield's global configuration directory (its `config.toml`, tools,
+    /// skills, memory, approvals and trust list): by default the one the
+    /// process's environment names.
+    pub global_dir: wield_core::config::GlobalDir,
 }
 
 impl RuntimeOptions {
@@ -115,6 +119,13 @@ impl RuntimeOptions {
 pub struct RuntimeOptionsBuilder(RuntimeOptions);
 
 impl RuntimeOptionsBuilder {
+    /// wield's global configuration directory, instead of the one the
+    /// environment names (`GlobalDir::Nowhere` for none).
+    pub fn global_dir(mut self, dir: wield_core::config::GlobalDir) -> Self {
+        self.0.global_dir = dir;
+        self
+    }
+
     pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.0.config_file = Some(path.into());
         self
@@ -239,12 +250,15 @@ impl Runtime {
         // others.
         let mut local_tools = options.tools.clone();
         local_tools.push(Arc::new(crate::batch::Batch::new(Arc::clone(&batch_runtime))));
-        local_tools.extend(wield_tools::workspace_tools(&workspace));
+        // wield's global configuration directory, as the options say: the
+        // same for everything this runtime reads there.
+        let global_dir = options.global_dir.resolve();
+        local_tools.extend(wield_tools::workspace_tools(&workspace, global_dir.as_deref()));
         let mut registry = crate::tool_set::first_registry(&local_tools)
             .map_err(|e| Error::usage(format!("registering the built-in tools: {e}")))?;
         // Lua tools: each file's are registered with the local tools, or
         // left out with a warning (a file that fails, a name taken).
-        let lua = crate::lua::load_tools(&workspace, &mut registry, &mut local_tools);
+        let lua = crate::lua::load_tools(&workspace, global_dir.as_deref(), &mut registry, &mut local_tools);
         let mut known = KeyTree::core();
         wield_tools::register_config_keys(&mut known);
         crate::bridge::register_config_keys(&mut known);
@@ -255,7 +269,7 @@ impl Runtime {
         for key in &options.config_keys {
             known.insert(key);
         }
-        let mut loader = ConfigLoader::new().standard_files(&workspace);
+        let mut loader = ConfigLoader::new().standard_files(&workspace, global_dir.as_deref());
         if let Some(file) = &options.config_file {
             loader = loader.file(file);
         }
@@ -449,6 +463,7 @@ impl Runtime {
         let resolvers = inner.resolvers.clone();
         let approval_config = crate::lua::without_lua_entries(&inner.config.approval);
         let saved_outputs = inner.services.get::<SavedOutputs>();
+        let global_dir = inner.config.global_dir.clone();
         Ok(Arc::new(
             move |approver: Arc<dyn Approver>, mut services: Services, events: EventSink| {
                 // Services a front-end made itself still save cut outputs in
@@ -464,7 +479,7 @@ impl Runtime {
                 let registry = Arc::clone(&current.registry);
                 let policy = Arc::clone(&current.policy);
                 services.insert(Arc::clone(&policy));
-                let store = Arc::new(FileApprovalStore::new(&workspace));
+                let store = Arc::new(FileApprovalStore::new(&workspace, global_dir.as_deref()));
                 let mut chain = approval::standard_chain(&approval_config, Vec::new());
                 for r in &resolvers {
                     chain.add(Arc::clone(r));
@@ -567,6 +582,16 @@ fn overrides_table(sets: &[String], known: &KeyTree) -> Result<toml::Table, Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wield_core::config::GlobalDir;
+
+    /// Options with no global configuration directory: a test never reads
+    /// the settings of whoever runs it.
+    fn isolated() -> RuntimeOptions {
+        RuntimeOptions {
+            global_dir: GlobalDir::Nowhere,
+            ..RuntimeOptions::default()
+        }
+    }
 
     #[test]
     fn the_builder_sets_each_field_and_adds_to_the_lists() {
@@ -630,7 +655,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let rt = Runtime::load(dir.path(), RuntimeOptions::default()).await.unwrap();
+        let rt = Runtime::load(dir.path(), isolated()).await.unwrap();
         let held = rt.clone();
         assert!(rt.visible().iter().any(|t| t.tool.spec().name.starts_with("mcp__py__")));
         assert!(running_with(&marker), "the server did not start");
@@ -660,12 +685,12 @@ mod tests {
     #[tokio::test]
     async fn mistakes_in_the_options_or_the_configuration_are_usage_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = Runtime::load(dir.path().join("nope"), RuntimeOptions::default()).await;
+        let missing = Runtime::load(dir.path().join("nope"), isolated()).await;
         assert!(missing.is_err_and(|e| e.is_usage() && e.to_string().contains("nope")));
 
         let set = RuntimeOptions {
             set: vec!["approval.auto_approve".into()],
-            ..RuntimeOptions::default()
+            ..isolated()
         };
         let bad_set = Runtime::load(dir.path(), set).await;
         assert!(bad_set.is_err_and(|e| e.is_usage() && e.to_string().contains("KEY=VALUE")));
@@ -676,7 +701,7 @@ mod tests {
             "[hooks.x]\nevent = \"during\"\ncommand = \"true\"\n",
         )
         .unwrap();
-        let rt = Runtime::load(dir.path(), RuntimeOptions::default()).await.unwrap();
+        let rt = Runtime::load(dir.path(), isolated()).await.unwrap();
         let hooks = rt.executor(Arc::new(approval::HeadlessApprover));
         assert!(hooks.is_err_and(|e| e.is_usage() && e.to_string().contains("hooks.x.event")));
     }
@@ -686,7 +711,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let options = RuntimeOptions {
             tools: vec![Arc::new(shout())],
-            ..RuntimeOptions::default()
+            ..isolated()
         };
         let rt = Runtime::load(dir.path(), options).await.unwrap();
         assert!(rt.visible().iter().any(|r| r.tool.spec().name == "shout"));
@@ -701,7 +726,7 @@ mod tests {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let options = || RuntimeOptions {
             tools: vec![Arc::new(loud())],
-            ..RuntimeOptions::default()
+            ..isolated()
         };
         let first = Runtime::load(a.path(), options()).await.unwrap();
         std::fs::write(first.workspace().join("many.txt"), loud_text()).unwrap();
@@ -760,6 +785,83 @@ mod tests {
             .await;
         let saved = result.metadata["full_output"].as_str().unwrap_or_default();
         assert!(std::path::Path::new(saved).starts_with(&second_outputs), "{saved}");
+    }
+
+    /// Each runtime reads the global configuration directory its options
+    /// name, not the process's `HOME`: two in one process keep their own
+    /// settings and skills, and each protects its own directory from the
+    /// file tools.
+    #[tokio::test]
+    async fn each_runtime_has_its_own_global_configuration_directory() {
+        let ws = tempfile::tempdir().unwrap();
+        // Both in the workspace, so that only protection keeps a file tool
+        // out of them.
+        let (a, b) = (ws.path().join("global-a"), ws.path().join("global-b"));
+        for (dir, timeout, skill) in [(&a, 11, "alpha"), (&b, 22, "beta")] {
+            let skill_dir = dir.join("skills").join(skill);
+            std::fs::create_dir_all(&skill_dir).unwrap();
+            std::fs::write(dir.join("config.toml"), format!("[bash]\ntimeout = {timeout}\n")).unwrap();
+            std::fs::write(
+                skill_dir.join("SKILL.md"),
+                format!("---\nname: {skill}\ndescription: the {skill} skill\n---\nDo {skill}.\n"),
+            )
+            .unwrap();
+        }
+        let load = |dir: GlobalDir| Runtime::load(ws.path(), RuntimeOptions::builder().global_dir(dir).build());
+        let first = load(GlobalDir::At(a.clone())).await.unwrap();
+        let second = load(GlobalDir::At(b.clone())).await.unwrap();
+        let neither = load(GlobalDir::Nowhere).await.unwrap();
+        let skills = |rt: &Runtime| {
+            rt.visible()
+                .iter()
+                .find(|r| r.tool.spec().name == "skill")
+                .map(|r| r.tool.spec().description.clone())
+                .unwrap_or_default()
+        };
+        for (rt, timeout, mine, theirs) in [(&first, 11, "alpha", "beta"), (&second, 22, "beta", "alpha")] {
+            assert_eq!(
+                rt.config().value("bash.timeout").and_then(toml::Value::as_integer),
+                Some(timeout)
+            );
+            assert!(
+                skills(rt).contains(mine) && !skills(rt).contains(theirs),
+                "{}",
+                skills(rt)
+            );
+        }
+        assert_eq!(neither.config().value("bash.timeout"), None);
+        assert_eq!(neither.config().global_dir, None);
+        assert!(neither.visible().iter().all(|r| r.tool.spec().name != "skill"));
+
+        // A runtime's file tools refuse to write its own global directory,
+        // and only its own.
+        let write = |rt: &Runtime, path: std::path::PathBuf| {
+            let rt = rt.clone();
+            async move {
+                let executor = rt.executor(Arc::new(approval::YesApprover)).unwrap();
+                let input = serde_json::json!({ "path": path, "content": "x = 1\n" });
+                executor
+                    .run_one(
+                        wield_core::Call::new("c", "write", input),
+                        &rt.session("s", wield_core::Driver::Person),
+                        &CancellationToken::new(),
+                    )
+                    .await
+            }
+        };
+        let refused = write(&first, a.join("planted.toml")).await;
+        assert!(
+            !refused.success && refused.error.as_deref().unwrap_or_default().contains("protected"),
+            "{refused:?}"
+        );
+        assert!(!a.join("planted.toml").exists());
+        let written = write(&second, a.join("planted.toml")).await;
+        assert!(written.success, "{written:?}");
+        let refused = write(&second, b.join("planted.toml")).await;
+        assert!(
+            !refused.success && refused.error.as_deref().unwrap_or_default().contains("protected"),
+            "{refused:?}"
+        );
     }
 
     /// 3000 numbered lines: more than the default 2000-line limit.

@@ -49,6 +49,7 @@ mod tests {
         let options = RuntimeOptions {
             policy,
             config_keys: vec!["agents.*.subagent"],
+            global_dir: wield_core::config::GlobalDir::Nowhere,
             ..RuntimeOptions::default()
         };
         Runtime::load(dir, options).await.unwrap()

@@ -20,7 +20,13 @@ fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 async fn load(dir: &Path) -> Result<Runtime, wield_runtime::Error> {
-    Runtime::load(dir, RuntimeOptions::default()).await
+    Runtime::load(
+        dir,
+        RuntimeOptions::builder()
+            .global_dir(wield_core::config::GlobalDir::Nowhere)
+            .build(),
+    )
+    .await
 }
 
 /// A Lua resolver may refuse calls: without Lua, wield does not run as if

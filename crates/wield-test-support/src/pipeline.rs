@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use wield_core::config::GlobalDir;
 use wield_core::{Approver, Call, Driver, Session};
 use wield_runtime::{Runtime, RuntimeOptions};
 
@@ -26,8 +27,13 @@ impl Loaded {
     }
 
     /// The runtime of `workspace` with `options`, or the error loading it
-    /// ends with.
-    pub fn with_options(workspace: &Path, options: RuntimeOptions) -> Result<Self, wield_runtime::Error> {
+    /// ends with. Unless the options name a global configuration directory,
+    /// it has none: a test never reads the global settings, tools, skills,
+    /// memory or approvals of whoever runs it.
+    pub fn with_options(workspace: &Path, mut options: RuntimeOptions) -> Result<Self, wield_runtime::Error> {
+        if options.global_dir == GlobalDir::FromEnvironment {
+            options.global_dir = GlobalDir::Nowhere;
+        }
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

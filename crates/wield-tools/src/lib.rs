@@ -59,9 +59,10 @@ pub fn builtin_tools() -> Vec<ToolRef> {
 }
 
 /// The built-in tools that exist only for some workspaces (`skill`, when
-/// the workspace has a skill).
-pub fn workspace_tools(workspace: &Path) -> Vec<ToolRef> {
-    skill::tools(workspace)
+/// the workspace has a skill, in it or in the global configuration
+/// directory `global`).
+pub fn workspace_tools(workspace: &Path, global: Option<&Path>) -> Vec<ToolRef> {
+    skill::tools(workspace, global)
 }
 
 /// Register the config keys the built-in tools read outside their own
@@ -72,6 +73,11 @@ pub fn register_config_keys(known: &mut KeyTree) {
     known.register(fs::CONFIG_KEYS);
     known.register(command::CONFIG_KEYS);
 }
+
+/// wield's global configuration directory of the runtime a call runs in
+/// (`Config::global_dir`), a service for the tools that keep data there
+/// (the global memory). Absent, or `None`: there is none.
+pub struct GlobalConfigDir(pub Option<std::path::PathBuf>);
 
 /// Install the services the built-in tools need (file confinement, command
 /// settings, …) for a workspace and a configuration.
@@ -85,6 +91,7 @@ pub fn install_services(
     workspace: &Path,
     guarded: &[wield_sandbox::fs::Guarded],
 ) -> Result<(), SetupError> {
+    services.insert(std::sync::Arc::new(GlobalConfigDir(config.global_dir.clone())));
     fs::install_services(services, config, workspace, guarded)?;
     shell::install_services(services, config, workspace, guarded)?;
     #[cfg(feature = "web")]

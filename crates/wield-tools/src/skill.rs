@@ -34,10 +34,11 @@ pub struct Skill {
     pub dir: PathBuf,
 }
 
-/// The directories skills are looked for in, in order.
-pub fn skill_roots(workspace: &Path) -> Vec<PathBuf> {
+/// The directories skills are looked for in, in order (`global`: wield's
+/// global configuration directory, when there is one).
+pub fn skill_roots(workspace: &Path, global: Option<&Path>) -> Vec<PathBuf> {
     let mut roots = vec![workspace.join(".wield").join("skills")];
-    if let Some(dir) = wield_core::config::global_config_dir() {
+    if let Some(dir) = global {
         roots.push(dir.join("skills"));
     }
     roots.push(workspace.join(".claude").join("skills"));
@@ -89,9 +90,9 @@ fn read_skill_md(dir: &Path) -> Option<String> {
 }
 
 /// Every skill of a workspace, by name (the first of a name wins).
-pub fn discover(workspace: &Path) -> Vec<Skill> {
+pub fn discover(workspace: &Path, global: Option<&Path>) -> Vec<Skill> {
     let mut found: Vec<Skill> = Vec::new();
-    for root in skill_roots(workspace) {
+    for root in skill_roots(workspace, global) {
         let Ok(entries) = std::fs::read_dir(&root) else {
             continue;
         };
@@ -120,8 +121,8 @@ pub fn discover(workspace: &Path) -> Vec<Skill> {
 }
 
 /// The skill tool, when the workspace has at least one skill.
-pub fn tools(workspace: &Path) -> Vec<ToolRef> {
-    let skills = discover(workspace);
+pub fn tools(workspace: &Path, global: Option<&Path>) -> Vec<ToolRef> {
+    let skills = discover(workspace, global);
     if skills.is_empty() {
         return Vec::new();
     }
@@ -271,7 +272,7 @@ mod tests {
     #[test]
     fn no_skill_no_tool_and_the_first_of_a_name_wins() {
         let ws = tempfile::tempdir().unwrap();
-        assert!(tools(ws.path()).is_empty());
+        assert!(tools(ws.path(), None).is_empty());
         for (root, desc) in [(".wield/skills/a", "from wield"), (".claude/skills/a", "from claude")] {
             std::fs::create_dir_all(ws.path().join(root)).unwrap();
             std::fs::write(
@@ -280,9 +281,9 @@ mod tests {
             )
             .unwrap();
         }
-        let found = discover(ws.path());
+        let found = discover(ws.path(), None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].description, "from wield");
-        assert_eq!(tools(ws.path()).len(), 1);
+        assert_eq!(tools(ws.path(), None).len(), 1);
     }
 }

@@ -31,6 +31,7 @@ async fn load(dir: &tempfile::TempDir, tools: &AgentTools) -> Runtime {
     let options = RuntimeOptions {
         tools: tools.tools(),
         config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
+        global_dir: wield_core::config::GlobalDir::Nowhere,
         ..RuntimeOptions::default()
     };
     Runtime::load(dir.path(), options).await.unwrap()

@@ -21,6 +21,7 @@ async fn turn(dir: &tempfile::TempDir, provider: &Scripted, prompt: &str) -> (St
     let options = RuntimeOptions {
         tools: tools.tools(),
         config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
+        global_dir: wield_core::config::GlobalDir::Nowhere,
         ..RuntimeOptions::default()
     };
     let rt = Runtime::load(dir.path(), options).await.unwrap();

@@ -130,6 +130,7 @@ impl Press {
         let mut options = RuntimeOptions {
             tools: wield_agent::tools::agent_tools(),
             config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
+            global_dir: wield_core::config::GlobalDir::Nowhere,
             ..RuntimeOptions::default()
         };
         doc.adjust(&mut options).map_err(Refused::Document)?;

@@ -25,7 +25,7 @@ fn name(scope: Scope) -> &'static str {
 pub fn run(global: &GlobalArgs, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
     // Deliberately light: no registry or config is loaded, so many
     // concurrent `add`s stay cheap and a broken config cannot block them.
-    let store = FileApprovalStore::new(&workspace(global)?);
+    let store = FileApprovalStore::new(&workspace(global)?, wield_core::config::global_config_dir().as_deref());
     let mut out = std::io::stdout().lock();
     match cmd {
         ApprovalsCommand::List { json } => list(&store, json, &mut out)?,

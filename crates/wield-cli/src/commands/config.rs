@@ -16,7 +16,9 @@ pub fn run(global: &GlobalArgs, cmd: ConfigCommand) -> anyhow::Result<ExitCode> 
     // until the file is trusted.
     let workspace = workspace(global)?;
     let file = workspace.join(".wield").join("config.toml");
-    let list = trust::list_path().context("no global config directory: set HOME or XDG_CONFIG_HOME")?;
+    let list = wield_core::config::global_config_dir()
+        .map(|d| trust::list_in(&d))
+        .context("no global config directory: set HOME or XDG_CONFIG_HOME")?;
     let content = if remove {
         None
     } else {

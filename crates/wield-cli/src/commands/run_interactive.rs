@@ -257,7 +257,8 @@ impl Interactive {
             "/tools" if rest == "debug" => super::tools_debug::print(&self.rt, false, &mut out)?,
             "/tools" => super::tools::list(&self.rt.visible(), &mut out)?,
             "/approvals" => {
-                let store = wield_runtime::FileApprovalStore::new(self.rt.workspace());
+                let store =
+                    wield_runtime::FileApprovalStore::new(self.rt.workspace(), self.rt.config().global_dir.as_deref());
                 super::approvals::list(&store, false, &mut out)?;
             }
             "/model" if rest.is_empty() => {

@@ -387,6 +387,10 @@ pub struct Config {
     /// for settings that add up across layers (lists of definitions, which
     /// the merge would otherwise replace) and whose errors name their file.
     pub layers: Vec<(String, toml::Table)>,
+    /// wield's global configuration directory for this configuration (see
+    /// [`GlobalDir`]): where its global file, tools, skills, memory and
+    /// approvals are. `None` when there is none.
+    pub global_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -401,6 +405,7 @@ impl Config {
             table,
             origins: Vec::new(),
             layers: Vec::new(),
+            global_dir: None,
         })
     }
 
@@ -490,6 +495,9 @@ pub struct ConfigLoader {
     nested_in: Option<PathBuf>,
     env: Vec<(String, String)>,
     overrides: Vec<(String, toml::Table)>,
+    /// The global configuration directory, for the trust list and the
+    /// loaded [`Config`].
+    global_dir: Option<PathBuf>,
 }
 
 impl ConfigLoader {
@@ -497,11 +505,13 @@ impl ConfigLoader {
         Self::default()
     }
 
-    /// The standard files for a workspace: the global file (`$XDG_CONFIG_HOME`
-    /// or `~/.config`) then the project's `.wield/config.toml`.
-    pub fn standard_files(mut self, workspace: &Path) -> Self {
-        if let Some(dir) = global_config_dir() {
+    /// The standard files for a workspace: `config.toml` in the global
+    /// configuration directory `global` (when there is one; see
+    /// [`GlobalDir`]) then the project's `.wield/config.toml`.
+    pub fn standard_files(mut self, workspace: &Path, global: Option<&Path>) -> Self {
+        if let Some(dir) = global {
             self.files.push((dir.join("config.toml"), false));
+            self.global_dir = Some(dir.to_path_buf());
         }
         self.files.push((workspace.join(".wield").join("config.toml"), false));
         self.nested_in = enclosing_project(workspace);
@@ -547,7 +557,7 @@ impl ConfigLoader {
                 && !required
                 && path.ends_with(Path::new(".wield").join("config.toml"))
                 && !explicit()
-                && !trust::is_trusted(path, text.as_bytes())
+                && !trust::is_trusted(self.global_dir.as_deref(), path, text.as_bytes())
             {
                 return Err(ConfigError::Plantable {
                     path: path.clone(),
@@ -580,6 +590,7 @@ impl ConfigLoader {
         let mut config = Config::from_table(merged)?;
         config.origins = origins;
         config.layers = layers;
+        config.global_dir = self.global_dir.clone();
         Ok(config)
     }
 }
@@ -599,6 +610,36 @@ pub fn enclosing_project(workspace: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Where one runtime's global configuration directory is. Each runtime
+/// carries its own, so that two loaded in one process (a test's, an
+/// embedder's) need not share the process's `HOME`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GlobalDir {
+    /// `wield` in `$XDG_CONFIG_HOME`, else `~/.config/wield`, as the
+    /// process's environment says when the runtime loads.
+    #[default]
+    FromEnvironment,
+    /// This directory.
+    At(PathBuf),
+    /// None: no global file, tools, skills, memory or approvals.
+    Nowhere,
+}
+
+impl GlobalDir {
+    /// The directory, if there is one.
+    pub fn resolve(&self) -> Option<PathBuf> {
+        match self {
+            Self::FromEnvironment => global_config_dir(),
+            Self::At(dir) => Some(dir.clone()),
+            Self::Nowhere => None,
+        }
+    }
+}
+
+/// wield's global configuration directory as the process's environment
+/// says: `wield` in `$XDG_CONFIG_HOME`, else `~/.config/wield`. A library
+/// takes the directory from its runtime (see [`GlobalDir`]); this is for
+/// the binary.
 pub fn global_config_dir() -> Option<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(x).join("wield"));

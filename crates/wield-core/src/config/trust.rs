@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{ConfigError, global_config_dir};
+use super::ConfigError;
 
 /// The list's file name in the global config directory.
 pub const TRUSTED_FILE: &str = "trusted.toml";
@@ -39,8 +39,8 @@ pub fn digest(content: &[u8]) -> String {
 }
 
 /// Where the list is: `trusted.toml` in the global config directory.
-pub fn list_path() -> Option<PathBuf> {
-    global_config_dir().map(|d| d.join(TRUSTED_FILE))
+pub fn list_in(global_dir: &Path) -> PathBuf {
+    global_dir.join(TRUSTED_FILE)
 }
 
 fn parse(text: &str, origin: &Path) -> Result<Trusted, ConfigError> {
@@ -50,10 +50,11 @@ fn parse(text: &str, origin: &Path) -> Result<Trusted, ConfigError> {
     })
 }
 
-/// Whether a person trusted `file` with exactly this content. An unreadable
+/// Whether a person trusted `file` with exactly this content, in the list
+/// of the global config directory `global_dir`. No directory, an unreadable
 /// or malformed list trusts nothing.
-pub fn is_trusted(file: &Path, content: &[u8]) -> bool {
-    let Some(list) = list_path() else {
+pub fn is_trusted(global_dir: Option<&Path>, file: &Path, content: &[u8]) -> bool {
+    let Some(list) = global_dir.map(list_in) else {
         return false;
     };
     let Ok(text) = std::fs::read_to_string(&list) else {

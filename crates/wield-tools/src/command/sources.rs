@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use wield_core::Config;
-use wield_core::config::{enclosing_project, global_config_dir, trust};
+use wield_core::config::{enclosing_project, trust};
 
 use super::definition::CommandDef;
 use crate::SetupError;
@@ -36,7 +36,7 @@ pub fn definitions(config: &Config, workspace: &Path) -> Result<Vec<CommandDef>,
         }
     }
     let mut dirs = Vec::new();
-    if let Some(dir) = global_config_dir() {
+    if let Some(dir) = &config.global_dir {
         dirs.push((dir.join("tools"), false));
     }
     dirs.push((workspace.join(".wield").join("tools"), true));
@@ -44,7 +44,7 @@ pub fn definitions(config: &Config, workspace: &Path) -> Result<Vec<CommandDef>,
         for file in tool_files(&dir)? {
             let text = read(&file)?;
             if in_workspace {
-                check_plantable(&file, workspace, &text)?;
+                check_plantable(&file, workspace, config.global_dir.as_deref(), &text)?;
             }
             let origin = file.display().to_string();
             let table: toml::Table =
@@ -101,9 +101,9 @@ fn read(file: &Path) -> Result<String, SetupError> {
 /// A tool file of a workspace nested in another wield project is refused
 /// unless trusted, as its `.wield/config.toml` is: that project's sandboxed
 /// commands could have written it.
-fn check_plantable(file: &Path, workspace: &Path, text: &str) -> Result<(), SetupError> {
+fn check_plantable(file: &Path, workspace: &Path, global: Option<&Path>, text: &str) -> Result<(), SetupError> {
     match enclosing_project(workspace) {
-        Some(enclosing) if !trust::is_trusted(file, text.as_bytes()) => Err(SetupError::Invalid(format!(
+        Some(enclosing) if !trust::is_trusted(global, file, text.as_bytes()) => Err(SetupError::Invalid(format!(
             "refusing to load the tool file {}: it lies in the workspace of the wield project {}, whose sandboxed \
              commands may write there. If you wrote it, define the tool in a file you pass with --config instead",
             file.display(),

@@ -145,7 +145,7 @@ pub fn confinement_from_config(
     for p in list("sandbox.protected")?.unwrap_or_default() {
         builder = builder.protect(p);
     }
-    if let Some(dir) = wield_core::config::global_config_dir() {
+    if let Some(dir) = &config.global_dir {
         builder = builder.protect(dir);
     }
     for g in guarded {

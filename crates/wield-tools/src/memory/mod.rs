@@ -9,7 +9,7 @@
 //! over an index kept in a private directory beside the store
 //! (`.wield/index/`), refreshed from the files before each search.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -39,29 +39,39 @@ pub fn local_store(workspace: &Path) -> Store {
     }
 }
 
-/// The user's global store, when wield's config directory is known.
-pub fn global_store() -> Option<Store> {
-    wield_core::config::global_config_dir().map(|dir| Store {
+/// The user's global store, in wield's global configuration directory
+/// `global` when there is one.
+pub fn global_store(global: Option<&Path>) -> Option<Store> {
+    global.map(|dir| Store {
         scope: Scope::Global,
         dir: dir.join("memory"),
         index: dir.join("index").join("memory.sqlite"),
     })
 }
 
-fn store_for(scope: Scope, workspace: &Path) -> Result<Store, String> {
+/// The global configuration directory of the runtime a call runs in (see
+/// [`crate::GlobalConfigDir`]).
+fn global_dir(ctx: &Context) -> Option<PathBuf> {
+    ctx.services.get::<crate::GlobalConfigDir>().and_then(|g| g.0.clone())
+}
+
+fn store_for(scope: Scope, ctx: &Context) -> Result<Store, String> {
+    let workspace = &ctx.cwd;
     match scope {
         Scope::Local => Ok(local_store(workspace)),
-        Scope::Global => global_store().ok_or_else(|| {
+        Scope::Global => global_store(global_dir(ctx).as_deref()).ok_or_else(|| {
             "there is no global memory: neither XDG_CONFIG_HOME nor HOME is set; use scope local".into()
         }),
     }
 }
 
 /// The stores a read looks in: the one named, or local then global.
-fn stores_for(scope: Option<Scope>, workspace: &Path) -> Result<Vec<Store>, String> {
+fn stores_for(scope: Option<Scope>, ctx: &Context) -> Result<Vec<Store>, String> {
     match scope {
-        Some(s) => Ok(vec![store_for(s, workspace)?]),
-        None => Ok(std::iter::once(local_store(workspace)).chain(global_store()).collect()),
+        Some(s) => Ok(vec![store_for(s, ctx)?]),
+        None => Ok(std::iter::once(local_store(&ctx.cwd))
+            .chain(global_store(global_dir(ctx).as_deref()))
+            .collect()),
     }
 }
 
@@ -142,7 +152,7 @@ impl Tool for MemoryWrite {
                 store::MAX_ENTRY_BYTES
             ));
         }
-        let store = match store_for(args.scope.unwrap_or(Scope::Local), &ctx.cwd) {
+        let store = match store_for(args.scope.unwrap_or(Scope::Local), ctx) {
             Ok(s) => s,
             Err(e) => return ToolResult::error(e),
         };
@@ -223,7 +233,7 @@ impl Tool for MemoryRead {
             Ok(a) => a,
             Err(r) => return r,
         };
-        let stores = match stores_for(args.scope, &ctx.cwd) {
+        let stores = match stores_for(args.scope, ctx) {
             Ok(s) => s,
             Err(e) => return ToolResult::error(e),
         };

@@ -321,8 +321,8 @@ pub fn sandbox_settings(config: &Config, workspace: &Path) -> Result<SandboxSett
     if let Some(sockets) = paths("sandbox.allow_unix_sockets")? {
         s.allow_unix_sockets = sockets;
     }
-    if let Some(dir) = wield_core::config::global_config_dir() {
-        s.protected.push(dir);
+    if let Some(dir) = &config.global_dir {
+        s.protected.push(dir.clone());
     }
     Ok(s)
 }
@@ -370,7 +370,7 @@ impl ShellService {
             sandbox_settings(config, workspace)?,
             workspace,
         );
-        service.chat_documents = Ledger::in_config_dir(wield_core::config::global_config_dir());
+        service.chat_documents = Ledger::in_config_dir(config.global_dir.clone());
         Ok(service)
     }
 
