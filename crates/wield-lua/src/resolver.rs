@@ -193,6 +193,5 @@ pub fn load_resolvers(dir: &Path, limits: Limits) -> (Vec<Arc<dyn Resolver>>, Ve
 /// Whether an `approval.auto_approve` entry names a Lua function file
 /// (it ends in `.lua`), and the file it names (relative to `workspace`).
 pub fn auto_approve_file(entry: &str, workspace: &Path) -> Option<PathBuf> {
-    let path = entry.strip_prefix("lua:").unwrap_or(entry);
-    (path.ends_with(".lua") && !path.contains(':')).then(|| workspace.join(path))
+    wield_core::config::ApprovalConfig::lua_file(entry).map(|path| workspace.join(path))
 }

@@ -76,7 +76,12 @@ pub(crate) fn install(
             dir.display()
         ));
     }
-    if let Some(entry) = config.approval.auto_approve.iter().find(|e| is_lua_entry(e)) {
+    if let Some(entry) = config
+        .approval
+        .auto_approve
+        .iter()
+        .find(|e| ApprovalConfig::lua_file(e).is_some())
+    {
         return Err(format!(
             "approval.auto_approve names the Lua file {entry}, and this build of wield has no Lua (the `lua` \
              feature): build wield with it or remove the entry"
@@ -93,13 +98,6 @@ pub(crate) fn policy_files(_config: &Config, _workspace: &Path) -> Result<Vec<Gu
 /// A configuration with Lua entries never loads ([`install`]).
 pub(crate) fn without_lua_entries(approval: &ApprovalConfig) -> ApprovalConfig {
     approval.clone()
-}
-
-/// As the `lua` feature reads `approval.auto_approve`: `FILE.lua` or
-/// `lua:FILE.lua`.
-fn is_lua_entry(entry: &str) -> bool {
-    let path = entry.strip_prefix("lua:").unwrap_or(entry);
-    path.ends_with(".lua") && !path.contains(':')
 }
 
 fn has_lua_files(dir: &Path) -> bool {

@@ -310,6 +310,17 @@ pub struct ApprovalConfig {
     pub presets: BTreeMap<String, PresetConfig>,
 }
 
+impl ApprovalConfig {
+    /// The Lua function file an `auto_approve` entry names, relative to the
+    /// workspace: `FILE.lua` or `lua:FILE.lua` (not a `tool:pattern` rule
+    /// whose pattern ends in `.lua`). Builds with Lua run it as a resolver;
+    /// builds without refuse a configuration that names one.
+    pub fn lua_file(entry: &str) -> Option<&str> {
+        let path = entry.strip_prefix("lua:").unwrap_or(entry);
+        (path.ends_with(".lua") && !path.contains(':')).then_some(path)
+    }
+}
+
 impl Default for ApprovalConfig {
     fn default() -> Self {
         Self {
@@ -703,6 +714,15 @@ fn env_layer(vars: &[(String, String)]) -> Result<toml::Table, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lua_files_in_auto_approve_are_told_from_rules() {
+        assert_eq!(ApprovalConfig::lua_file("approve.lua"), Some("approve.lua"));
+        assert_eq!(ApprovalConfig::lua_file("lua:policy/a.lua"), Some("policy/a.lua"));
+        assert_eq!(ApprovalConfig::lua_file("read"), None);
+        assert_eq!(ApprovalConfig::lua_file("bash:cat *.lua"), None);
+        assert_eq!(ApprovalConfig::lua_file("lua:x.py"), None);
+    }
 
     #[test]
     fn unknown_key_names_path_and_suggests() {
