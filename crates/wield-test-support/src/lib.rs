@@ -5,13 +5,17 @@
 //! confinement tests attack ([`layout`]), the command tools of the command
 //! tools' tests ([`command_tools`]), the local model
 //! server ([`local_model`]), a local server standing in for the web
-//! ([`pages`]), and (with the `runtime` feature) a runtime loaded in the
-//! test's process with calls through its pipeline ([`pipeline`]).
+//! ([`pages`]), (with the `runtime` feature) a runtime loaded in the
+//! test's process with calls through its pipeline ([`pipeline`]), and
+//! (with the `agent` feature) an agent session on such a runtime, built
+//! and run as `wield run` does ([`agent`]).
 //!
 //! These are test helpers: one that cannot do its job panics, which fails
 //! the test that called it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "agent")]
+pub mod agent;
 pub mod command;
 pub mod command_tools;
 pub mod http_request;

@@ -11,30 +11,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wield_agent::{AgentSession, AgentTools, StopReason};
-use wield_runtime::{Runtime, RuntimeOptions};
+use wield_runtime::Runtime;
+use wield_test_support::agent::{self, Flags, project};
 use wield_test_support::scripted::{Scripted, Turn};
 
-/// A workspace whose configuration talks to `provider`, with `extra`.
-fn project(provider: &Scripted, extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".wield")).unwrap();
-    std::fs::write(
-        dir.path().join(".wield/config.toml"),
-        format!("{}\n{extra}", provider.config()),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "the answer is 42\n").unwrap();
-    dir
-}
-
 async fn load(dir: &tempfile::TempDir, tools: &AgentTools) -> Runtime {
-    let options = RuntimeOptions {
-        tools: tools.tools(),
-        config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
-        global_dir: wield_core::config::GlobalDir::Nowhere,
-        ..RuntimeOptions::default()
-    };
-    Runtime::load(dir.path(), options).await.unwrap()
+    agent::load(dir.path(), tools, Flags::default()).await
 }
 
 /// The names of the tools a request offered.

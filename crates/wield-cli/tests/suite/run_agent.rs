@@ -1,7 +1,11 @@
-//! `wield run` headless through the real binary, against a scripted local
-//! provider that replays Chat Completions turns and checks, on every
-//! request, that each tool call has exactly one result (as the real APIs
-//! demand); and against a real local model (llama.cpp's `llama-server`).
+//! `wield run` headless through the real binary: the command-line contract
+//! of the agent (its exit codes, the JSON Lines events of `--json`, what
+//! it says on stderr, SIGINT, `--resume` and `--ephemeral`, `.wield/` out
+//! of `git status`), against a scripted local provider that replays Chat
+//! Completions turns and checks, on every request, that each tool call has
+//! exactly one result (as the real APIs demand); and against a real local
+//! model (llama.cpp's `llama-server`). What the agent does in a run is
+//! wield-agent's suite, on `AgentSession` in-process.
 // The scripted server and the local model's start are helpers outside #[test] fns.
 #![allow(clippy::unwrap_used)]
 
@@ -76,9 +80,11 @@ fn a_headless_run_reads_a_file_and_answers() {
     );
 }
 
+/// The step limit is a limit: exit 3, with the answer of the last turn
+/// (wield-agent's `limits` tests what the agent does at the limit).
 #[test]
-fn at_max_steps_the_last_turn_goes_without_tools_and_the_run_exits_3() {
-    let (url, requests) = scripted(vec![
+fn at_max_steps_the_run_exits_3() {
+    let (url, _) = scripted(vec![
         Turn::Call("read", json!({ "path": "notes.txt" })),
         Turn::Text("Out of steps: the note says 42."),
     ]);
@@ -87,59 +93,6 @@ fn at_max_steps_the_last_turn_goes_without_tools_and_the_run_exits_3() {
     assert_eq!(code, 3, "{stderr}");
     assert_eq!(stdout, "Out of steps: the note says 42.\n");
     assert!(stderr.contains("[max_steps: 2 steps"), "{stderr}");
-    let requests = requests.lock().unwrap();
-    assert!(requests[0].get("tools").is_some());
-    assert!(requests[1].get("tools").is_none(), "{}", requests[1]);
-    assert!(requests[1].to_string().contains("Do not call tools any more"));
-}
-
-#[test]
-fn a_refused_call_is_pruned_once_the_model_has_seen_it() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("no_such_tool", json!({})),
-        Turn::Call("read", json!({ "path": "notes.txt" })),
-        Turn::Text("Done."),
-    ]);
-    let env = project(&url);
-    let (code, _, stderr) = run(&env, &["-p", "Go."]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    assert_eq!(requests.len(), 3);
-    // The second request shows the model its mistake...
-    assert!(requests[1].to_string().contains("no_such_tool"));
-    // ...the third no longer carries the pair; the call that ran stays.
-    assert!(!requests[2].to_string().contains("no_such_tool"), "{}", requests[2]);
-    assert!(requests[2].to_string().contains("the answer is 42"));
-}
-
-#[test]
-fn a_call_that_needs_approval_is_refused_headless_and_the_model_is_told() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("write", json!({ "path": "out.txt", "content": "x" })),
-        Turn::Text("I could not write it."),
-    ]);
-    let env = project(&url);
-    env.put(
-        ".wield/config.toml",
-        &format!(
-            "[approval]\nauto_approve = [\"$readonly\"]\n\n[providers.fake]\nkind = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"m\"\n"
-        ),
-    );
-    let (code, _, stderr) = run(&env, &["-p", "Write out.txt."]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(!env.ws("out.txt").exists());
-    let requests = requests.lock().unwrap();
-    let tool = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
-    assert!(
-        tool["content"].as_str().unwrap().to_lowercase().contains("approv"),
-        "{tool}"
-    );
 }
 
 /// What wield keeps in a workspace (the saved session, cut outputs) never
@@ -286,45 +239,29 @@ fn json_lines_events_follow_the_documented_schema() {
     assert_eq!(last["usage"]["output"], 20);
 }
 
+/// A run says where it saved the session, and `--resume` (no id, before
+/// `-p`) goes on with it; `--ephemeral` saves nothing, so there is then
+/// nothing to resume (exit 2). wield-agent's `saved` tests what is saved
+/// and resumed.
 #[test]
 fn a_session_is_saved_and_resumed_unless_ephemeral() {
     let (url, requests) = scripted(vec![
-        Turn::Call("read", json!({ "path": "notes.txt" })),
         Turn::Text("It says 42."),
         Turn::Text("You asked what notes.txt says."),
     ]);
     let env = project(&url);
     let (code, _, stderr) = run(&env, &["-p", "Read notes.txt"]);
     assert_eq!(code, 0, "{stderr}");
-    let sessions = session_files(&env);
-    let [file] = sessions.as_slice() else {
-        panic!("{sessions:?}")
-    };
+    assert_eq!(session_files(&env).len(), 1);
     assert!(stderr.contains("[saved "), "{stderr}");
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(env.ws(".wield/sessions"))
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    assert_eq!(mode, 0o700);
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    assert_eq!(saved["stop"], "done");
-    assert_eq!(saved["messages"].as_array().unwrap().len(), 4, "{saved}");
-
-    // Resumed: the earlier conversation goes with the next task.
     let (code, stdout, stderr) = run(&env, &["--resume", "-p", "What did I ask?"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "You asked what notes.txt says.\n");
-    let last = requests.lock().unwrap().last().cloned().unwrap();
-    let text = last.to_string();
-    assert!(
-        text.contains("Read notes.txt") && text.contains("What did I ask?"),
-        "{text}"
-    );
+    let last = requests.lock().unwrap().last().cloned().unwrap().to_string();
+    assert!(last.contains("Read notes.txt"), "{last}");
     assert_eq!(session_files(&env).len(), 1, "resumed into the same file");
 
-    // Ephemeral: nothing more is written.
+    // Ephemeral: nothing is written.
     let env = project(&url);
     let (_, _, stderr) = run(&env, &["-p", "Again", "--ephemeral"]);
     assert!(!env.ws(".wield/sessions").exists(), "{stderr}");
@@ -359,203 +296,11 @@ pub(crate) fn events(stdout: &str) -> Vec<Value> {
     stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// A run that fails after compacting exits 1 saying why, and the person
+/// was told of the compaction on stderr (wield-agent's `compaction` tests
+/// the compaction itself).
 #[test]
-fn compaction_asks_for_a_summary_and_goes_on_with_the_new_history() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("read", json!({ "path": "big.txt" })),
-        Turn::Text("Goal: count the lines. Progress: big.txt read. Remaining: answer. Todo list: (none)"),
-        Turn::Text("It has 100 lines."),
-    ]);
-    let env = project_with(&url, "context_window = 2000\n");
-    env.put("big.txt", &"the quick brown fox jumps over the lazy dog\n".repeat(100));
-    let audit = env.base.join("audit.jsonl");
-    let (code, stdout, stderr) = run(
-        &env,
-        &[
-            "--audit",
-            audit.to_str().unwrap(),
-            "--include-tools",
-            "read",
-            "--set",
-            "context.compact_at=50",
-            "-p",
-            "How many lines has big.txt?",
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    let events = events(&stdout);
-    let compacted = events.iter().find(|e| e["type"] == "compacted").unwrap();
-    let (before, after) = (
-        compacted["before_tokens"].as_u64().unwrap(),
-        compacted["after_tokens"].as_u64().unwrap(),
-    );
-    assert!(before > 1_000 && after < before / 2, "{compacted}");
-    assert_eq!(events.last().unwrap()["answer"], "It has 100 lines.");
-    let requests = requests.lock().unwrap();
-    assert_eq!(requests.len(), 3);
-    // The summary request: the whole conversation, no tools, the hand-off
-    // instructions (the todo list among them) last.
-    let summary = &requests[1];
-    assert!(summary.get("tools").is_none(), "{summary}");
-    assert_eq!(tool_messages(summary).len(), 1);
-    let asked = summary["messages"].as_array().unwrap().last().unwrap().to_string();
-    assert!(
-        asked.contains("hand-off summary") && asked.contains("Todo list"),
-        "{asked}"
-    );
-    // The new history: the system prompt, the user's task and the summary.
-    let next = requests[2]["messages"].as_array().unwrap();
-    assert_eq!(next.len(), 3, "{next:?}");
-    assert_eq!(next[0]["role"], "system");
-    assert_eq!(next[1]["content"], "How many lines has big.txt?");
-    let handed = next[2]["content"].as_str().unwrap();
-    assert!(
-        handed.starts_with("[Context compacted]") && handed.ends_with("Todo list: (none)"),
-        "{handed}"
-    );
-    assert!(requests[2].get("tools").is_some());
-    assert!(!requests[2].to_string().contains("quick brown fox"));
-    // The summary request is a model turn of the audit log too.
-    let turns: Vec<Value> = std::fs::read_to_string(&audit)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["event"] == "model_turn")
-        .collect();
-    let marks: Vec<(Value, Value)> = turns
-        .iter()
-        .map(|t| (t["step"].clone(), t["compaction"].clone()))
-        .collect();
-    assert_eq!(
-        marks,
-        [
-            (json!(1), Value::Null),
-            (Value::Null, json!(true)),
-            (json!(2), Value::Null)
-        ]
-    );
-}
-
-/// The todo list the model wrote goes into the summary request and comes
-/// back, as it is, after the summary in the new history.
-#[test]
-fn a_todo_list_survives_compaction() {
-    let (url, requests) = scripted(vec![
-        Turn::Call(
-            "todo_write",
-            json!({"items": [
-                {"content": "count the lines of big.txt", "status": "in_progress"},
-                {"content": "report the count", "status": "pending"}
-            ]}),
-        ),
-        Turn::Call("read", json!({ "path": "big.txt" })),
-        Turn::Text("Goal: count the lines. Progress: big.txt read."),
-        Turn::Call("todo_list", json!({})),
-        Turn::Text("It has 100 lines."),
-    ]);
-    let env = project_with(&url, "context_window = 2000\n");
-    env.put("big.txt", &"the quick brown fox jumps over the lazy dog\n".repeat(100));
-    let (code, stdout, stderr) = run(
-        &env,
-        &[
-            "--include-tools",
-            "read,todo_*",
-            "--set",
-            "context.compact_at=50",
-            "-p",
-            "How many lines has big.txt?",
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    assert!(events(&stdout).iter().any(|e| e["type"] == "compacted"), "{stdout}");
-    let requests = requests.lock().unwrap();
-    assert_eq!(requests.len(), 5);
-    let item = "1. [~] count the lines of big.txt";
-    // The summary request carries the list.
-    let summary = &requests[2];
-    assert!(summary.get("tools").is_none(), "{summary}");
-    let asked = summary["messages"].as_array().unwrap().last().unwrap().to_string();
-    assert!(asked.contains("[Session state]") && asked.contains(item), "{asked}");
-    // The new history has it after the summary, and the list is still the
-    // session's: todo_list answers with it.
-    let next = requests[3]["messages"].as_array().unwrap().to_owned();
-    assert!(!requests[3].to_string().contains("quick brown fox"));
-    let handed = next.last().unwrap().to_string();
-    assert!(
-        handed.contains("[Context compacted]") && handed.contains("## Todo list") && handed.contains(item),
-        "{handed}"
-    );
-    let listed = tool_messages(&requests[4]);
-    let listed = listed.last().unwrap()["content"].as_str().unwrap();
-    assert!(
-        listed.contains("1 in progress, 1 pending") && listed.contains(item),
-        "{listed}"
-    );
-}
-
-/// The todo list is saved with the session and a resumed run has it again;
-/// marking the item in progress done promotes the next one.
-#[test]
-fn a_todo_list_is_saved_with_the_session_and_resumed() {
-    let (url, requests) = scripted(vec![
-        Turn::Call(
-            "todo_write",
-            json!({"items": [
-                {"content": "read notes", "status": "in_progress"},
-                {"content": "answer", "status": "pending"}
-            ]}),
-        ),
-        Turn::Text("Noted."),
-        Turn::Call("todo_progress", json!({"updates": [{"index": 1, "status": "done"}]})),
-        Turn::Text("Next: answer."),
-    ]);
-    let env = project(&url);
-    let (code, _, stderr) = run(&env, &["-p", "Plan it"]);
-    assert_eq!(code, 0, "{stderr}");
-    let file = session_files(&env).remove(0);
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(
-        saved["todo"],
-        json!([
-            {"content": "read notes", "status": "in_progress"},
-            {"content": "answer", "status": "pending"}
-        ]),
-        "{saved}"
-    );
-    let (code, _, stderr) = run(&env, &["--resume", "-p", "Go on"]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    let progressed = tool_messages(&requests[3]);
-    let progressed = progressed.last().unwrap()["content"].as_str().unwrap();
-    assert!(
-        progressed.contains("1. [x] read notes") && progressed.contains("2. [~] answer"),
-        "{progressed}"
-    );
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(saved["todo"][1]["status"], "in_progress", "{saved}");
-
-    // A session saved before todo lists were kept still resumes.
-    let mut old = saved.clone();
-    old.as_object_mut().unwrap().remove("todo");
-    std::fs::write(&file, old.to_string()).unwrap();
-    let (url, _) = scripted(vec![Turn::Text("ok")]);
-    let env2 = project(&url);
-    std::fs::create_dir_all(env2.ws(".wield/sessions")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(env2.ws(".wield/sessions"), std::fs::Permissions::from_mode(0o700)).unwrap();
-    std::fs::write(
-        env2.ws(".wield/sessions").join(file.file_name().unwrap()),
-        old.to_string(),
-    )
-    .unwrap();
-    let (code, stdout, stderr) = run(&env2, &["--resume", "-p", "Go on"]);
-    assert_eq!((code, stdout.as_str()), (0, "ok\n"), "{stderr}");
-}
-
-#[test]
-fn an_overflow_the_provider_reports_compacts_once_dropping_the_oldest_when_the_summary_overflows() {
+fn a_run_failing_after_compaction_exits_1_and_said_it_compacted() {
     let overflow = || {
         Turn::Error(
             400,
@@ -563,31 +308,6 @@ fn an_overflow_the_provider_reports_compacts_once_dropping_the_oldest_when_the_s
                                "type": "invalid_request_error", "code": "context_length_exceeded" } }),
         )
     };
-    let (url, requests) = scripted(vec![
-        Turn::Call("read", json!({ "path": "notes.txt" })),
-        overflow(),
-        overflow(),
-        Turn::Text("Goal: read notes.txt. Progress: it says 42."),
-        Turn::Text("It says 42."),
-    ]);
-    let env = project(&url);
-    let (code, stdout, stderr) = run(&env, &["-p", "Read notes.txt", "--json"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(events(&stdout).iter().any(|e| e["type"] == "compacted"), "{stdout}");
-    let requests = requests.lock().unwrap();
-    assert_eq!(requests.len(), 5);
-    // The first summary request overflowed; the second went without the
-    // oldest message (the task), every call still answered.
-    let (first, second) = (&requests[2], &requests[3]);
-    assert!(first.get("tools").is_none() && second.get("tools").is_none());
-    assert!(first.to_string().contains("Read notes.txt"));
-    assert!(!second.to_string().contains("Read notes.txt"), "{second}");
-    assert_eq!(tool_messages(second).len(), 1);
-    let last = requests[4]["messages"].as_array().unwrap();
-    assert!(last.last().unwrap()["content"].as_str().unwrap().contains("it says 42"));
-    assert_eq!(last[1]["content"], "Read notes.txt");
-
-    // A second overflow right after compacting is the run's error.
     let (url, _) = scripted(vec![
         Turn::Call("read", json!({ "path": "notes.txt" })),
         overflow(),
@@ -598,7 +318,6 @@ fn an_overflow_the_provider_reports_compacts_once_dropping_the_oldest_when_the_s
     let (code, _, stderr) = run(&env, &["-p", "Read notes.txt"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("longer than the model's context window"), "{stderr}");
-    // The person is told of the compaction.
     assert!(stderr.contains("[compacted: about "), "{stderr}");
 }
 
@@ -623,27 +342,19 @@ fn a_running_command_s_output_streams_as_tool_output_events() {
     assert!(at("tool.started") < first_output && first_output < at("tool.finished"));
 }
 
+/// `--agent NAME` picks the agent's settings, its step limit among them
+/// (exit 3 at it); a wrong value of an agent setting is a usage error
+/// naming the key (exit 2). wield-agent's `agents` tests what an agent
+/// brings to the run.
 #[test]
-fn an_agent_gets_its_provider_prompt_steps_and_tools_and_the_project_instructions() {
+fn an_agent_s_settings_apply_and_a_wrong_one_is_a_usage_error_exit_2() {
     let (url, requests) = scripted(vec![
         Turn::Call("read", json!({ "path": "notes.txt" })),
         Turn::Text("Reviewed."),
     ]);
-    let env = Env::new();
-    env.put("notes.txt", "the answer is 42\n");
-    env.put("AGENTS.md", "Always cite line numbers.\n");
-    env.put("CLAUDE.md", "Not read: AGENTS.md is there.\n");
-    env.put(
-        ".wield/config.toml",
-        &format!(
-            "default_provider = \"other\"\n\n\
-             [providers.other]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"x\"\n\n\
-             [providers.fake]\nkind = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"m\"\n\n\
-             [agent]\ninstructions = \"Answer in one line.\"\nmax_steps = 20\n\n\
-             [agents.rev]\nprovider = \"fake\"\nmodel = \"reviewer-model\"\n\
-             system_prompt = \"You review code; you change nothing.\"\nmax_steps = 1\n\n\
-             [agents.rev.tools]\nenabled = [\"read\", \"grep\"]\n"
-        ),
+    let env = project_with(
+        &url,
+        "\n[agents.rev]\nmodel = \"reviewer-model\"\nmax_steps = 1\n\n[agents.rev.tools]\nenabled = [\"read\", \"grep\"]\n",
     );
     let (code, stdout, stderr) = run(&env, &["--agent", "rev", "-p", "Review notes.txt"]);
     assert_eq!(code, 3, "{stderr}");
@@ -651,109 +362,22 @@ fn an_agent_gets_its_provider_prompt_steps_and_tools_and_the_project_instruction
     assert!(stderr.contains("[max_steps: 2 steps"), "{stderr}");
     let requests = requests.lock().unwrap();
     assert_eq!(requests[0]["model"], "reviewer-model");
-    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
-    assert!(system.starts_with("You review code; you change nothing."), "{system}");
-    assert!(
-        !system.contains("coding agent") && !system.contains("Not read"),
-        "{system}"
-    );
-    assert!(system.contains("# Project instructions (AGENTS.md)\n\nAlways cite line numbers."));
-    assert!(system.ends_with("Answer in one line."), "{system}");
-    let mut tools: Vec<&str> = requests[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let mut tools = offered(&requests[0]);
     tools.sort_unstable();
     assert_eq!(tools, ["grep", "read"]);
 
-    // Without an agent: the built-in prompt, CLAUDE.md when there is no
-    // AGENTS.md, and agent.system_prompt would replace it.
-    std::fs::remove_file(env.ws("AGENTS.md")).unwrap();
-    let (url, requests) = scripted(vec![Turn::Text("Hi.")]);
-    let config = format!(
-        "[providers.fake]\nkind = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"m\"\n\n[agent]\ninstructions = \"Be terse.\"\n"
-    );
-    env.put(".wield/config.toml", &config);
-    let (code, _, stderr) = run(&env, &["-p", "Hello"]);
-    assert_eq!(code, 0, "{stderr}");
-    let system = requests.lock().unwrap()[0]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(system.contains("coding agent") && system.contains(std::env::consts::OS));
-    assert!(
-        system.contains(&env.ws("").canonicalize().unwrap().display().to_string()),
-        "{system}"
-    );
-    assert!(system.contains("(CLAUDE.md)\n\nNot read: AGENTS.md is there.") && system.ends_with("Be terse."));
-    let (url, requests) = scripted(vec![Turn::Text("Hi.")]);
     env.put(
         ".wield/config.toml",
-        &format!("[providers.fake]\nkind = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"m\"\n\n[agent]\nsystem_prompt = \"Only say hi.\"\n"),
+        &format!(
+            "[providers.fake]\nkind = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"m\"\n\n[context]\ncompact_at = 0\n"
+        ),
     );
-    let (code, _, stderr) = run(&env, &["-p", "Hello"]);
-    assert_eq!(code, 0, "{stderr}");
-    let system = requests.lock().unwrap()[0]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        system.starts_with("Only say hi.") && !system.contains("coding agent"),
-        "{system}"
-    );
-
-    // A wrong value is a usage error naming the key.
-    env.put(".wield/config.toml", &format!("{config}\n[context]\ncompact_at = 0\n"));
     let (code, _, stderr) = run(&env, &["-p", "Hello"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("context.compact_at: expected a whole number from 1 to 100"),
         "{stderr}"
     );
-}
-
-#[test]
-fn each_model_turn_is_audited_beside_the_calls_it_caused() {
-    let (url, _) = scripted(vec![
-        Turn::Calls(vec![
-            ("read", json!({ "path": "notes.txt" })),
-            ("grep", json!({ "pattern": "answer" })),
-        ]),
-        Turn::Text("42."),
-    ]);
-    let env = project(&url);
-    let audit = env.base.join("audit.jsonl");
-    let (code, _, stderr) = run(&env, &["--audit", audit.to_str().unwrap(), "-p", "Find the answer"]);
-    assert_eq!(code, 0, "{stderr}");
-    let records: Vec<Value> = std::fs::read_to_string(&audit)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let turns: Vec<&Value> = records.iter().filter(|r| r["event"] == "model_turn").collect();
-    assert_eq!(turns.len(), 2, "{records:?}");
-    let first = turns[0];
-    assert_eq!(
-        (first["provider"].as_str(), first["model"].as_str()),
-        (Some("fake"), Some("m"))
-    );
-    assert_eq!(
-        (first["step"].as_u64(), first["stop"].as_str()),
-        (Some(1), Some("tool_use"))
-    );
-    assert_eq!(first["usage"]["input"], 100);
-    assert!(first["time"].is_string() && first["session"].as_str().unwrap().starts_with("run-"));
-    assert_eq!(first["call_ids"], json!(["call_0_0", "call_0_1"]));
-    assert_eq!(turns[1]["call_ids"], json!([]));
-    assert_eq!(turns[1]["stop"], "end_turn");
-    // The calls' own records carry the same ids, after the turn that asked.
-    let mut calls: Vec<&str> = records.iter().filter_map(|r| r["call_id"].as_str()).collect();
-    calls.sort_unstable();
-    assert_eq!(calls, ["call_0_0", "call_0_1"]);
-    let at = |pred: &dyn Fn(&Value) -> bool| records.iter().position(pred).unwrap();
-    assert!(at(&|r| r["event"] == "model_turn") < at(&|r| r["call_id"] == "call_0_0"));
 }
 
 #[test]
@@ -798,37 +422,16 @@ fn a_headless_run_reads_greps_edits_and_tests_a_small_project() {
     );
 }
 
-#[test]
-fn parallel_calls_in_one_turn_are_all_answered_in_call_order() {
-    let (url, requests) = scripted(vec![
-        Turn::Calls(vec![
-            ("bash", json!({ "command": "sleep 0.3; echo slow" })),
-            ("read", json!({ "path": "notes.txt" })),
-            ("bash", json!({ "command": "echo fast" })),
-        ]),
-        Turn::Text("Done."),
-    ]);
-    let env = project(&url);
-    let (code, _, stderr) = run(&env, &["--yes", "-p", "Three things at once"]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    let answers = tool_messages(&requests[1]);
-    let ids: Vec<&str> = answers.iter().map(|m| m["tool_call_id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["call_0_0", "call_0_1", "call_0_2"]);
-    let text = |i: usize| answers[i]["content"].as_str().unwrap().to_owned();
-    assert!(text(0).contains("slow") && text(1).contains("the answer is 42") && text(2).contains("fast"));
-}
-
+/// The token budget is a limit: exit 3, and `session.finished` says so
+/// (wield-agent's `limits` tests where the budget stops the run).
 #[test]
 fn the_token_budget_stops_the_run_with_exit_3() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("read", json!({ "path": "notes.txt" })),
+    let (url, _) = scripted(vec![
         Turn::Call("read", json!({ "path": "notes.txt" })),
         Turn::Call("read", json!({ "path": "notes.txt" })),
         Turn::Text("Never sent."),
     ]);
     let env = project(&url);
-    // Each request uses 110 tokens: the second one reaches 200.
     let (code, stdout, stderr) = run(&env, &["-p", "Read a lot", "--token-budget", "200", "--json"]);
     assert_eq!(code, 3, "{stderr}");
     let last = events(&stdout).pop().unwrap();
@@ -837,27 +440,6 @@ fn the_token_budget_stops_the_run_with_exit_3() {
         (Some("token_budget"), Some(2))
     );
     assert_eq!(last["usage"]["input"], 200);
-    assert_eq!(requests.lock().unwrap().len(), 2);
-}
-
-#[test]
-fn a_result_over_the_guard_s_limit_is_replaced_by_an_error_saying_what_to_do() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("read", json!({ "path": "huge.txt" })),
-        Turn::Text("Too big; I will read less."),
-    ]);
-    let env = project(&url);
-    env.put("huge.txt", &"a line of the huge file\n".repeat(200));
-    let (code, _, stderr) = run(&env, &["-p", "Read huge.txt", "--set", "result.max_tokens=200"]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    let answer = tool_messages(&requests[1])[0]["content"].as_str().unwrap().to_owned();
-    assert!(!answer.contains("a line of the huge file"), "{answer}");
-    assert!(
-        answer.contains("too large to show: the limit for one result is 200 tokens")
-            && answer.contains("offset and limit"),
-        "{answer}"
-    );
 }
 
 /// `wield run --json` started in the background; SIGINT once an event
@@ -950,54 +532,20 @@ fn sigint_during_a_running_tool_answers_the_call_saves_and_exits_130() {
     assert_eq!(requests.lock().unwrap().len(), 1);
 }
 
+/// `done`'s status sets the exit code (success 0, partial 3, failed 1) and
+/// is `session.finished`'s `status`; its summary is the answer.
+/// wield-agent's `calls` tests that `done` ends the run.
 #[test]
-fn deferred_tools_are_listed_by_name_and_offered_once_loaded() {
-    let (url, requests) = scripted(vec![
-        Turn::Call("load_tools", json!({ "tools": ["grep"] })),
-        Turn::Call("grep", json!({ "pattern": "answer" })),
-        Turn::Text("Found it."),
-    ]);
-    let env = project_with(&url, "\n[tools]\ndeferred = [\"grep\"]\n");
-    let (code, _, stderr) = run(&env, &["-p", "Find the answer"]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    let offered = |n: usize| -> Vec<String> {
-        requests[n]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
-    assert!(
-        system.contains("<available-deferred-tools>") && system.contains("\ngrep\n"),
-        "{system}"
-    );
-    assert!(!offered(0).contains(&"grep".to_owned()));
-    assert!(offered(1).contains(&"grep".to_owned()));
-    let found = tool_messages(&requests[2]);
-    assert!(
-        found[1]["content"].as_str().unwrap().contains("the answer is 42"),
-        "{found:?}"
-    );
-}
-
-#[test]
-fn done_ends_the_run_with_its_summary_and_its_status_sets_the_exit_code() {
+fn done_s_status_sets_the_exit_code() {
     for (status, code) in [("success", 0), ("partial", 3), ("failed", 1)] {
-        let (url, requests) = scripted(vec![
-            Turn::Call(
-                "done",
-                json!({ "summary": format!("Finished: {status}."), "status": status }),
-            ),
-            Turn::Text("never asked for"),
-        ]);
+        let (url, _) = scripted(vec![Turn::Call(
+            "done",
+            json!({ "summary": format!("Finished: {status}."), "status": status }),
+        )]);
         let env = project(&url);
         let (got, stdout, stderr) = run(&env, &["-p", "Do it."]);
         assert_eq!(got, code, "{status}: {stderr}");
         assert_eq!(stdout, format!("Finished: {status}.\n"));
-        assert_eq!(requests.lock().unwrap().len(), 1, "the run went on after done");
     }
     let (url, _) = scripted(vec![Turn::Call(
         "done",
@@ -1012,135 +560,30 @@ fn done_ends_the_run_with_its_summary_and_its_status_sets_the_exit_code() {
     assert_eq!(last["answer"], "All good.");
 }
 
+/// `done` and `ask` only mean something in a run: neither is a tool of
+/// `wield call` (wield-agent's `calls` tests them in a run).
 #[test]
-fn ask_headless_tells_the_model_to_go_on_with_stated_assumptions() {
-    let (url, requests) = scripted(vec![
-        Turn::Call(
-            "ask",
-            json!({ "question": "Which file?", "options": [{ "label": "a.txt" }] }),
-        ),
-        Turn::Text("I assumed notes.txt."),
-    ]);
-    let env = project(&url);
-    let (code, stdout, stderr) = run(&env, &["-p", "Read the file."]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, "I assumed notes.txt.\n");
-    let requests = requests.lock().unwrap();
-    let result = tool_messages(&requests[1]).pop().unwrap();
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .contains("go on with the task on reasonable assumptions"),
-        "{result}"
-    );
-    // Neither is a tool of `wield call`: they only mean something in a run.
-    let out = env
-        .wield()
-        .args(["call", "done", r#"{"summary":"x","status":"success"}"#])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown tool"), "{out:?}");
+fn done_and_ask_are_not_tools_of_wield_call() {
+    let env = Env::new();
+    for (tool, args) in [
+        ("done", r#"{"summary":"x","status":"success"}"#),
+        ("ask", r#"{"question":"Which file?"}"#),
+    ] {
+        let out = env.wield().args(["call", tool, args]).output().unwrap();
+        assert!(!out.status.success(), "{tool}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("unknown tool"), "{out:?}");
+    }
 }
 
 pub(crate) use crate::scripted_provider::offered;
 
+/// A run that fails is saved saying why: `wield sessions list` shows it,
+/// newest first, and names the one `--resume` goes on with, which the
+/// resumed run's note names too. wield-agent's `saved` tests what is
+/// saved and which session is resumed.
 #[test]
-fn task_runs_a_subagent_under_the_parent_s_rules_and_counts_its_tokens() {
-    let (url, requests) = scripted(vec![
-        Turn::Call(
-            "task",
-            json!({ "description": "read notes", "prompt": "What does notes.txt say?" }),
-        ),
-        Turn::Call("read", json!({ "path": "notes.txt" })),
-        Turn::Text("It says 42."),
-        Turn::Text("The subagent found 42."),
-    ]);
-    let env = project(&url);
-    let out = env
-        .wield()
-        .args(["--exclude-tools", "bash", "run", "--json", "-p", "Delegate it."])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let finished = events(&String::from_utf8_lossy(&out.stdout)).pop().unwrap();
-    assert_eq!(finished["answer"], "The subagent found 42.");
-    // The subagent's two requests count in the run's usage.
-    assert_eq!(finished["usage"]["input"], 400, "{finished}");
-    let requests = requests.lock().unwrap();
-    assert!(offered(&requests[0]).contains(&"task".to_owned()));
-    let child = offered(&requests[1]);
-    assert!(child.contains(&"read".to_owned()), "{child:?}");
-    for absent in ["task", "ask", "bash"] {
-        assert!(
-            !child.contains(&absent.to_owned()),
-            "the subagent was offered {absent}: {child:?}"
-        );
-    }
-    assert!(requests[1].to_string().contains("What does notes.txt say?"));
-    assert!(
-        !requests[1].to_string().contains("Delegate it."),
-        "the subagent saw the parent's conversation"
-    );
-    let result = tool_messages(&requests[3]).pop().unwrap();
-    let text = result["content"].as_str().unwrap();
-    assert!(
-        text.contains("It says 42.") && text.contains("[subagent `read notes`: 2 steps, read ×1]"),
-        "{text}"
-    );
-}
-
-#[test]
-fn a_named_subagent_gets_its_own_steps_and_an_unknown_one_is_refused() {
-    let (url, requests) = scripted(vec![
-        Turn::Call(
-            "task",
-            json!({ "description": "d", "prompt": "Look.", "agent": "nobody" }),
-        ),
-        Turn::Call(
-            "task",
-            json!({ "description": "d", "prompt": "Look.", "agent": "reader" }),
-        ),
-        Turn::Call("read", json!({ "path": "notes.txt" })),
-        Turn::Text("Only got as far as notes.txt."),
-        Turn::Text("Done."),
-    ]);
-    let env = project_with(
-        &url,
-        "[agents.reader]\nsubagent = true\ndescription = \"Reads files\"\nmax_steps = 1\n",
-    );
-    let (code, _, stderr) = run(&env, &["-p", "Go."]);
-    assert_eq!(code, 0, "{stderr}");
-    let requests = requests.lock().unwrap();
-    let description = requests[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["function"]["name"] == "task")
-        .unwrap()["function"]["description"]
-        .to_string();
-    assert!(description.contains("`reader`: Reads files"), "{description}");
-    let refused = tool_messages(&requests[1]).pop().unwrap();
-    assert!(
-        refused["content"]
-            .as_str()
-            .unwrap()
-            .contains("unknown subagent `nobody`; the configured ones: reader")
-    );
-    // max_steps = 1: one step with tools, then the last turn without.
-    assert!(requests[3].get("tools").is_none(), "{}", requests[3]);
-    let result = tool_messages(&requests[4]).pop().unwrap();
-    let text = result["content"].as_str().unwrap();
-    assert!(
-        text.contains("Only got as far") && text.contains("[stopped by the step limit after 2 steps]"),
-        "{text}"
-    );
-}
-
-#[test]
-fn a_failed_run_is_saved_with_its_error_and_resume_takes_the_newest_that_ended() {
-    let (url, requests) = scripted(vec![Turn::Text("First answer."), Turn::Text("Second answer.")]);
+fn a_failed_run_is_listed_with_its_error_and_resume_says_which_it_took() {
+    let (url, _) = scripted(vec![Turn::Text("First answer."), Turn::Text("Second answer.")]);
     let env = project(&url);
     let (code, _, stderr) = run(&env, &["-p", "Remember the word kiwi"]);
     assert_eq!(code, 0, "{stderr}");
@@ -1194,6 +637,4 @@ fn a_failed_run_is_saved_with_its_error_and_resume_takes_the_newest_that_ended()
         stderr.contains(&format!("[resuming {good} (done, 2 messages")),
         "{stderr}"
     );
-    let last = requests.lock().unwrap().last().cloned().unwrap().to_string();
-    assert!(last.contains("kiwi") && !last.contains("This one fails"), "{last}");
 }
