@@ -63,6 +63,20 @@ impl Layout {
         self.base.join("ws").join(rel)
     }
 
+    /// `base/tmp` as the temp dir of the commands an in-process runtime
+    /// runs, as `TMPDIR=base/tmp wield` makes it theirs: the `--set`
+    /// settings making it a write root of the sandbox (`sandbox.write`)
+    /// and the commands' `TMPDIR` (`bash.env.set.TMPDIR`). The runtime's
+    /// own temp dir stays the process's, which tests share.
+    pub fn tmp_sets(&self) -> [String; 2] {
+        let tmp = self.base.join("tmp");
+        let tmp = tmp.display();
+        [
+            format!("sandbox.write=[\"{tmp}\"]"),
+            format!("bash.env.set.TMPDIR=\"{tmp}\""),
+        ]
+    }
+
     /// Write a file inside the workspace, creating its directories.
     pub fn put(&self, rel: &str, text: &str) {
         let p = self.ws(rel);

@@ -6,9 +6,10 @@
 //! tools' tests ([`command_tools`]), the local model
 //! server ([`local_model`]), a local server standing in for the web
 //! ([`pages`]), (with the `runtime` feature) a runtime loaded in the
-//! test's process with calls through its pipeline ([`pipeline`]), and
-//! (with the `agent` feature) an agent session on such a runtime, built
-//! and run as `wield run` does ([`agent`]).
+//! test's process with calls through its pipeline ([`pipeline`]) and the
+//! test binary as the sandbox's helper ([`sandbox_helper`]), and (with the
+//! `agent` feature) an agent session on such a runtime, built and run as
+//! `wield run` does ([`agent`]).
 //!
 //! These are test helpers: one that cannot do its job panics, which fails
 //! the test that called it.
@@ -24,4 +25,6 @@ pub mod local_model;
 pub mod pages;
 #[cfg(feature = "runtime")]
 pub mod pipeline;
+#[cfg(feature = "runtime")]
+pub mod sandbox_helper;
 pub mod scripted;

@@ -73,6 +73,15 @@ impl Loaded {
         self.call_in(&self.session(), approver, tool, args)
     }
 
+    /// Ends `session` as a front-end does when its client goes (an MCP
+    /// connection closing): through every session hook of the runtime's
+    /// services, which kill its background processes
+    /// ([`wield_core::end_session`]).
+    pub fn end_session(&self, session: &Arc<Session>) {
+        self.tokio
+            .block_on(wield_core::end_session(self.runtime.services(), session));
+    }
+
     /// Ends the runtime's bridged MCP servers, as a front-end does on its
     /// way out ([`Runtime::shutdown`]).
     pub fn end(&self) {

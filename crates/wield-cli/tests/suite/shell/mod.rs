@@ -1,7 +1,8 @@
-//! Commands through the real binary: the bash tool, the process sandbox
-//! (Landlock and bubblewrap), background processes.
+//! Commands through the real binary where only it shows them: the bash
+//! tool's plain output and the environment wield was started with, `wield
+//! sandbox check` and the Landlock helper. The bash tool, the sandbox and
+//! background processes are tested in wield-tools' `shell` suite.
 
 mod bash;
-mod processes;
 mod sandbox;
 pub(crate) mod support;

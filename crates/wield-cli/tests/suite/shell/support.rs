@@ -1,10 +1,10 @@
 //! A workspace laid out so that the sandbox's roots are known exactly, and
-//! ways to run the real binary in it.
+//! ways to run the real binary in it (for the suites that test the binary's
+//! tools: shell, security, command, Lua, agent and web tools).
 // Helpers outside #[test] fns unwrap too (clippy.toml allows it in tests only).
 #![allow(clippy::unwrap_used)]
 
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -94,44 +94,6 @@ pub fn call_json(mut cmd: Command) -> (i32, Value) {
 
 pub fn output(v: &Value) -> &str {
     v["output"].as_str().unwrap_or_default()
-}
-
-/// Pids printed one per line (or space separated) in a text.
-pub fn pids(text: &str) -> Vec<i32> {
-    text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
-}
-
-/// Gone: not running and not a zombie either.
-pub fn assert_gone(pids: &[i32]) {
-    assert!(!pids.is_empty(), "the test needs pids to check");
-    for pid in pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        assert!(stat.is_err(), "process {pid} survived: {stat:?}");
-    }
-}
-
-/// Run to completion and report (exit code, stdout, the process's peak RSS
-/// in KiB from `wait4`'s resource usage).
-pub fn run_measured(cmd: &mut Command) -> (i32, String, u64) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        stdout.read_to_string(&mut s).unwrap();
-        s
-    });
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `status` and `usage` are valid for writes; `pid` is our child,
-    // waited for here only (std's handle is dropped without waiting).
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4 failed");
-    let out = reader.join().unwrap();
-    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
-    drop(child);
-    (code, out, u64::try_from(usage.ru_maxrss).unwrap())
 }
 
 /// `wield sandbox check --json`, asserting that both backends work here:
