@@ -5,8 +5,10 @@
 //! confinement tests attack ([`layout`]), the command tools of the command
 //! tools' tests ([`command_tools`]), the local model
 //! server ([`local_model`]), a local server standing in for the web
-//! ([`pages`]), and (with the `runtime` feature) a runtime loaded in the
-//! test's process with calls through its pipeline ([`pipeline`]).
+//! ([`pages`]), the tools that panic, sleep or echo (`debug_tools`, with
+//! the `debug-tools` feature), and (with the `pipeline` or `runtime`
+//! feature) a runtime loaded in the test's process with calls through its
+//! pipeline (`pipeline`).
 //!
 //! These are test helpers: one that cannot do its job panics, which fails
 //! the test that called it.
@@ -14,10 +16,12 @@
 
 pub mod command;
 pub mod command_tools;
+#[cfg(feature = "debug-tools")]
+pub mod debug_tools;
 pub mod http_request;
 pub mod layout;
 pub mod local_model;
 pub mod pages;
-#[cfg(feature = "runtime")]
+#[cfg(feature = "pipeline")]
 pub mod pipeline;
 pub mod scripted;
