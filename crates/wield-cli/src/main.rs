@@ -3,8 +3,6 @@
 mod app;
 mod cli;
 mod commands;
-#[cfg(feature = "test-hooks")]
-mod debug_tools;
 mod session_temp;
 mod terminal_approver;
 mod test_hooks;

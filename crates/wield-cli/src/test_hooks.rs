@@ -16,7 +16,7 @@ pub fn debug_tools() -> Vec<ToolRef> {
     #[cfg(feature = "test-hooks")]
     {
         if std::env::var_os("WIELD_DEBUG_TOOLS").is_some_and(|v| v == "1") {
-            return crate::debug_tools::tools();
+            return wield_tools::debug::tools();
         }
     }
     Vec::new()

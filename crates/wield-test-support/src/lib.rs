@@ -5,9 +5,11 @@
 //! confinement tests attack ([`layout`]), the command tools of the command
 //! tools' tests ([`command_tools`]), the local model
 //! server ([`local_model`]), a local server standing in for the web
-//! ([`pages`]), (with the `runtime` feature) a runtime loaded in the
-//! test's process with calls through its pipeline ([`pipeline`]) and the
-//! test binary as the sandbox's helper ([`sandbox_helper`]), and (with the
+//! ([`pages`]), (with the `pipeline` or `runtime` feature) a runtime
+//! loaded in the test's process with calls through its pipeline
+//! ([`pipeline`]), with wield-tools' debug tools at hand, and (with
+//! `runtime`) the test binary as the sandbox's helper
+//! ([`sandbox_helper`]), and (with the
 //! `agent` feature) an agent session on such a runtime, built and run as
 //! `wield run` does ([`agent`]).
 //!
@@ -23,7 +25,7 @@ pub mod http_request;
 pub mod layout;
 pub mod local_model;
 pub mod pages;
-#[cfg(feature = "runtime")]
+#[cfg(feature = "pipeline")]
 pub mod pipeline;
 #[cfg(feature = "runtime")]
 pub mod sandbox_helper;

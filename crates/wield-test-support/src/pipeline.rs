@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wield_core::config::GlobalDir;
-use wield_core::{Approver, Call, Driver, Session};
+use wield_core::{ApprovalAnswer, ApprovalRequest, Approver, Call, Driver, Scope, Session};
 use wield_runtime::{Runtime, RuntimeOptions};
 
 /// A [`Runtime`] with the async runtime it was loaded on (two workers, as
@@ -41,6 +42,42 @@ impl Loaded {
             .unwrap();
         let runtime = tokio.block_on(Runtime::load(workspace, options))?;
         Ok(Self { runtime, tokio })
+    }
+
+    /// The runtime of `workspace` with `options` and the debug tools
+    /// (`wield_tools::debug`), as `wield` loads it with
+    /// `WIELD_DEBUG_TOOLS=1`, or the error loading it ends with.
+    pub fn with_debug_tools(workspace: &Path, mut options: RuntimeOptions) -> Result<Self, wield_runtime::Error> {
+        options.tools.extend(wield_tools::debug::tools());
+        Self::with_options(workspace, options)
+    }
+
+    /// The runtime of `workspace` with `sets` (`--set`) and the debug tools
+    /// (see [`Loaded::with_debug_tools`]).
+    pub fn debug(workspace: &Path, sets: &[&str]) -> Result<Self, wield_runtime::Error> {
+        Self::with_debug_tools(workspace, RuntimeOptions::builder().set(sets.iter().copied()).build())
+    }
+
+    /// What the tool policy decided for `tool` (as `wield tools debug`
+    /// prints it): (its status, the stage that decided, the rule).
+    pub fn decision(&self, tool: &str) -> (String, String, String) {
+        let tools = self.runtime.tools().current();
+        let d = tools
+            .policy
+            .get(tool)
+            .unwrap_or_else(|| panic!("the policy has no decision for {tool}"));
+        (
+            d.status.as_str().to_owned(),
+            d.stage.as_str().to_owned(),
+            d.rule.clone(),
+        )
+    }
+
+    /// The block naming the deferred tools in the system prompt of a fresh
+    /// model-driven session, if any tool is deferred.
+    pub fn deferred_prompt(&self) -> Option<String> {
+        let tools = self.runtime.tools().current();
+        tools.policy.deferred_prompt(&Session::new("deferred", true))
     }
 
     /// A session a person drives, as `wield call`'s: model-honesty checks
@@ -119,4 +156,32 @@ impl Loaded {
 /// call succeeded, else 1; the result as JSON).
 pub fn call(workspace: &Path, sets: &[&str], approver: Arc<dyn Approver>, tool: &str, args: Value) -> (i32, Value) {
     Loaded::load(workspace, sets).unwrap().call(approver, tool, args)
+}
+
+/// The error of a call's result as JSON (empty when it has none).
+pub fn error_of(result: &Value) -> String {
+    result["error"].as_str().unwrap_or_default().to_owned()
+}
+
+/// An approver that gives every request the same answer, as a person
+/// choosing it each time would (`WIELD_TEST_APPROVER` with one answer): an
+/// allow for longer than once is an allow once where a rule asks every
+/// time, since only that is offered then.
+pub struct Answers(pub ApprovalAnswer);
+
+impl Answers {
+    /// Allows every call, remembering its pattern for `scope`.
+    pub fn allow(scope: Scope) -> Arc<dyn Approver> {
+        Arc::new(Self(ApprovalAnswer::Allow(scope)))
+    }
+}
+
+#[async_trait]
+impl Approver for Answers {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        match &self.0 {
+            ApprovalAnswer::Allow(_) if request.always_asks => ApprovalAnswer::Allow(Scope::Once),
+            other => other.clone(),
+        }
+    }
 }

@@ -23,6 +23,8 @@ use wield_core::{Config, KeyTree, Services, ToolRef};
 
 pub mod calculator;
 pub mod command;
+#[cfg(feature = "debug-tools")]
+pub mod debug;
 pub mod fs;
 pub mod load_tools;
 #[cfg(feature = "memory")]

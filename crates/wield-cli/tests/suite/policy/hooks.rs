@@ -1,138 +1,19 @@
-//! User hooks from config: blocking, rewriting (validated again), feedback,
-//! order, file globs, timeouts.
-
-use std::time::{Duration, Instant};
+//! What `wield` adds to user hooks: a timed-out hook is warned about on
+//! stderr, and a hook table with a wrong key is a usage error (exit 2).
+//! What hooks do to calls is wield-runtime's `policy` suite.
 
 use predicates::prelude::*;
-use serde_json::Value;
 
-use super::support::{Env, error_of};
+use super::support::Env;
 
 const CALC: &str = r#"{"expression":"1+1"}"#;
 
-fn hook(name: &str, event: &str, extra: &str, command: &str) -> String {
-    format!("[hooks.{name}]\nevent = \"{event}\"\n{extra}\ncommand = '''{command}'''\n")
-}
-
 #[test]
-fn pre_hooks_block_with_exit_2_or_deny() {
-    let e = Env::with_config(&hook(
-        "guard",
-        "pre",
-        "matcher = \"calc.*\"",
-        "echo 'no maths today' >&2; exit 2",
-    ));
-    let (code, r, _) = e.call(&[], "calculator", CALC);
-    assert_eq!(code, 1);
-    assert_eq!(error_of(&r), "blocked by hook `guard`: no maths today");
-    // The matcher is a regex on the whole name, in any case.
-    assert_eq!(e.call(&["--yes"], "debug_echo", "{}").0, 0);
-    let e = Env::with_config(&hook(
-        "policy",
-        "pre",
-        "matcher = \"CALCULATOR|debug_echo\"",
-        r#"echo '{"deny": true, "reason": "not on Fridays"}'"#,
-    ));
-    let (code, r, _) = e.call(&["--yes"], "debug_echo", "{}");
-    assert_eq!(code, 1);
-    assert_eq!(error_of(&r), "blocked by hook `policy`: not on Fridays");
-}
-
-#[test]
-fn pre_hooks_rewrite_in_name_order_and_rewrites_are_validated() {
-    let config = [
-        hook(
-            "a_first",
-            "pre",
-            "",
-            r#"cat > seen_a.json; echo '{"input": {"expression": "6*7"}, "message": "rewrote"}'"#,
-        ),
-        hook("b_second", "pre", "", "cat > seen_b.json"),
-    ]
-    .concat();
-    let e = Env::with_config(&config);
-    let (code, r, _) = e.call(&[], "calculator", CALC);
-    assert_eq!(code, 0, "{r}");
-    assert_eq!(r["output"], "42\n[hook feedback] a_first: rewrote");
-    let a: Value = serde_json::from_str(&std::fs::read_to_string(e.ws.path().join("seen_a.json")).unwrap()).unwrap();
-    assert_eq!(a["hook_event"], "pre");
-    assert_eq!(a["tool"]["name"], "calculator");
-    assert_eq!(a["tool"]["input"]["expression"], "1+1");
-    assert_eq!(a["cwd"], e.ws.path().canonicalize().unwrap().to_str().unwrap());
-    assert_eq!(a["file_paths"], serde_json::json!([]));
-    // The second hook sees the first one's rewrite.
-    let b: Value = serde_json::from_str(&std::fs::read_to_string(e.ws.path().join("seen_b.json")).unwrap()).unwrap();
-    assert_eq!(b["tool"]["input"]["expression"], "6*7");
-    let bad = Env::with_config(&hook("breaks", "pre", "", r#"echo '{"input": {"expression": 5}}'"#));
-    let (code, r, _) = bad.call(&[], "calculator", CALC);
-    assert_eq!(code, 1);
-    let err = error_of(&r);
-    assert!(
-        err.starts_with("hook `breaks` rewrote the input into an invalid one"),
-        "{err}"
-    );
-    assert!(err.contains("expression"), "{err}");
-}
-
-#[test]
-fn post_hooks_and_failures_give_feedback() {
-    let config = [
-        hook("fmt", "post", "", r#"cat > post.json; echo '{"message": "formatted"}'"#),
-        hook("lint", "pre", "", "echo 'style warning' >&2; exit 1"),
-        hook("plain", "post", "matcher = \"calculator\"", "echo just text"),
-    ]
-    .concat();
-    let e = Env::with_config(&config);
-    let (code, r, _) = e.call(&[], "calculator", CALC);
-    assert_eq!(code, 0, "{r}");
-    assert_eq!(
-        r["output"],
-        "2\n[hook fmt] formatted\n[hook plain] just text\n[hook feedback] lint: hook `lint` exited with status 1: style warning"
-    );
-    let post: Value = serde_json::from_str(&std::fs::read_to_string(e.ws.path().join("post.json")).unwrap()).unwrap();
-    assert_eq!(post["hook_event"], "post");
-    assert_eq!(post["tool"]["output"], "2");
-    assert_eq!(post["tool"]["success"], true);
-}
-
-#[test]
-fn files_globs_select_calls_by_their_paths() {
-    let e = Env::with_config(
-        &[
-            hook("rs", "pre", "files = \"*.rs\"", "echo rust-file >&2; exit 2"),
-            hook("docs", "pre", "files = \"docs/**/*.md\"", "echo docs >&2; exit 2"),
-        ]
-        .concat(),
-    );
-    let call = |path: &str| error_of(&e.call(&["--yes"], "debug_echo", &format!(r#"{{"path":"{path}"}}"#)).1);
-    assert_eq!(call("src/deep/lib.rs"), "blocked by hook `rs`: rust-file");
-    assert_eq!(call("docs/a/b/c.md"), "blocked by hook `docs`: docs");
-    assert_eq!(call("notes/c.md"), "");
-    assert_eq!(call("src/lib.txt"), "");
-    // No paths, no match.
-    assert_eq!(e.call(&[], "calculator", CALC).0, 0);
-}
-
-#[test]
-fn a_hook_that_times_out_is_killed_with_its_children_and_reported() {
-    let e = Env::with_config(&hook(
-        "slow",
-        "pre",
-        "timeout = \"300ms\"",
-        "(sleep 1; touch child-survived) & sleep 10",
-    ));
-    let started = Instant::now();
+fn a_hook_that_times_out_is_warned_about_on_stderr() {
+    let e = Env::with_config("[hooks.slow]\nevent = \"pre\"\ntimeout = \"300ms\"\ncommand = \"sleep 10\"\n");
     let (code, r, stderr) = e.call(&[], "calculator", CALC);
-    let took = started.elapsed();
     assert_eq!(code, 0, "{r}");
-    assert!(took < Duration::from_secs(3), "{took:?}");
-    assert_eq!(
-        r["output"],
-        "2\n[hook feedback] slow: hook `slow` timed out after 300ms and was stopped; the call was not affected"
-    );
     assert!(stderr.contains("hook `slow` timed out"), "{stderr}");
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(!e.ws.path().join("child-survived").exists());
 }
 
 #[test]

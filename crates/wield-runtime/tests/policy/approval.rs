@@ -1,28 +1,49 @@
-//! Approval rules from config through the binary: presets, removals, deny
-//! wins, confirm, argument patterns, the catch-all and the headless refusal.
+//! Approval rules from the configuration: presets, removals, deny wins,
+//! confirm, argument patterns, the catch-all and the refusal when no one can
+//! approve (the headless approver) or the approval `--yes` gives.
 
-use super::support::{Env, error_of};
+use std::sync::Arc;
+
+use serde_json::Value;
+use wield_core::Approver;
+use wield_core::approval::{HeadlessApprover, YesApprover};
+use wield_test_support::pipeline::{Loaded, error_of};
+
+use super::support::{Env, args};
 
 const CALC: &str = r#"{"expression":"6*7"}"#;
 
-fn needs_approval(r: &serde_json::Value) -> bool {
+fn needs_approval(r: &Value) -> bool {
     error_of(r).starts_with("approval required")
+}
+
+/// A call no one can approve (`wield call` without a terminal).
+fn call(l: &Loaded, tool: &str, a: &str) -> (i32, Value) {
+    l.call(Arc::new(HeadlessApprover), tool, args(a))
+}
+
+/// A call approved whenever it is asked about (`wield call --yes`).
+fn call_yes(l: &Loaded, tool: &str, a: &str) -> (i32, Value) {
+    let yes: Arc<dyn Approver> = Arc::new(YesApprover);
+    l.call(yes, tool, args(a))
 }
 
 #[test]
 fn presets_and_removals() {
     // $standard (the default) approves read-only tools.
-    let (code, r, _) = Env::new().call(&[], "calculator", CALC);
+    let (code, r) = call(&Env::new().plain(), "calculator", CALC);
     assert_eq!((code, r["output"].as_str()), (0, Some("42")));
     // `-name` removes a tool from what the presets give.
     let e = Env::with_config("[approval]\nauto_approve = [\"$standard\", \"-calculator\"]\n");
-    let (code, r, _) = e.call(&[], "calculator", CALC);
+    let l = e.plain();
+    let (code, r) = call(&l, "calculator", CALC);
     assert_eq!(code, 1);
     assert!(needs_approval(&r), "{r}");
     assert!(error_of(&r).contains("wield approvals add 'calculator'"), "{r}");
     // `+name` adds one; `$readonly` alone leaves writers gated.
     let e = Env::with_config("[approval]\nauto_approve = [\"$readonly\", \"+debug_echo\"]\n");
-    assert_eq!(e.call(&[], "debug_echo", r#"{"path":"x"}"#).0, 0);
+    let l = e.plain();
+    assert_eq!(call(&l, "debug_echo", r#"{"path":"x"}"#).0, 0);
     // A user preset, and a preset's deny list winning over another's approve.
     let e = Env::with_config(
         r#"
@@ -34,28 +55,32 @@ approve = ["calc*", "group:debug"]
 deny = ["calculator"]
 "#,
     );
-    let (code, r, _) = e.call(&[], "calculator", CALC);
+    let l = e.plain();
+    let (code, r) = call(&l, "calculator", CALC);
     assert_eq!(code, 1);
     assert_eq!(
         error_of(&r),
         "denied by policy: rule `calculator (preset $nocalc)` via approval.auto_approve"
     );
-    assert_eq!(e.call(&[], "debug_echo", "{}").0, 0);
+    assert_eq!(call(&l, "debug_echo", "{}").0, 0);
 }
 
 #[test]
 fn deny_wins_and_confirm_asks_unless_auto_approved() {
     let e = Env::with_config("[approval]\nauto_approve = [\"calculator\"]\ndeny = [\"CALC*\"]\n");
-    let (code, r, _) = e.call(&["--yes"], "calculator", CALC);
+    let l = e.plain();
+    let (code, r) = call_yes(&l, "calculator", CALC);
     assert_eq!(code, 1);
     assert_eq!(error_of(&r), "denied by policy: rule `CALC*` in approval.deny");
     let e = Env::with_config("[approval]\nauto_approve = []\nconfirm = [\"calculator\", \"debug_echo\"]\n");
-    assert!(needs_approval(&e.call(&[], "calculator", CALC).1));
-    assert_eq!(e.call(&["--yes"], "calculator", CALC).0, 0);
+    let l = e.plain();
+    assert!(needs_approval(&call(&l, "calculator", CALC).1));
+    assert_eq!(call_yes(&l, "calculator", CALC).0, 0);
     let e =
         Env::with_config("[approval]\nauto_approve = [\"$standard\"]\nconfirm = [\"calculator\", \"debug_echo\"]\n");
-    assert_eq!(e.call(&[], "calculator", CALC).0, 0);
-    assert!(needs_approval(&e.call(&[], "debug_echo", "{}").1));
+    let l = e.plain();
+    assert_eq!(call(&l, "calculator", CALC).0, 0);
+    assert!(needs_approval(&call(&l, "debug_echo", "{}").1));
 }
 
 #[test]
@@ -75,7 +100,8 @@ auto_approve = ["debug_echo:git status*", "debug_echo:{tmp}/x/*", "DEBUG_ECHO:sr
 deny = ["debug_echo:rm *"]
 "#
     ));
-    let ok = |args: &str| e.call(&[], "debug_echo", args).0 == 0;
+    let l = e.plain();
+    let ok = |a: &str| call(&l, "debug_echo", a).0 == 0;
     assert!(ok(r#"{"command":"git status --short"}"#));
     assert!(ok(r#"{"command":"git status -- 'a/b\nc'"}"#));
     assert!(!ok(r#"{"command":"git push"}"#));
@@ -98,8 +124,8 @@ deny = ["debug_echo:rm *"]
         "echo $(rm -rf x)",
         r"echo $'\'' ; rm -rf x",
     ] {
-        let args = serde_json::json!({ "command": nested }).to_string();
-        let (code, r, _) = e.call(&["--yes"], "debug_echo", &args);
+        let a = serde_json::json!({ "command": nested }).to_string();
+        let (code, r) = call_yes(&l, "debug_echo", &a);
         assert_eq!(code, 1, "{nested}");
         assert_eq!(
             error_of(&r),
@@ -112,6 +138,7 @@ deny = ["debug_echo:rm *"]
 #[test]
 fn require_false_approves_everything_not_denied() {
     let e = Env::with_config("[approval]\nauto_approve = []\nrequire = false\ndeny = [\"debug_sleep\"]\n");
-    assert_eq!(e.call(&[], "debug_echo", "{}").0, 0);
-    assert_eq!(e.call(&[], "debug_sleep", "{}").0, 1);
+    let l = e.plain();
+    assert_eq!(call(&l, "debug_echo", "{}").0, 0);
+    assert_eq!(call(&l, "debug_sleep", "{}").0, 1);
 }

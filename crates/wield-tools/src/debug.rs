@@ -1,5 +1,9 @@
-//! Tools registered only when `WIELD_DEBUG_TOOLS=1`: they let tests drive
-//! failure paths (a panicking tool, a slow tool) through the real binary.
+//! The debug tools: `debug_panic` panics, `debug_sleep` sleeps, and
+//! `debug_echo` echoes its input. They let tests drive failure paths,
+//! argument patterns, derived approvals, diffs and hook file globs without
+//! touching anything: the `wield` binary registers them when
+//! `WIELD_DEBUG_TOOLS=1` (a build with its `test-hooks` feature), and an
+//! in-process runtime of the tests (`wield_test_support::pipeline::Loaded::debug`).
 
 use std::sync::Arc;
 
@@ -67,7 +71,7 @@ impl Tool for Echo {
     /// rules can be tried on it without running anything.
     fn approval_subject(&self, input: &Value) -> wield_core::approval::Subject {
         if input.get("command").is_some() {
-            return wield_tools::shell::approval_subject(input);
+            return crate::shell::approval_subject(input);
         }
         wield_core::approval::Subject::from_paths(&self.paths(input))
     }
@@ -85,6 +89,8 @@ impl Tool for Echo {
     }
 }
 
+/// `debug_panic`, `debug_sleep` and `debug_echo` (group `debug`; the first
+/// two read-only).
 pub fn tools() -> Vec<ToolRef> {
     let read_only = ToolTraits {
         read_only: true,
