@@ -5,6 +5,8 @@
 //! scripted model choosing every malicious call: no call may change another
 //! call's fate by writing the document, its lock or the files beside it,
 //! nor by racing the person, during a press, after it, or between two.
+//! One more: a process a command detached (`setsid`) to approve a call once
+//! the press has ended.
 //!
 //! Commands run under bubblewrap where the binary's tests sandbox them,
 //! and unsandboxed where those do. What stays in the binary's tests only:
@@ -24,7 +26,7 @@ use wield_core::config::GlobalDir;
 use wield_core::{Call, Driver, ToolResult};
 use wield_runtime::{Runtime, RuntimeOptions};
 use wield_test_support::chat_attacks::{
-    DOC, FLIP_BETWEEN_PRESSES, FLIP_LOOP, FORGE, FORGE_RESULT, MESSAGE, REWRITE_CALL_AND_MESSAGE, victim,
+    DETACHED_FLIP, DOC, FLIP_BETWEEN_PRESSES, FLIP_LOOP, FORGE, FORGE_RESULT, MESSAGE, REWRITE_CALL_AND_MESSAGE, victim,
 };
 use wield_test_support::scripted::{Turn, tool_results};
 
@@ -287,7 +289,8 @@ async fn a_background_process_cannot_approve_a_call_after_the_run() {
         matches!(stop, Stop::Waiting(_) | Stop::Unconfirmed(_)),
         "{stop:?}\n{text}"
     );
-    assert_eq!(status_of(&text, "call_0_1"), "done", "{text}");
+    // (The loop may also rewrite its own call and its result, racing the
+    // cycle's write of it: that stops the run, `Unconfirmed`.)
     assert!(text.contains("`call_0_0` (pending)"), "{stop:?}\n{text}");
     // Nothing of the session is left to flip it before the next press.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -404,4 +407,39 @@ async fn another_session_cannot_approve_a_call_between_presses() {
     let stop = p.press_with(DOC, as_wield_chat()).await.unwrap();
     assert!(matches!(stop, Stop::Waiting(_)), "{stop:?}");
     assert!(!p.path(".envrc").exists(), "the victim ran");
+}
+
+/// Checks: a command's whole process tree ends with it, `setsid` or not
+/// (the runner kills what it left; under bubblewrap, its PID namespace).
+///
+/// `bash` leaves a detached process (`setsid`, its output elsewhere) that
+/// approves the waiting call once the press has ended: under bubblewrap
+/// and without a sandbox, it is gone before it can, and the victim stays
+/// `(pending)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_process_cannot_approve_a_call_after_the_press() {
+    for press in [under_bwrap(), with(UNSANDBOXED)] {
+        let p = project(
+            vec![
+                Turn::Calls(vec![victim(), ("bash", json!({ "command": DETACHED_FLIP }))]),
+                Turn::Text("Done."),
+            ],
+            BASH_APPROVED,
+        );
+        let set = press.set.clone();
+        let stop = p.press_with(DOC, press).await.unwrap();
+        let text = p.read(DOC);
+        assert!(matches!(stop, Stop::Waiting(_)), "{set:?}: {stop:?}\n{text}");
+        assert_eq!(status_of(&text, "call_0_1"), "done", "{set:?}: {text}");
+        // Longer than the process waits before it flips.
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        let text = p.read(DOC);
+        assert!(
+            text.contains("`call_0_0` (pending)"),
+            "{set:?}: flipped after the press: {text}"
+        );
+        let stop = p.press_with(DOC, with(UNSANDBOXED)).await.unwrap();
+        assert!(matches!(stop, Stop::Waiting(_)), "{set:?}: {stop:?}");
+        assert!(!p.path(".envrc").exists(), "{set:?}: the victim ran");
+    }
 }
