@@ -3,7 +3,8 @@
 //! start `wield` and its peers with a cleared environment ([`command`]),
 //! where the installed peers are ([`command::peer`]), the file layout the
 //! confinement tests attack ([`layout`]), the command tools of the command
-//! tools' tests ([`command_tools`]), the local model
+//! tools' tests ([`command_tools`]), the attacks on a `.chat` document
+//! its library's and its binary's tests make ([`chat_attacks`]), the local model
 //! server ([`local_model`]), a local server standing in for the web
 //! ([`pages`]), (with the `pipeline` or `runtime` feature) a runtime
 //! loaded in the test's process with calls through its pipeline
@@ -19,6 +20,7 @@
 
 #[cfg(feature = "agent")]
 pub mod agent;
+pub mod chat_attacks;
 pub mod command;
 pub mod command_tools;
 pub mod http_request;

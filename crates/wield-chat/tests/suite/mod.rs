@@ -1,3 +1,4 @@
+mod attacks;
 mod convert;
 mod corpus;
 mod cycle;

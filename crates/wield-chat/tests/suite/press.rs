@@ -1,14 +1,16 @@
 //! What the cycle tests share: a workspace talking to the scripted
 //! provider, and one press on a document in it as a front-end makes it
 //! (the document opened, the runtime loaded with what it decides, the
-//! cycle run to its stop), in process.
+//! cycle run to its stop), in process, with what the cycle said it did not
+//! take as the person's.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wield_chat::cycle::{CycleError, Stop};
+use wield_chat::cycle::{CycleError, Progress, Stop};
 use wield_chat::{ChatDocument, CycleFlags, DocumentError};
+use wield_core::config::GlobalDir;
 use wield_runtime::{Runtime, RuntimeOptions};
 use wield_sandbox::fs::chat::Ledger;
 use wield_test_support::scripted::{Scripted, Turn};
@@ -83,6 +85,12 @@ impl Project {
     pub async fn press(&self, rel: &str) -> Result<Stop, Refused> {
         self.press_with(rel, Press::default()).await
     }
+
+    /// A press on `rel` with `press`'s flags, and the changes the cycle
+    /// reported it did not take as the person's ([`Progress::NotTaken`]).
+    pub async fn press_watched(&self, rel: &str, press: Press) -> (Result<Stop, Refused>, Vec<String>) {
+        press.watched(self.root(), rel).await
+    }
 }
 
 /// What a front-end decides of a press beside the document (`wield chat`'s
@@ -95,6 +103,13 @@ pub struct Press {
     pub model: Option<String>,
     /// Ctrl-C.
     pub cancel: CancellationToken,
+    /// `--set KEY=VALUE` settings (`sandbox.backend="bwrap"`, say).
+    pub set: Vec<String>,
+    /// The global configuration directory: with one, the documents guarded
+    /// between presses are listed in it, as `wield chat` lists them (and
+    /// every runtime loaded with it reads them); without, in the
+    /// workspace's `ledger`, and the runtime has none.
+    pub global_dir: Option<PathBuf>,
 }
 
 /// Why a press did not end in a [`Stop`]: the document (or its frontmatter)
@@ -124,13 +139,27 @@ impl Refused {
 
 impl Press {
     /// The press on `rel` in `workspace`, the documents guarded between
-    /// presses listed in its `ledger` (not in the user's list).
+    /// presses listed in its `ledger` (not in the user's list) unless a
+    /// global configuration directory is named.
     pub async fn on(self, workspace: &Path, rel: &str) -> Result<Stop, Refused> {
+        self.watched(workspace, rel).await.0
+    }
+
+    /// [`Press::on`], and the changes the cycle reported it did not take
+    /// as the person's.
+    pub async fn watched(self, workspace: &Path, rel: &str) -> (Result<Stop, Refused>, Vec<String>) {
+        let mut not_taken = Vec::new();
+        let stop = self.run(workspace, rel, &mut not_taken).await;
+        (stop, not_taken)
+    }
+
+    async fn run(self, workspace: &Path, rel: &str, not_taken: &mut Vec<String>) -> Result<Stop, Refused> {
         let doc = ChatDocument::open(&workspace.join(rel)).map_err(Refused::Document)?;
         let mut options = RuntimeOptions {
             tools: wield_agent::tools::agent_tools(),
             config_keys: [wield_llm::settings::CONFIG_KEYS, wield_agent::CONFIG_KEYS].concat(),
-            global_dir: wield_core::config::GlobalDir::Nowhere,
+            set: self.set.clone(),
+            global_dir: self.global_dir.clone().map_or(GlobalDir::Nowhere, GlobalDir::At),
             ..RuntimeOptions::default()
         };
         doc.adjust(&mut options).map_err(Refused::Document)?;
@@ -152,12 +181,20 @@ impl Press {
         let flags = CycleFlags {
             no_autopilot: self.no_autopilot,
             once: self.once,
-            ledger: Some(Ledger::at(workspace.join("ledger"))),
+            // With a global directory, the runtime's list, as `wield chat`'s.
+            ledger: self.global_dir.is_none().then(|| Ledger::at(workspace.join("ledger"))),
             ..CycleFlags::default()
         };
         let cycle = doc
             .cycle(&rt, provider, &settings, &agent, flags)
             .map_err(Refused::Document)?;
-        cycle.run(&self.cancel, |_| {}).await.map_err(Refused::Cycle)
+        cycle
+            .run(&self.cancel, |p| {
+                if let Progress::NotTaken(why) = p {
+                    not_taken.push(why.to_owned());
+                }
+            })
+            .await
+            .map_err(Refused::Cycle)
     }
 }
