@@ -49,6 +49,8 @@ mod diagnostic;
 pub mod document;
 mod error;
 mod file_ref;
+#[cfg(test)]
+mod hang_guard;
 mod lines;
 mod options;
 mod parse;

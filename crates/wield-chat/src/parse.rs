@@ -891,10 +891,13 @@ mod tests {
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
     }
 
-    /// File references are read in a person's text outside fences only.
+    /// File references are read in a person's text outside fences only,
+    /// and a fence's opening line (its info string) is inside it.
     #[test]
     fn file_references_outside_fences_only() {
-        let doc = parse("@You:\nsee @./a.txt\n```\n@./b.txt\n```\nand @./c.txt\n@Assistant:\n@./d.txt\n");
+        let doc = parse(
+            "@You:\nsee @./a.txt\n```\n@./b.txt\n```\nand @./c.txt\n```text @./e.txt\nx\n```\n@Assistant:\n@./d.txt\n",
+        );
         let refs: Vec<_> = doc.state().file_refs.into_iter().map(|r| (r.path, r.line)).collect();
         assert_eq!(refs, vec![("./a.txt".to_string(), 2), ("./c.txt".to_string(), 6)]);
     }
