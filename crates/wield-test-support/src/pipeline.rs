@@ -158,6 +158,17 @@ pub fn call(workspace: &Path, sets: &[&str], approver: Arc<dyn Approver>, tool: 
     Loaded::load(workspace, sets).unwrap().call(approver, tool, args)
 }
 
+/// The message of the usage error (which `wield` exits 2 on) loading the
+/// runtime of `workspace` with `sets` ends with; the test fails when it
+/// loads, or fails otherwise.
+pub fn usage_error(workspace: &Path, sets: &[&str]) -> String {
+    match Loaded::load(workspace, sets) {
+        Ok(_) => panic!("the runtime loaded"),
+        Err(e) if e.is_usage() => e.to_string(),
+        Err(e) => panic!("not a usage error: {e}"),
+    }
+}
+
 /// The error of a call's result as JSON (empty when it has none).
 pub fn error_of(result: &Value) -> String {
     result["error"].as_str().unwrap_or_default().to_owned()

@@ -61,13 +61,9 @@ impl Env {
     /// Loading the workspace's runtime fails with a usage error (which
     /// `wield` exits 2 on) saying each of `words`.
     fn load_fails_saying(&self, words: &[&str]) {
-        let err = match Loaded::load(&self.ws(""), &[]) {
-            Ok(_) => panic!("the runtime loaded"),
-            Err(e) => e,
-        };
-        assert!(err.is_usage(), "{err}");
+        let err = wield_test_support::pipeline::usage_error(&self.ws(""), &[]);
         for w in words {
-            assert!(err.to_string().contains(w), "{w}: {err}");
+            assert!(err.contains(w), "{w}: {err}");
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 use wield_core::approval::{ApprovalAnswer, ApprovalRequest, Approver, HeadlessApprover};
-use wield_test_support::pipeline::Loaded;
+use wield_test_support::pipeline::usage_error;
 
 use super::harness::{Ws, assert_gone, backend_set, error, output, pids, read};
 
@@ -224,12 +224,8 @@ fn rewrite_template_and_custom_shell() {
     assert_eq!(output(&v), "sh\nexit code: 0");
     // A broken template is a configuration error (which `wield` exits 2
     // on) naming the key.
-    let err = match Loaded::load(&ws.ws, &["bash.rewrite=\"{{ command\""]) {
-        Ok(_) => panic!("the runtime loaded with a broken template"),
-        Err(e) => e,
-    };
-    assert!(err.is_usage(), "{err}");
-    assert!(err.to_string().contains("bash.rewrite"), "{err}");
+    let err = usage_error(&ws.ws, &["bash.rewrite=\"{{ command\""]);
+    assert!(err.contains("bash.rewrite"), "{err}");
 }
 
 #[test]
